@@ -1,0 +1,199 @@
+package manager
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+)
+
+// Options are the process-level settings every Keelson binary shares. Each field has a command-line flag; the
+// defaults are what a production install wants, so the chart only overrides what it must.
+type Options struct {
+	// MetricsAddr is where /metrics is served; "0" disables it.
+	MetricsAddr string
+	// MetricsSecure serves metrics over HTTPS behind Kubernetes authentication and authorization.
+	MetricsSecure bool
+	// MetricsCertDir holds tls.crt/tls.key for the metrics server; empty means a self-signed certificate.
+	MetricsCertDir string
+	// ProbeAddr is where /healthz and /readyz are served.
+	ProbeAddr string
+
+	// LeaderElect turns on leader election; off only for single-replica debugging.
+	LeaderElect bool
+	// LeaderElectionNamespace is where the Lease lives; empty means the pod's own namespace.
+	LeaderElectionNamespace string
+	// LeaderElectionID is the Lease's name.
+	LeaderElectionID string
+	// LeaseDuration is how long followers wait before they may take over a lease that was not released.
+	LeaseDuration time.Duration
+	// RenewDeadline is how long the leader keeps trying to renew before it gives up leadership.
+	RenewDeadline time.Duration
+	// RetryPeriod is how often candidates try to acquire, and the leader renews, the lease.
+	RetryPeriod time.Duration
+
+	// EnableWebhooks serves this binary's admission webhooks (when it has any).
+	EnableWebhooks bool
+	// WebhookPort is the port the webhook server listens on.
+	WebhookPort int
+	// WebhookCertDir holds the webhook server's tls.crt and tls.key.
+	WebhookCertDir string
+
+	// LogLevel is debug, info, error, or a number (higher is more verbose).
+	LogLevel string
+	// LogFormat is json (production) or console (development).
+	LogFormat string
+
+	// Concurrency is the number of objects each controller reconciles at once.
+	Concurrency int
+	// KubeAPIQPS and KubeAPIBurst bound the client's request rate to the apiserver.
+	KubeAPIQPS   float64
+	KubeAPIBurst int
+	// GracefulShutdownTimeout bounds how long the process waits for its workers after SIGTERM.
+	GracefulShutdownTimeout time.Duration
+
+	// ShowVersion prints the version and exits.
+	ShowVersion bool
+}
+
+// DefaultOptions returns the production defaults for the binary called name.
+//
+// RetryPeriod is 1s rather than client-go's usual 2s: with LeaderElectionReleaseOnCancel a stopping leader frees the
+// lease at once, and a follower notices within one RetryPeriod, so this bounds a rolling update's handover at about
+// a second. The price is one lease renewal per second.
+func DefaultOptions(name string) Options {
+	return Options{
+		MetricsAddr:             ":8443",
+		MetricsSecure:           true,
+		ProbeAddr:               ":8081",
+		LeaderElect:             true,
+		LeaderElectionID:        name + ".keelson.dev",
+		LeaseDuration:           15 * time.Second,
+		RenewDeadline:           10 * time.Second,
+		RetryPeriod:             1 * time.Second,
+		EnableWebhooks:          true,
+		WebhookPort:             9443,
+		WebhookCertDir:          "/tmp/k8s-webhook-server/serving-certs",
+		LogLevel:                "info",
+		LogFormat:               "json",
+		Concurrency:             4,
+		KubeAPIQPS:              50,
+		KubeAPIBurst:            100,
+		GracefulShutdownTimeout: 30 * time.Second,
+	}
+}
+
+// BindFlags registers every option on fs, with o's current values as defaults. It also registers controller-runtime's
+// --kubeconfig flag, which config.GetConfig reads.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr,
+		`Address the metrics endpoint binds to, e.g. ":8443"; "0" disables it.`)
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure,
+		"Serve metrics over HTTPS and require a Kubernetes token allowed to GET /metrics.")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir,
+		"Directory with tls.crt and tls.key for the metrics server; empty uses a self-signed certificate.")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr,
+		"Address /healthz and /readyz bind to.")
+
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
+		"Elect one active replica through a Lease. Only turn off when exactly one replica runs.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace,
+		"Namespace of the leader election Lease; default: the pod's namespace (POD_NAMESPACE or the service account's).")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease.")
+	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", o.LeaseDuration,
+		"How long followers wait before taking over a lease its leader did not release (a crashed leader).")
+	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", o.RenewDeadline,
+		"How long the leader retries renewing before it steps down; must be less than the lease duration.")
+	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod,
+		"How often candidates try to acquire and the leader renews the lease; bounds a graceful handover.")
+
+	fs.BoolVar(&o.EnableWebhooks, "enable-webhooks", o.EnableWebhooks, "Serve this controller's admission webhooks.")
+	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port the admission webhook server listens on.")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir,
+		"Directory with the webhook server's tls.crt and tls.key.")
+
+	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "Log level: debug, info, error, or a verbosity number (2 = more).")
+	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format: json or console.")
+
+	fs.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "Objects each controller reconciles in parallel.")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Steady requests per second to the apiserver.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Request burst allowed above kube-api-qps.")
+	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout,
+		"After SIGTERM, how long to wait for running reconciles before exiting.")
+
+	fs.BoolVar(&o.ShowVersion, "version", false, "Print the version and exit.")
+	config.RegisterFlags(fs)
+}
+
+// Validate reports every invalid option at once, each naming its flag.
+func (o *Options) Validate() error {
+	var errs []error
+	if _, err := parseLogLevel(o.LogLevel); err != nil {
+		errs = append(errs, fmt.Errorf("--log-level: %w", err))
+	}
+	if o.LogFormat != "json" && o.LogFormat != "console" {
+		errs = append(errs, fmt.Errorf("--log-format: %q is not json or console", o.LogFormat))
+	}
+	if o.Concurrency < 1 {
+		errs = append(errs, fmt.Errorf("--concurrency: %d must be at least 1", o.Concurrency))
+	}
+	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 {
+		errs = append(errs, errors.New("--kube-api-qps and --kube-api-burst must be positive"))
+	}
+	if o.WebhookPort < 1 || o.WebhookPort > 65535 {
+		errs = append(errs, fmt.Errorf("--webhook-port: %d is not a TCP port", o.WebhookPort))
+	}
+	if o.GracefulShutdownTimeout < 0 {
+		errs = append(errs, errors.New("--graceful-shutdown-timeout must not be negative"))
+	}
+	if o.LeaderElect {
+		errs = append(errs, validateLeaseTimings(o.LeaseDuration, o.RenewDeadline, o.RetryPeriod)...)
+	}
+	return errors.Join(errs...)
+}
+
+// validateLeaseTimings applies client-go's rules for leader election timings, so a bad combination is reported at
+// startup with the flag names instead of as a panic-free but confusing error from deep inside the elector.
+func validateLeaseTimings(lease, renew, retry time.Duration) []error {
+	var errs []error
+	if retry <= 0 {
+		errs = append(errs, errors.New("--leader-election-retry-period must be positive"))
+	}
+	if renew <= time.Duration(1.2*float64(retry)) {
+		errs = append(errs, fmt.Errorf(
+			"--leader-election-renew-deadline (%s) must be more than 1.2 x --leader-election-retry-period (%s)", renew, retry))
+	}
+	if lease <= renew {
+		errs = append(errs, fmt.Errorf(
+			"--leader-election-lease-duration (%s) must be more than --leader-election-renew-deadline (%s)", lease, renew))
+	}
+	return errs
+}
+
+// serviceAccountNamespaceFile is where Kubernetes mounts the pod's namespace.
+const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// resolveLeaseNamespace picks the Lease's namespace: the flag, else POD_NAMESPACE (set by the chart through the
+// downward API), else the mounted service account's namespace. Out of cluster with none of them, it asks for the flag.
+func resolveLeaseNamespace(flagValue string, getenv func(string) string, readFile func(string) ([]byte, error)) (string, error) {
+	if flagValue != "" {
+		return flagValue, nil
+	}
+	if ns := getenv("POD_NAMESPACE"); ns != "" {
+		return ns, nil
+	}
+	if b, err := readFile(serviceAccountNamespaceFile); err == nil && strings.TrimSpace(string(b)) != "" {
+		return strings.TrimSpace(string(b)), nil
+	}
+	return "", errors.New("--leader-election-namespace: not running in a pod and POD_NAMESPACE is unset; " +
+		"pass --leader-election-namespace or --leader-elect=false")
+}
+
+// leaseNamespace resolves the Lease namespace from the real environment.
+func (o *Options) leaseNamespace() (string, error) {
+	return resolveLeaseNamespace(o.LeaderElectionNamespace, os.Getenv, os.ReadFile)
+}

@@ -1,0 +1,197 @@
+// Package manager is the process runtime shared by every Keelson binary: flags, logging, the controller-runtime
+// manager with leader election, health and readiness probes, secure metrics, the webhook server and graceful
+// shutdown. A binary's main.go only names itself and says what to register.
+package manager
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/keelson-dev/keelson/cmd/internal/version"
+)
+
+// Binary describes one Keelson controller binary: its name, the API groups it uses and what it registers.
+type Binary struct {
+	// Name is the binary's name, e.g. "daemonset-controller"; it also names the default leader election Lease.
+	Name string
+	// AddToScheme registers the binary's own API groups; the built-in Kubernetes groups are always registered.
+	AddToScheme []func(*runtime.Scheme) error
+	// Cache narrows what the informer cache holds (label selectors per object), given the parsed options.
+	// Nil caches every watched object in full.
+	Cache func(Options) cache.Options
+	// SetupControllers registers the binary's controllers with the manager. Nil registers none.
+	SetupControllers func(mgr ctrl.Manager, opts Options) error
+	// SetupWebhooks registers the binary's admission webhooks. Nil means the binary serves no webhooks.
+	SetupWebhooks func(mgr ctrl.Manager) error
+}
+
+// Exit codes of Run.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// Main runs the binary until SIGTERM or SIGINT and exits the process with Run's code.
+func Main(b Binary) {
+	os.Exit(Run(ctrl.SetupSignalHandler(), b, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Run parses args, starts the manager and blocks until ctx is done or the manager fails. It returns the process
+// exit code: 0 after a clean shutdown (or --help, --version), 2 for bad flags, 1 for any other failure.
+func Run(ctx context.Context, b Binary, args []string, stdout, stderr io.Writer) int {
+	opts := DefaultOptions(b.Name)
+	fs := flag.NewFlagSet(b.Name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	opts.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if opts.ShowVersion {
+		_, _ = fmt.Fprintln(stdout, version.String(b.Name))
+		return exitOK
+	}
+	if err := opts.Validate(); err != nil {
+		_, _ = fmt.Fprintf(stderr, "%s: invalid flags:\n%v\n", b.Name, err)
+		return exitUsage
+	}
+
+	log := newLogger(opts.LogLevel, opts.LogFormat, stderr)
+	ctrl.SetLogger(log)
+	klog.SetLogger(log)
+	setupLog := log.WithName("setup")
+
+	mgr, err := newManager(b, opts)
+	if err != nil {
+		setupLog.Error(err, "Unable to set up the manager")
+		return exitError
+	}
+	setupLog.Info("Starting", "binary", b.Name, "version", version.Version, "commit", version.GitCommit,
+		"leaderElection", opts.LeaderElect, "webhooks", opts.EnableWebhooks && b.SetupWebhooks != nil)
+	if err := mgr.Start(ctx); err != nil {
+		setupLog.Error(err, "Manager stopped with an error")
+		return exitError
+	}
+	setupLog.Info("Stopped")
+	return exitOK
+}
+
+// newManager builds the controller-runtime manager for b from validated options and registers probes, webhooks,
+// controllers and the leadership log line.
+func newManager(b Binary, opts Options) (ctrl.Manager, error) {
+	cfg, err := config.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	cfg.QPS = float32(opts.KubeAPIQPS)
+	cfg.Burst = opts.KubeAPIBurst
+	cfg.UserAgent = b.Name + "/" + version.Version
+
+	scheme := runtime.NewScheme()
+	for _, add := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme}, b.AddToScheme...) {
+		if err := add(scheme); err != nil {
+			return nil, fmt.Errorf("registering API types: %w", err)
+		}
+	}
+
+	leaseNamespace := ""
+	if opts.LeaderElect {
+		if leaseNamespace, err = opts.leaseNamespace(); err != nil {
+			return nil, err
+		}
+	}
+
+	metricsOpts := metricsserver.Options{BindAddress: opts.MetricsAddr, SecureServing: opts.MetricsSecure}
+	if opts.MetricsSecure {
+		// Only a caller whose token may GET /metrics (a TokenReview and a SubjectAccessReview) is served.
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+		metricsOpts.CertDir = opts.MetricsCertDir
+	}
+
+	var cacheOpts cache.Options
+	if b.Cache != nil {
+		cacheOpts = b.Cache(opts)
+	}
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Cache:                         cacheOpts,
+		Metrics:                       metricsOpts,
+		HealthProbeBindAddress:        opts.ProbeAddr,
+		LeaderElection:                opts.LeaderElect,
+		LeaderElectionID:              opts.LeaderElectionID,
+		LeaderElectionNamespace:       leaseNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &opts.LeaseDuration,
+		RenewDeadline:                 &opts.RenewDeadline,
+		RetryPeriod:                   &opts.RetryPeriod,
+		GracefulShutdownTimeout:       &opts.GracefulShutdownTimeout,
+		WebhookServer:                 webhook.NewServer(webhook.Options{Port: opts.WebhookPort, CertDir: opts.WebhookCertDir}),
+		Controller:                    ctrlconfig.Controller{MaxConcurrentReconciles: opts.Concurrency},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding the health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("caches", cachesSynced(mgr.GetCache())); err != nil {
+		return nil, fmt.Errorf("adding the cache readiness check: %w", err)
+	}
+	if opts.EnableWebhooks && b.SetupWebhooks != nil {
+		if err := b.SetupWebhooks(mgr); err != nil {
+			return nil, fmt.Errorf("registering webhooks: %w", err)
+		}
+		// Ready only once the webhook server serves, so the Service never routes admission calls to a replica
+		// that would refuse them.
+		if err := mgr.AddReadyzCheck("webhooks", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return nil, fmt.Errorf("adding the webhook readiness check: %w", err)
+		}
+	}
+	if b.SetupControllers != nil {
+		if err := b.SetupControllers(mgr, opts); err != nil {
+			return nil, fmt.Errorf("registering controllers: %w", err)
+		}
+	}
+	if err := mgr.Add(leadershipLogger{lease: leaseNamespace + "/" + opts.LeaderElectionID}); err != nil {
+		return nil, fmt.Errorf("adding the leadership logger: %w", err)
+	}
+	return mgr, nil
+}
+
+// leadershipLogger is a runnable that runs only on the elected replica, so its one log line marks the moment this
+// process became the leader (operators grep for it; the leader election test waits for it).
+type leadershipLogger struct{ lease string }
+
+var _ manager.LeaderElectionRunnable = leadershipLogger{}
+
+// NeedLeaderElection makes the manager start the runnable only once this replica leads.
+func (leadershipLogger) NeedLeaderElection() bool { return true }
+
+// Start logs the acquisition and waits for shutdown.
+func (l leadershipLogger) Start(ctx context.Context) error {
+	ctrl.Log.WithName("leader-election").Info("Became the leader", "lease", l.lease)
+	<-ctx.Done()
+	return nil
+}

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# install.sh installs Keelson's pinned tools into bin/ on first use and prints the installed path.
+#
+#   tools/install.sh TOOL        TOOL is one of: controller-gen golangci-lint helm kwok chainsaw setup-envtest
+#                                envtest (kube-apiserver + etcd + kubectl, prints the directory for KUBEBUILDER_ASSETS)
+#                                kube (every Kubernetes binary a local cluster needs, prints the directory)
+#                                coredns
+#
+# Versions come from tools/versions.env. Every tool lands under bin/ with its version in its path, so a version bump
+# installs the new one beside the old and nothing is ever stale. Nothing here is committed.
+#
+# Kubernetes and etcd binaries: the normal download path (setup-envtest) is tried first; where it cannot reach its
+# servers (an offline machine), they are built from the Go module proxy with the wrapper modules in tools/modules/,
+# version-stamped so that kubectl and Helm version checks see a real version.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BIN=${KEELSON_BIN:-$ROOT/bin}
+# shellcheck source=versions.env
+source "$ROOT/tools/versions.env"
+export GOFLAGS=-buildvcs=false CGO_ENABLED=0
+
+log() { echo "install.sh: $*" >&2; }
+
+# go_install NAME VERSION PACKAGE [LDFLAGS]: go install PACKAGE@VERSION as bin/NAME-VERSION, linked as bin/NAME.
+go_install() {
+  local name=$1 version=$2 pkg=$3 ldflags=${4:-}
+  local dest=$BIN/$name-$version
+  if [ ! -x "$dest" ]; then
+    log "building $name $version (first use; cached in bin/)"
+    local tmp
+    tmp=$(mktemp -d "$BIN/.gobin.XXXXXX")
+    GOBIN=$tmp go install -trimpath -ldflags "-s -w $ldflags" "$pkg@$version"
+    mv "$tmp"/* "$dest" # the temporary GOBIN holds exactly one binary
+    rm -rf "$tmp"
+  fi
+  ln -sfn "$name-$version" "$BIN/$name"
+  echo "$dest"
+}
+
+# kube_ldflags stamps the version into every Kubernetes component and client library.
+kube_ldflags() {
+  local v=$KUBE_VERSION major minor
+  major=$(echo "${v#v}" | cut -d. -f1)
+  minor=$(echo "${v#v}" | cut -d. -f2)
+  local f=""
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    f="$f -X $p.gitVersion=$v -X $p.gitMajor=$major -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+  done
+  echo "$f"
+}
+
+# build_kube DIR CMD...: build the named k8s.io/kubernetes commands into DIR from the wrapper module.
+build_kube() {
+  local dir=$1; shift
+  local pkgs=()
+  for c in "$@"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
+  log "building ${*} $KUBE_VERSION from the Go module proxy (first use takes minutes; cached in bin/)"
+  (cd "$ROOT/tools/modules/kube" && go build -trimpath -ldflags "-s -w $(kube_ldflags)" -o "$dir/" "${pkgs[@]}")
+}
+
+build_etcd() {
+  local dir=$1
+  log "building etcd $ETCD_VERSION from the Go module proxy (cached in bin/)"
+  (cd "$ROOT/tools/modules/etcd" && go build -trimpath -ldflags "-s -w" -o "$dir/etcd" go.etcd.io/etcd/server/v3)
+}
+
+# try_setup_envtest DIR: the normal path for users with internet. Returns non-zero when it cannot download.
+try_setup_envtest() {
+  local dir=$1 se path
+  [ "${KEELSON_OFFLINE:-}" = 1 ] && return 1
+  se=$(go_install setup-envtest "$SETUP_ENVTEST_VERSION" sigs.k8s.io/controller-runtime/tools/setup-envtest 2>/dev/null) || return 1
+  path=$(timeout 60 "$se" use "${KUBE_VERSION#v}" --bin-dir "$BIN/.setup-envtest" -p path 2>/dev/null) || return 1
+  [ -x "$path/kube-apiserver" ] && [ -x "$path/etcd" ] || return 1
+  cp "$path/kube-apiserver" "$path/etcd" "$dir/"
+  [ -x "$path/kubectl" ] && cp "$path/kubectl" "$dir/"
+  return 0
+}
+
+# envtest: kube-apiserver, etcd and kubectl in one directory (what KUBEBUILDER_ASSETS expects).
+install_envtest() {
+  local dir=$BIN/k8s/$KUBE_VERSION
+  if [ ! -f "$dir/.envtest-ready" ]; then
+    mkdir -p "$dir"
+    if ! try_setup_envtest "$dir"; then
+      log "setup-envtest could not download $KUBE_VERSION; building from source instead"
+      [ -x "$dir/kube-apiserver" ] && [ -x "$dir/kubectl" ] || build_kube "$dir" kube-apiserver kubectl
+      [ -x "$dir/etcd" ] || build_etcd "$dir"
+    fi
+    [ -x "$dir/kubectl" ] || build_kube "$dir" kubectl
+    touch "$dir/.envtest-ready"
+  fi
+  echo "$dir"
+}
+
+# kube: everything a local cluster runs (control plane, node agents, etcd), in the same directory as envtest's.
+install_kube() {
+  local dir=$BIN/k8s/$KUBE_VERSION
+  install_envtest >/dev/null
+  if [ ! -f "$dir/.cluster-ready" ]; then
+    local missing=()
+    for c in kube-controller-manager kube-scheduler kubelet kube-proxy; do
+      [ -x "$dir/$c" ] || missing+=("$c")
+    done
+    [ ${#missing[@]} -eq 0 ] || build_kube "$dir" "${missing[@]}"
+    touch "$dir/.cluster-ready"
+  fi
+  echo "$dir"
+}
+
+# chainsaw v0.2.12 needs an older toolchain and is missing from the checksum database, so it is built from a
+# throw-away module that requires it.
+install_chainsaw() {
+  local dest=$BIN/chainsaw-$CHAINSAW_VERSION
+  if [ ! -x "$dest" ]; then
+    log "building chainsaw $CHAINSAW_VERSION with $CHAINSAW_GOTOOLCHAIN (first use; cached in bin/)"
+    local tmp
+    tmp=$(mktemp -d "$BIN/.chainsaw.XXXXXX")
+    cat >"$tmp/go.mod" <<EOF
+module keelson.local/tools/chainsaw
+
+go 1.23
+EOF
+    cat >"$tmp/tools.go" <<'EOF'
+//go:build tools
+
+package tools
+
+import _ "github.com/kyverno/chainsaw"
+EOF
+    (cd "$tmp" && export GOTOOLCHAIN=$CHAINSAW_GOTOOLCHAIN GONOSUMDB=github.com/kyverno/chainsaw GOFLAGS=-mod=mod &&
+      go get "github.com/kyverno/chainsaw@$CHAINSAW_VERSION" &&
+      go build -trimpath -ldflags "-s -w" -o "$dest" github.com/kyverno/chainsaw)
+    rm -rf "$tmp"
+  fi
+  ln -sfn "chainsaw-$CHAINSAW_VERSION" "$BIN/chainsaw"
+  echo "$dest"
+}
+
+main() {
+  [ $# -eq 1 ] || { sed -n '2,8p' "${BASH_SOURCE[0]}" >&2; exit 2; }
+  mkdir -p "$BIN"
+  case $1 in
+    controller-gen) go_install controller-gen "$CONTROLLER_GEN_VERSION" sigs.k8s.io/controller-tools/cmd/controller-gen ;;
+    golangci-lint) go_install golangci-lint "$GOLANGCI_LINT_VERSION" github.com/golangci/golangci-lint/v2/cmd/golangci-lint ;;
+    helm) go_install helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ;;
+    kwok) go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok >/dev/null
+          go_install kwokctl "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwokctl ;;
+    coredns) go_install coredns "$COREDNS_VERSION" github.com/coredns/coredns ;;
+    chainsaw) install_chainsaw ;;
+    setup-envtest) go_install setup-envtest "$SETUP_ENVTEST_VERSION" sigs.k8s.io/controller-runtime/tools/setup-envtest ;;
+    envtest) install_envtest ;;
+    kube) install_kube ;;
+    *) log "unknown tool: $1"; exit 2 ;;
+  esac
+}
+
+main "$@"
