@@ -2,10 +2,7 @@ module github.com/keelson-dev/keelson/apis
 
 go 1.26.0
 
-require (
-	k8s.io/apimachinery v0.37.2
-	sigs.k8s.io/controller-runtime v0.25.2
-)
+require k8s.io/apimachinery v0.37.2
 
 require (
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
@@ -18,7 +15,6 @@ require (
 	golang.org/x/net v0.57.0 // indirect
 	golang.org/x/text v0.40.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
-	k8s.io/api v0.37.2 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd // indirect

@@ -5,8 +5,9 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -14,8 +15,19 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "sizer.keelson.dev", Version: "v1alpha1"}
 
 	// SchemeBuilder collects the kinds of this group-version so they can be added to a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds every kind of this group-version to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
+
+	// knownTypes are the kinds of this group-version; each *_types.go file appends its object and list kinds in an
+	// init function.
+	knownTypes []runtime.Object
 )
+
+// addKnownTypes adds this group-version's kinds and the meta types every group-version carries.
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, knownTypes...)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

@@ -1,0 +1,310 @@
+package manager_test
+
+// These tests build the three real binaries and run them as processes against an envtest apiserver: what a user
+// gets from `--help` and `--version`, the probes, the metrics guard, and leader election handover on SIGTERM.
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/keelson-dev/keelson/tools/testenv"
+)
+
+// testVersion is stamped into the test builds to prove the stamping works.
+const testVersion = "v9.9.9-test"
+
+var (
+	env        *testenv.Env
+	binDir     string
+	kubeconfig string
+	binaries   = []string{"daemonset-controller", "workload-sizer", "pipeline-controller"}
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	var err error
+	if binDir, err = os.MkdirTemp("", "keelson-bin-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = os.RemoveAll(binDir) }()
+	if env, err = testenv.Start(testenv.Options{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	kubeconfig = filepath.Join(binDir, "kubeconfig")
+	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	args := []string{"build", "-o", binDir + "/",
+		"-ldflags", "-X github.com/keelson-dev/keelson/cmd/internal/version.Version=" + testVersion}
+	for _, b := range binaries {
+		args = append(args, "github.com/keelson-dev/keelson/cmd/"+b)
+	}
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building the binaries: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+// syncBuffer collects a process's output while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// process is one running binary.
+type process struct {
+	cmd       *exec.Cmd
+	output    *syncBuffer
+	probeAddr string
+	exited    chan struct{} // closed when the process has exited
+	err       error         // Wait's result, set before exited is closed
+}
+
+// exitedCleanly reports whether the process has exited with status 0.
+func (p *process) exitedCleanly() bool {
+	select {
+	case <-p.exited:
+		return p.err == nil
+	default:
+		return false
+	}
+}
+
+// freeAddr returns a loopback address with a port nothing listens on right now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
+
+// start runs binary with the test kubeconfig, its own probe port and extra flags, and kills it when the test ends.
+func start(t *testing.T, binary string, extra ...string) *process {
+	t.Helper()
+	p := &process{output: &syncBuffer{}, probeAddr: freeAddr(t), exited: make(chan struct{})}
+	args := append([]string{
+		"--kubeconfig=" + kubeconfig,
+		"--health-probe-bind-address=" + p.probeAddr,
+		"--leader-election-namespace=default",
+		"--webhook-port=" + strings.Split(freeAddr(t), ":")[1],
+	}, extra...)
+	p.cmd = exec.Command(filepath.Join(binDir, binary), args...)
+	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		if t.Failed() {
+			t.Logf("%s output:\n%s", binary, p.output.String())
+		}
+	})
+	return p
+}
+
+// leads reports whether the process has logged that it became the leader.
+func (p *process) leads() bool { return strings.Contains(p.output.String(), "Became the leader") }
+
+func (p *process) get(path string) (int, error) {
+	resp, err := http.Get("http://" + p.probeAddr + path)
+	if err != nil {
+		return 0, err
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+func TestHelpListsEveryFlag(t *testing.T) {
+	flags := []string{"metrics-bind-address", "metrics-secure", "health-probe-bind-address", "leader-elect",
+		"leader-election-namespace", "leader-election-id", "leader-election-lease-duration",
+		"leader-election-renew-deadline", "leader-election-retry-period", "enable-webhooks", "webhook-port",
+		"webhook-cert-dir", "log-level", "log-format", "kubeconfig", "concurrency", "kube-api-qps",
+		"kube-api-burst", "graceful-shutdown-timeout", "version"}
+	for _, b := range binaries {
+		out, err := exec.Command(filepath.Join(binDir, b), "--help").CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s --help: %v", b, err)
+		}
+		for _, f := range flags {
+			if !strings.Contains(string(out), "-"+f+" ") && !strings.Contains(string(out), "-"+f+"\n") {
+				t.Errorf("%s --help does not list --%s", b, f)
+			}
+		}
+	}
+}
+
+func TestVersionIsStamped(t *testing.T) {
+	for _, b := range binaries {
+		out, err := exec.Command(filepath.Join(binDir, b), "--version").Output()
+		if err != nil {
+			t.Fatalf("%s --version: %v", b, err)
+		}
+		if !strings.HasPrefix(string(out), b+" "+testVersion) {
+			t.Errorf("%s --version printed %q, want it to start with %q", b, out, b+" "+testVersion)
+		}
+	}
+}
+
+func TestInvalidFlagsExitWithUsageError(t *testing.T) {
+	cmd := exec.Command(filepath.Join(binDir, "workload-sizer"), "--log-format=xml", "--concurrency=0")
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 2 {
+		t.Fatalf("exit code %d, want 2; output:\n%s", cmd.ProcessState.ExitCode(), out)
+	}
+	for _, f := range []string{"--log-format", "--concurrency"} {
+		if !strings.Contains(string(out), f) {
+			t.Errorf("the error does not name %s:\n%s", f, out)
+		}
+	}
+}
+
+// Each binary, started against a real apiserver, elects itself, serves /healthz and /readyz, and exits cleanly on
+// SIGTERM.
+func TestEachBinaryLeadsAndServesProbes(t *testing.T) {
+	for _, b := range binaries {
+		t.Run(b, func(t *testing.T) {
+			g := NewWithT(t)
+			p := start(t, b, "--metrics-bind-address=0", "--leader-election-id="+b+"-probes")
+			g.Eventually(p.leads, 30*time.Second, 50*time.Millisecond).Should(BeTrue())
+			for _, path := range []string{"/healthz", "/readyz"} {
+				g.Eventually(func() (int, error) { return p.get(path) }, 10*time.Second, 50*time.Millisecond).
+					Should(Equal(http.StatusOK), path)
+			}
+			g.Expect(p.cmd.Process.Signal(syscall.SIGTERM)).To(Succeed())
+			g.Eventually(p.exitedCleanly, 10*time.Second, 20*time.Millisecond).Should(BeTrue(), "clean exit after SIGTERM")
+		})
+	}
+}
+
+// /metrics is served over HTTPS and only to a caller whose Kubernetes token may GET /metrics.
+func TestMetricsRequireAuthorizedToken(t *testing.T) {
+	g := NewWithT(t)
+	metricsAddr := freeAddr(t)
+	p := start(t, "daemonset-controller", "--metrics-bind-address="+metricsAddr, "--leader-election-id=metrics-test")
+	g.Eventually(p.leads, 30*time.Second, 50*time.Millisecond).Should(BeTrue())
+
+	httpClient := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the server's certificate is self-signed
+	}}
+	scrape := func(token string) (int, error) {
+		req, _ := http.NewRequest(http.MethodGet, "https://"+metricsAddr+"/metrics", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	g.Eventually(func() (int, error) { return scrape("") }, 15*time.Second, 100*time.Millisecond).
+		Should(Equal(http.StatusUnauthorized), "anonymous scrape")
+
+	allowed := serviceAccountToken(t, "metrics-reader", true)
+	denied := serviceAccountToken(t, "metrics-nobody", false)
+	g.Expect(scrape(denied)).To(Equal(http.StatusForbidden), "token without the /metrics permission")
+	g.Expect(scrape(allowed)).To(Equal(http.StatusOK), "token allowed to GET /metrics")
+}
+
+// serviceAccountToken creates a service account (bound to a /metrics reader role when allowed) and returns a token.
+func serviceAccountToken(t *testing.T, name string, allowed bool) string {
+	t.Helper()
+	ctx := context.Background()
+	g := NewWithT(t)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
+	g.Expect(env.Client.Create(ctx, sa)).To(Succeed())
+	if allowed {
+		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
+		binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: "default"}}}
+		g.Expect(env.Client.Create(ctx, role)).To(Succeed())
+		g.Expect(env.Client.Create(ctx, binding)).To(Succeed())
+	}
+	cs, err := kubernetes.NewForConfig(env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	return tr.Status.Token
+}
+
+// Two replicas of one binary: exactly one leads; SIGTERM to the leader hands the lease to the other within 2s,
+// because the leader releases the lease on shutdown instead of letting it expire.
+func TestLeaderHandoverOnSIGTERM(t *testing.T) {
+	g := NewWithT(t)
+	const lease = "handover-test"
+	a := start(t, "daemonset-controller", "--metrics-bind-address=0", "--leader-election-id="+lease)
+	b := start(t, "daemonset-controller", "--metrics-bind-address=0", "--leader-election-id="+lease)
+
+	g.Eventually(func() bool { return a.leads() || b.leads() }, 30*time.Second, 20*time.Millisecond).Should(BeTrue())
+	// Both are running and ready; the follower must stay a follower while the leader renews.
+	for _, p := range []*process{a, b} {
+		g.Eventually(func() (int, error) { return p.get("/readyz") }, 10*time.Second, 50*time.Millisecond).
+			Should(Equal(http.StatusOK))
+	}
+	g.Consistently(func() bool { return a.leads() && b.leads() }, 3*time.Second, 100*time.Millisecond).
+		Should(BeFalse(), "both replicas claim leadership")
+	leader, follower := a, b
+	if b.leads() {
+		leader, follower = b, a
+	}
+	var l coordinationv1.Lease
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: lease}, &l)).To(Succeed())
+	g.Expect(l.Spec.HolderIdentity).NotTo(BeNil())
+
+	sent := time.Now()
+	g.Expect(leader.cmd.Process.Signal(syscall.SIGTERM)).To(Succeed())
+	g.Eventually(follower.leads, 5*time.Second, 10*time.Millisecond).Should(BeTrue())
+	handover := time.Since(sent)
+	t.Logf("lease handed over %s after SIGTERM", handover)
+	g.Expect(handover).To(BeNumerically("<", 2*time.Second), "handover took longer than 2s")
+	g.Eventually(leader.exitedCleanly, 10*time.Second, 20*time.Millisecond).Should(BeTrue(), "old leader exits cleanly")
+}

@@ -1,0 +1,66 @@
+package testenv
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+)
+
+// ManagerOptions say what a test manager runs.
+type ManagerOptions struct {
+	// Cache narrows the informer cache as the binary would (label selectors per object).
+	Cache cache.Options
+	// Setup registers controllers and webhooks with the manager.
+	Setup func(mgr ctrl.Manager) error
+}
+
+// startTimeout bounds how long StartManager waits for the manager's caches to sync.
+const startTimeout = 30 * time.Second
+
+// StartManager runs a controller-runtime manager against the Env inside the test, serving the Env's webhooks, and
+// returns once its caches have synced. The manager stops, and the test waits for it, when the test ends.
+// Leader election, metrics and probes are off: tests of those run the real binaries.
+func (e *Env) StartManager(t testing.TB, opts ManagerOptions) ctrl.Manager {
+	t.Helper()
+	wh := e.env.WebhookInstallOptions
+	skipNameValidation := true // tests start the same controller once per test in one process
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:                 e.Scheme,
+		Cache:                  opts.Cache,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
+		}),
+		Controller: config.Controller{SkipNameValidation: &skipNameValidation},
+	})
+	if err != nil {
+		t.Fatalf("creating the test manager: %v", err)
+	}
+	if opts.Setup != nil {
+		if err := opts.Setup(mgr); err != nil {
+			t.Fatalf("setting up the test manager: %v", err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("test manager stopped with an error: %v", err)
+		}
+	})
+	syncCtx, syncCancel := context.WithTimeout(ctx, startTimeout)
+	defer syncCancel()
+	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+		t.Fatalf("test manager caches did not sync within %s", startTimeout)
+	}
+	return mgr
+}
