@@ -1,0 +1,200 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// DaemonSetSpec is the desired state of a DaemonSet: which pod runs on every eligible node, and how a new template
+// rolls out.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.image) && self.image != '') || (has(self.template.spec) && size(self.template.spec.containers) > 0)",fieldPath=".image",reason="FieldValueRequired",message="set spec.image, or spec.template.spec.containers"
+type DaemonSetSpec struct {
+	// Image is a shorthand for the simplest DaemonSet: when spec.template has no containers, the pods run one
+	// container named "app" with this image. When the template holds exactly one container named "app", spec.image
+	// (if set) is that container's image. Either spec.image or spec.template.spec.containers is required.
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// Selector selects the pods this DaemonSet owns; it must match spec.template's labels. When empty it is
+	// defaulted to {daemonset.keelson.dev/name: <name>}. Immutable once set.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.selector is immutable: create a new DaemonSet to change it"
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+
+	// Template is the pod every eligible node runs. Its restartPolicy must be Always (the default). Pods are
+	// pinned to their node with a required node affinity on the node's name, and placed by the scheduler.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.restartPolicy) || self.spec.restartPolicy == 'Always'",fieldPath=".spec.restartPolicy",reason="FieldValueInvalid",message="a DaemonSet's pods must restart: only Always is supported"
+	Template corev1.PodTemplateSpec `json:"template,omitempty"`
+
+	// UpdateStrategy says how pods move to a new template.
+	// +optional
+	// +kubebuilder:default={type: RollingUpdate}
+	UpdateStrategy DaemonSetUpdateStrategy `json:"updateStrategy,omitempty"`
+
+	// MinReadySeconds is how long a new pod must be ready, with no container crashing, before it counts as
+	// available. Defaults to 0 (available as soon as it is ready).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
+
+	// RevisionHistoryLimit is how many old revisions (ControllerRevisions) are kept to allow a rollback by restoring
+	// an old template. Defaults to 10.
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=0
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
+}
+
+// DaemonSetUpdateStrategyType names an update strategy.
+// +kubebuilder:validation:Enum=RollingUpdate;OnDelete
+type DaemonSetUpdateStrategyType string
+
+const (
+	// RollingUpdateStrategyType replaces old pods with new ones node by node, within the rollingUpdate budget.
+	RollingUpdateStrategyType DaemonSetUpdateStrategyType = "RollingUpdate"
+	// OnDeleteStrategyType replaces an old pod only after a user deletes it.
+	OnDeleteStrategyType DaemonSetUpdateStrategyType = "OnDelete"
+)
+
+// DaemonSetUpdateStrategy says how pods move to a new template.
+//
+// +kubebuilder:validation:XValidation:rule="self.type == 'RollingUpdate' || !has(self.rollingUpdate)",fieldPath=".rollingUpdate",reason="FieldValueForbidden",message="rollingUpdate may only be set when type is RollingUpdate"
+type DaemonSetUpdateStrategy struct {
+	// Type is RollingUpdate (default) or OnDelete.
+	// +optional
+	// +kubebuilder:default=RollingUpdate
+	Type DaemonSetUpdateStrategyType `json:"type,omitempty"`
+
+	// RollingUpdate tunes the RollingUpdate strategy.
+	// +optional
+	RollingUpdate *RollingUpdateDaemonSet `json:"rollingUpdate,omitempty"`
+}
+
+// RollingUpdateDaemonSet tunes a rolling update. Beyond apps/v1 it can hold some nodes back (partition), pause,
+// and update only the nodes a selector picks (a canary). Pods on NotReady or unreachable nodes never use up the
+// maxUnavailable budget, so a dead node does not stall the rollout everywhere else.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.maxUnavailable) || !has(self.maxSurge) || !(self.maxUnavailable == 0 || self.maxUnavailable == '0%') || !(self.maxSurge == 0 || self.maxSurge == '0%')",reason="FieldValueInvalid",message="maxUnavailable and maxSurge cannot both be 0: the rollout could never replace a pod"
+type RollingUpdateDaemonSet struct {
+	// MaxUnavailable is how many eligible nodes may be without an available pod during the update, as a number or
+	// a percentage of the eligible nodes (rounded up). Defaults to 1. Pods on NotReady or unreachable nodes are
+	// not counted against it.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="must be a non-negative number or a percentage from 0% to 100%"
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// MaxSurge is how many nodes may briefly run an old and a new pod side by side (the new one starts before the
+	// old one stops), as a number or a percentage of the eligible nodes (rounded up). Defaults to 0. Must be 0 when
+	// a container uses a hostPort (the admission webhook rejects that; the controller never surges such a template).
+	// +optional
+	// +kubebuilder:default=0
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="must be a non-negative number or a percentage from 0% to 100%"
+	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`
+
+	// Partition is how many eligible nodes keep the old revision. Nodes are updated in order of their names; the
+	// last partition nodes in that order wait. 0 (default) updates every node.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Partition *int32 `json:"partition,omitempty"`
+
+	// Paused stops replacing old pods; new nodes still get a pod of the new revision. Unpause to continue.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// Selector limits the update to nodes whose labels match it (a canary): other nodes keep their current pods.
+	// Empty updates every node.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+}
+
+// DaemonSetStatus is the observed state of a DaemonSet. Counts are of eligible nodes unless they say otherwise.
+type DaemonSetStatus struct {
+	// ObservedGeneration is the generation of the spec this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// DesiredNumberScheduled is how many nodes should run the pod.
+	DesiredNumberScheduled int32 `json:"desiredNumberScheduled"`
+	// CurrentNumberScheduled is how many nodes that should run the pod run at least one.
+	CurrentNumberScheduled int32 `json:"currentNumberScheduled"`
+	// NumberMisscheduled is how many nodes run the pod but should not.
+	NumberMisscheduled int32 `json:"numberMisscheduled"`
+	// NumberReady is how many nodes that should run the pod run at least one ready pod.
+	NumberReady int32 `json:"numberReady"`
+	// NumberAvailable is how many nodes that should run the pod run at least one pod available for
+	// minReadySeconds. (This is the seed's availableReplicas.)
+	// +optional
+	NumberAvailable int32 `json:"numberAvailable,omitempty"`
+	// NumberUnavailable is how many nodes that should run the pod run no available pod.
+	// +optional
+	NumberUnavailable int32 `json:"numberUnavailable,omitempty"`
+	// UpdatedNumberScheduled is how many nodes run a pod of the update revision.
+	// +optional
+	UpdatedNumberScheduled int32 `json:"updatedNumberScheduled,omitempty"`
+
+	// CurrentRevision is the revision most nodes ran before the update now in progress (equal to UpdateRevision
+	// once the update is complete).
+	// +optional
+	CurrentRevision string `json:"currentRevision,omitempty"`
+	// UpdateRevision is the revision of the current template.
+	// +optional
+	UpdateRevision string `json:"updateRevision,omitempty"`
+	// CollisionCount counts hash collisions of revision names; it salts the next revision's hash.
+	// +optional
+	CollisionCount *int32 `json:"collisionCount,omitempty"`
+
+	// Conditions: Ready (every eligible node runs an available pod, and every node the rollout may update, that
+	// is not held back by the partition or the canary selector, runs the update revision), Available (no more
+	// nodes unavailable than maxUnavailable allows) and Progressing (reason RolloutStuck names the nodes and pods
+	// that keep the update from going on, and why).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=kds,categories=keelson
+// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.status.desiredNumberScheduled`
+// +kubebuilder:printcolumn:name="Current",type=integer,JSONPath=`.status.currentNumberScheduled`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.numberReady`
+// +kubebuilder:printcolumn:name="Up-to-date",type=integer,JSONPath=`.status.updatedNumberScheduled`
+// +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.numberAvailable`
+// +kubebuilder:printcolumn:name="Node Selector",type=string,JSONPath=`.spec.template.spec.nodeSelector`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// DaemonSet runs one pod on every eligible node: nodes its template's node selector, required node affinity and
+// tolerations admit. It follows apps/v1's DaemonSet and adds partitioned, paused and canary rollouts, rollouts that
+// go on past dead nodes, and conditions that say why a rollout is stuck.
+type DaemonSet struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired state.
+	// +optional
+	Spec DaemonSetSpec `json:"spec,omitempty"`
+	// Status is the observed state, written by the controller.
+	// +optional
+	Status DaemonSetStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// DaemonSetList is a list of DaemonSets.
+type DaemonSetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the DaemonSets.
+	Items []DaemonSet `json:"items"`
+}
+
+func init() {
+	knownTypes = append(knownTypes, &DaemonSet{}, &DaemonSetList{})
+}

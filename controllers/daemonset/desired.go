@@ -1,0 +1,196 @@
+package daemonset
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"maps"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
+
+	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+)
+
+// Labels on everything the controller creates.
+const (
+	// NameLabel names the owning DaemonSet; the controller's cache holds only pods and revisions that carry it.
+	NameLabel = "daemonset.keelson.dev/name"
+	// RevisionLabel holds the hash of the revision a pod runs (the key apps/v1 uses, so tools that know it work).
+	RevisionLabel = appsv1.DefaultDaemonSetUniqueLabelKey
+	// ManagedByLabel and PartOfLabel mark Keelson's objects.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	PartOfLabel    = "app.kubernetes.io/part-of"
+	keelson        = "keelson"
+
+	// DefaultContainerName is the container the image shorthand creates.
+	DefaultContainerName = "app"
+)
+
+// EffectiveSelector is the DaemonSet's pod selector: spec.selector, or the name label when it is empty (the
+// webhook writes that default; the controller applies it too, so a DaemonSet admitted without the webhook works).
+func EffectiveSelector(ds *daemonsetv1alpha1.DaemonSet) *metav1.LabelSelector {
+	if ds.Spec.Selector != nil && (len(ds.Spec.Selector.MatchLabels) > 0 || len(ds.Spec.Selector.MatchExpressions) > 0) {
+		return ds.Spec.Selector
+	}
+	return &metav1.LabelSelector{MatchLabels: map[string]string{NameLabel: ds.Name}}
+}
+
+// EffectiveTemplate is the pod template the DaemonSet runs: spec.template with the image shorthand applied (one
+// container "app" when there are none; spec.image as the image of a lone "app" container) and restartPolicy Always.
+func EffectiveTemplate(ds *daemonsetv1alpha1.DaemonSet) *corev1.PodTemplateSpec {
+	t := ds.Spec.Template.DeepCopy()
+	switch {
+	case len(t.Spec.Containers) == 0:
+		t.Spec.Containers = []corev1.Container{{Name: DefaultContainerName, Image: ds.Spec.Image}}
+	case ds.Spec.Image != "" && len(t.Spec.Containers) == 1 && t.Spec.Containers[0].Name == DefaultContainerName:
+		t.Spec.Containers[0].Image = ds.Spec.Image
+	}
+	if t.Spec.RestartPolicy == "" {
+		t.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	}
+	if ds.Spec.Selector == nil || (len(ds.Spec.Selector.MatchLabels) == 0 && len(ds.Spec.Selector.MatchExpressions) == 0) {
+		if t.Labels == nil {
+			t.Labels = map[string]string{}
+		}
+		t.Labels[NameLabel] = ds.Name
+	}
+	return t
+}
+
+// hasHostPort reports whether any container of spec binds a host port; such a template never surges.
+func hasHostPort(spec *corev1.PodSpec) bool {
+	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+		for _, c := range cs {
+			for _, p := range c.Ports {
+				if p.HostPort != 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// revisionHash names a template: a short, label-safe hash of it, salted with the collision count so that a
+// collision can be resolved by bumping the count.
+func revisionHash(template *corev1.PodTemplateSpec, collisionCount *int32) string {
+	h := fnv.New32a()
+	b, _ := json.Marshal(template) // a PodTemplateSpec always marshals
+	_, _ = h.Write(b)
+	if collisionCount != nil {
+		_, _ = fmt.Fprintf(h, "%d", *collisionCount)
+	}
+	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
+}
+
+// revisionName is the ControllerRevision's name for a hash.
+func revisionName(ds *daemonsetv1alpha1.DaemonSet, hash string) string {
+	return ds.Name + "-" + hash
+}
+
+// ownedLabels are the labels every child of ds carries.
+func ownedLabels(ds *daemonsetv1alpha1.DaemonSet) map[string]string {
+	return map[string]string{NameLabel: ds.Name, ManagedByLabel: keelson, PartOfLabel: keelson}
+}
+
+// ownerReference makes ds the controlling owner, so the garbage collector removes its children with it.
+func ownerReference(ds *daemonsetv1alpha1.DaemonSet) metav1.OwnerReference {
+	return *metav1.NewControllerRef(ds, daemonsetv1alpha1.GroupVersion.WithKind("DaemonSet"))
+}
+
+// newRevision is the ControllerRevision that records template under hash, numbered number.
+func newRevision(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSpec, hash string, number int64) *appsv1.ControllerRevision {
+	labels := ownedLabels(ds)
+	labels[RevisionLabel] = hash
+	data, _ := json.Marshal(map[string]any{"spec": map[string]any{"template": template}})
+	return &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            revisionName(ds, hash),
+			Namespace:       ds.Namespace,
+			Labels:          labels,
+			OwnerReferences: []metav1.OwnerReference{ownerReference(ds)},
+		},
+		Data:     runtime.RawExtension{Raw: data},
+		Revision: number,
+	}
+}
+
+// templateOfRevision decodes the template a ControllerRevision recorded.
+func templateOfRevision(rev *appsv1.ControllerRevision) (*corev1.PodTemplateSpec, error) {
+	var data struct {
+		Spec struct {
+			Template corev1.PodTemplateSpec `json:"template"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(rev.Data.Raw, &data); err != nil {
+		return nil, fmt.Errorf("decoding revision %s: %w", rev.Name, err)
+	}
+	return &data.Spec.Template, nil
+}
+
+// newPod is the pod of template (revision hash) for node: the template's labels plus Keelson's, the daemon
+// tolerations, and a required node affinity on the node's name that replaces the template's required terms (the
+// controller has already checked those against the node), so the scheduler places it on exactly that node. It never
+// sets spec.nodeName, which would bypass the scheduler's resource and port checks.
+func newPod(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSpec, hash, node string) *corev1.Pod {
+	labels := maps.Clone(template.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, ownedLabels(ds))
+	labels[RevisionLabel] = hash
+
+	spec := template.Spec.DeepCopy()
+	spec.Tolerations = withDaemonTolerations(spec.Tolerations, spec.HostNetwork)
+	if spec.Affinity == nil {
+		spec.Affinity = &corev1.Affinity{}
+	}
+	if spec.Affinity.NodeAffinity == nil {
+		spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{
+			Key: metav1.ObjectNameField, Operator: corev1.NodeSelectorOpIn, Values: []string{node},
+		}}}},
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName:    ds.Name + "-",
+			Namespace:       ds.Namespace,
+			Labels:          labels,
+			Annotations:     maps.Clone(template.Annotations),
+			OwnerReferences: []metav1.OwnerReference{ownerReference(ds)},
+		},
+		Spec: *spec,
+	}
+}
+
+// podNode is the node a pod runs on or is pinned to: spec.nodeName once scheduled, else the node name in the
+// required node affinity newPod wrote. Empty when neither says.
+func podNode(pod *corev1.Pod) string {
+	if pod.Spec.NodeName != "" {
+		return pod.Spec.NodeName
+	}
+	a := pod.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return ""
+	}
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, f := range term.MatchFields {
+			if f.Key == metav1.ObjectNameField && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
+				return f.Values[0]
+			}
+		}
+	}
+	return ""
+}
+
+// revisionHistoryLimit is spec.revisionHistoryLimit with its default.
+func revisionHistoryLimit(ds *daemonsetv1alpha1.DaemonSet) int {
+	return int(ptr.Deref(ds.Spec.RevisionHistoryLimit, 10))
+}

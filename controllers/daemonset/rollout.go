@@ -1,0 +1,355 @@
+package daemonset
+
+import (
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// nodeView is what the planner knows about one node: whether it should run the pod and the DaemonSet's pods on it.
+// Pods pinned to a node that no longer exists get a view with zero eligibility, so they are removed.
+type nodeView struct {
+	name string
+	eligibility
+	// down: NotReady or unreachable. A rollout passes over it and it never uses up the maxUnavailable budget.
+	down bool
+	// canary: matches rollingUpdate.selector (true when there is none).
+	canary bool
+	// pods are the DaemonSet's pods on the node that are not being deleted.
+	pods []*corev1.Pod
+	// terminating counts the DaemonSet's pods on the node that are being deleted.
+	terminating int
+	// backoff is how long failed pods on the node must still wait before they are replaced; 0 when they need not.
+	backoff time.Duration
+}
+
+// strategy is the resolved update strategy.
+type strategy struct {
+	onDelete bool
+	paused   bool
+	// maxSurge and maxUnavailable are absolute node counts.
+	maxSurge, maxUnavailable int
+	partition                int
+	minReadySeconds          int32
+}
+
+// podCreate asks for a pod of revision hash on node.
+type podCreate struct {
+	node string
+	hash string
+}
+
+// podDelete asks for pod's deletion, and says why (for events and logs).
+type podDelete struct {
+	pod    *corev1.Pod
+	reason string
+}
+
+// Reasons a pod is deleted.
+const (
+	deleteMisscheduled = "Misscheduled"
+	deleteFailed       = "Failed"
+	deleteDuplicate    = "Duplicate"
+	deleteUpdate       = "Update"
+)
+
+// plan is what one reconcile should do.
+type plan struct {
+	creates []podCreate
+	deletes []podDelete
+	// failedNodes are nodes whose failed pods are deleted now: their backoff grows.
+	failedNodes []string
+	// requeueAfter is when time-based work is next due (backoff ends, a pod becomes available); 0 for never.
+	requeueAfter time.Duration
+}
+
+func (p *plan) requeue(d time.Duration) {
+	if d > 0 && (p.requeueAfter == 0 || d < p.requeueAfter) {
+		p.requeueAfter = d
+	}
+}
+
+// resolveStrategy turns the DaemonSet's knobs into node counts for desired eligible nodes. Percentages round up,
+// as apps/v1's do; a template with a host port never surges (the surge pod could not bind the port).
+func resolveStrategy(rollingUpdate *rollingUpdateKnobs, onDelete bool, hostPort bool, minReadySeconds int32, desired int) strategy {
+	s := strategy{onDelete: onDelete, minReadySeconds: minReadySeconds, maxUnavailable: 1}
+	if onDelete || rollingUpdate == nil {
+		return s
+	}
+	s.paused = rollingUpdate.paused
+	s.partition = rollingUpdate.partition
+	if rollingUpdate.maxUnavailable != nil {
+		s.maxUnavailable, _ = intstr.GetScaledValueFromIntOrPercent(rollingUpdate.maxUnavailable, desired, true)
+	}
+	if rollingUpdate.maxSurge != nil && !hostPort {
+		s.maxSurge, _ = intstr.GetScaledValueFromIntOrPercent(rollingUpdate.maxSurge, desired, true)
+	}
+	if s.maxSurge == 0 && s.maxUnavailable == 0 {
+		s.maxUnavailable = 1 // admission forbids both 0; a host port can turn surge off, and then one at a time
+	}
+	return s
+}
+
+// rollingUpdateKnobs are the rollingUpdate fields the planner reads, with defaults applied.
+type rollingUpdateKnobs struct {
+	maxSurge, maxUnavailable *intstr.IntOrString
+	partition                int
+	paused                   bool
+}
+
+// availability says whether pod is available: ready for minReadySeconds. When it is ready but not yet for long
+// enough, wait says how long until it is.
+func availability(pod *corev1.Pod, minReadySeconds int32, now time.Time) (available bool, wait time.Duration) {
+	if pod.Status.Phase != corev1.PodRunning {
+		return false, 0
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type != corev1.PodReady {
+			continue
+		}
+		if c.Status != corev1.ConditionTrue {
+			return false, 0
+		}
+		if minReadySeconds == 0 {
+			return true, 0
+		}
+		readyFor := now.Sub(c.LastTransitionTime.Time)
+		min := time.Duration(minReadySeconds) * time.Second
+		if readyFor >= min {
+			return true, 0
+		}
+		return false, min - readyFor
+	}
+	return false, 0
+}
+
+func isReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// updateTargets marks which nodes the rollout may update: nodes that should run the pod, match the canary selector
+// and are not among the last `partition` such nodes by name.
+func updateTargets(nodes []nodeView, s strategy) map[string]bool {
+	var eligible []string
+	for _, n := range nodes {
+		if n.shouldRun {
+			eligible = append(eligible, n.name)
+		}
+	}
+	sort.Strings(eligible)
+	byName := map[string]bool{}
+	for _, n := range nodes {
+		byName[n.name] = n.canary
+	}
+	targets := map[string]bool{}
+	for i, name := range eligible {
+		if i < len(eligible)-s.partition && byName[name] {
+			targets[name] = true
+		}
+	}
+	return targets
+}
+
+// planNodes decides, for nodes sorted by name, which pods to create and delete. updateHash is the template's
+// revision; currentHash the revision the rollout started from (pods on nodes the rollout holds back are recreated
+// from it); both are the same when no rollout is under way.
+func planNodes(nodes []nodeView, s strategy, updateHash, currentHash string, now time.Time) plan {
+	var p plan
+	targets := updateTargets(nodes, s)
+	kept := map[string][]*corev1.Pod{} // per node, the live pods the rollout step may act on
+
+	for _, n := range nodes {
+		if !n.shouldContinueRunning {
+			for _, pod := range n.pods {
+				p.deletes = append(p.deletes, podDelete{pod, deleteMisscheduled})
+			}
+			continue
+		}
+		var live []*corev1.Pod
+		waitingFailed := false
+		for _, pod := range n.pods {
+			if pod.Status.Phase != corev1.PodFailed {
+				live = append(live, pod)
+				continue
+			}
+			if n.backoff > 0 {
+				// Keep the failed pod until its backoff ends, so the node gets no new pod yet and the
+				// controller does not create and delete pods in a hot loop.
+				waitingFailed = true
+				p.requeue(n.backoff)
+				continue
+			}
+			p.deletes = append(p.deletes, podDelete{pod, deleteFailed})
+			p.failedNodes = append(p.failedNodes, n.name)
+		}
+		if len(live) == 0 {
+			if n.shouldRun && n.terminating == 0 && !waitingFailed && !deletingFailed(p, n.name) {
+				hash := updateHash
+				if !s.onDelete && !targets[n.name] && currentHash != "" {
+					hash = currentHash
+				}
+				p.creates = append(p.creates, podCreate{node: n.name, hash: hash})
+			}
+			continue
+		}
+		live = dedupe(live, updateHash, s, &p)
+		kept[n.name] = live
+	}
+
+	if s.onDelete || s.paused {
+		return p
+	}
+	if s.maxSurge > 0 {
+		planSurge(nodes, kept, targets, s, updateHash, now, &p)
+	} else {
+		planReplace(nodes, kept, targets, s, updateHash, now, &p)
+	}
+	return p
+}
+
+// deletingFailed reports whether the plan already deletes a failed pod on node: the replacement comes after the
+// deletion is observed, never in the same pass.
+func deletingFailed(p plan, node string) bool {
+	for _, n := range p.failedNodes {
+		if n == node {
+			return true
+		}
+	}
+	return false
+}
+
+// dedupe keeps at most one pod per node, or with surge one old and one new, and plans the deletion of the rest:
+// it keeps the pod of the update revision over others, a ready pod over an unready one, and the oldest otherwise.
+func dedupe(live []*corev1.Pod, updateHash string, s strategy, p *plan) []*corev1.Pod {
+	if len(live) == 1 {
+		return live
+	}
+	sort.SliceStable(live, func(i, j int) bool {
+		a, b := live[i], live[j]
+		if ua, ub := a.Labels[RevisionLabel] == updateHash, b.Labels[RevisionLabel] == updateHash; ua != ub {
+			return ua
+		}
+		if ra, rb := isReady(a), isReady(b); ra != rb {
+			return ra
+		}
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Name < b.Name
+	})
+	keep := live[:1]
+	rest := live[1:]
+	if s.maxSurge > 0 && !s.onDelete && live[0].Labels[RevisionLabel] == updateHash {
+		// A surge pair: the new pod plus the best old one, until the new pod is available.
+		for i, pod := range rest {
+			if pod.Labels[RevisionLabel] != updateHash {
+				keep = append(keep, pod)
+				rest = append(append([]*corev1.Pod(nil), rest[:i]...), rest[i+1:]...)
+				break
+			}
+		}
+	}
+	for _, pod := range rest {
+		p.deletes = append(p.deletes, podDelete{pod, deleteDuplicate})
+	}
+	return keep
+}
+
+// countUnavailable counts the nodes that should run the pod, are up, and have no available pod; nodes that are
+// down are left out, so a dead node never uses up the budget.
+func countUnavailable(nodes []nodeView, kept map[string][]*corev1.Pod, s strategy, now time.Time, p *plan) int {
+	n := 0
+	for _, node := range nodes {
+		if !node.shouldRun || node.down {
+			continue
+		}
+		available := false
+		for _, pod := range kept[node.name] {
+			ok, wait := availability(pod, s.minReadySeconds, now)
+			available = available || ok
+			p.requeue(wait)
+		}
+		if !available {
+			n++
+		}
+	}
+	return n
+}
+
+// planReplace is the rolling update without surge: delete old pods (the unavailable ones first, as they cost
+// nothing) while no more than maxUnavailable nodes are without an available pod; the next pass creates their
+// replacements.
+func planReplace(nodes []nodeView, kept map[string][]*corev1.Pod, targets map[string]bool, s strategy, updateHash string, now time.Time, p *plan) {
+	unavailable := countUnavailable(nodes, kept, s, now, p)
+	var candidates []*corev1.Pod
+	for _, n := range nodes {
+		pods := kept[n.name]
+		if !targets[n.name] || n.down || len(pods) != 1 || pods[0].Labels[RevisionLabel] == updateHash {
+			continue
+		}
+		if ok, _ := availability(pods[0], s.minReadySeconds, now); !ok {
+			p.deletes = append(p.deletes, podDelete{pods[0], deleteUpdate})
+			continue
+		}
+		candidates = append(candidates, pods[0])
+	}
+	for _, pod := range candidates {
+		if unavailable >= s.maxUnavailable {
+			break
+		}
+		p.deletes = append(p.deletes, podDelete{pod, deleteUpdate})
+		unavailable++
+	}
+}
+
+// planSurge is the rolling update with surge: start a new pod beside the old one on up to maxSurge nodes at a time,
+// and delete the old pod once the new one is available. An old pod that is not available anyway is replaced
+// without surging: deleting it costs no availability.
+func planSurge(nodes []nodeView, kept map[string][]*corev1.Pod, targets map[string]bool, s strategy, updateHash string, now time.Time, p *plan) {
+	countUnavailable(nodes, kept, s, now, p) // only for its requeue: surge never lowers availability
+	surging := 0
+	for _, n := range nodes {
+		if len(kept[n.name]) == 2 {
+			surging++
+		}
+	}
+	for _, n := range nodes {
+		pods := kept[n.name]
+		if !targets[n.name] || n.down || len(pods) == 0 {
+			continue
+		}
+		var oldPod, newPod *corev1.Pod
+		for _, pod := range pods {
+			if pod.Labels[RevisionLabel] == updateHash {
+				newPod = pod
+			} else {
+				oldPod = pod
+			}
+		}
+		switch {
+		case oldPod == nil:
+			// Up to date.
+		case newPod != nil:
+			if ok, _ := availability(newPod, s.minReadySeconds, now); ok {
+				p.deletes = append(p.deletes, podDelete{oldPod, deleteUpdate})
+				surging-- // this node's surge ends now; its slot goes to the next node
+			}
+		default:
+			oldAvailable, _ := availability(oldPod, s.minReadySeconds, now)
+			switch {
+			case !oldAvailable:
+				p.deletes = append(p.deletes, podDelete{oldPod, deleteUpdate})
+			case surging < s.maxSurge:
+				p.creates = append(p.creates, podCreate{node: n.name, hash: updateHash})
+				surging++
+			}
+		}
+	}
+}

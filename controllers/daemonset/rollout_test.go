@@ -1,0 +1,245 @@
+package daemonset
+
+import (
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+
+const (
+	oldRev = "old"
+	newRev = "new"
+)
+
+// podState is how a test pod looks.
+type podState int
+
+const (
+	available podState = iota // running and ready for long enough
+	starting                  // running, not ready
+	failed
+)
+
+func testPod(name, hash string, state podState) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{RevisionLabel: hash},
+		CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))}}
+	switch state {
+	case available:
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(now.Add(-time.Minute))}}
+	case starting:
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+	case failed:
+		p.Status.Phase = corev1.PodFailed
+	}
+	return p
+}
+
+// view builds an eligible, up node with pods.
+func view(name string, pods ...*corev1.Pod) nodeView {
+	return nodeView{name: name, eligibility: eligibility{true, true}, canary: true, pods: pods}
+}
+
+// summary is a plan in a comparable form: "create node@hash" and "delete pod (reason)".
+func summary(p plan) []string {
+	var out []string
+	for _, c := range p.creates {
+		out = append(out, "create "+c.node+"@"+c.hash)
+	}
+	for _, d := range p.deletes {
+		out = append(out, "delete "+d.pod.Name+" ("+d.reason+")")
+	}
+	sort.Strings(out)
+	return out
+}
+
+func rolling(maxUnavailable, maxSurge int) strategy {
+	return strategy{maxUnavailable: maxUnavailable, maxSurge: maxSurge}
+}
+
+func TestPlanNodes(t *testing.T) {
+	down := func(v nodeView) nodeView { v.down = true; return v }
+	notCanary := func(v nodeView) nodeView { v.canary = false; return v }
+	for name, tc := range map[string]struct {
+		nodes   []nodeView
+		s       strategy
+		want    []string
+		requeue time.Duration
+		failed  []string
+	}{
+		"one pod per eligible node": {
+			nodes: []nodeView{view("a"), view("b"), {name: "c"}},
+			s:     rolling(1, 0),
+			want:  []string{"create a@new", "create b@new"},
+		},
+		"steady state does nothing": {
+			nodes: []nodeView{view("a", testPod("pa", newRev, available)), view("b", testPod("pb", newRev, starting))},
+			s:     rolling(1, 0),
+		},
+		"pod on a node that no longer qualifies is deleted": {
+			nodes: []nodeView{{name: "a", pods: []*corev1.Pod{testPod("pa", newRev, available)}}},
+			s:     rolling(1, 0),
+			want:  []string{"delete pa (Misscheduled)"},
+		},
+		"NoSchedule taint: running pod stays, none created": {
+			nodes: []nodeView{{name: "a", eligibility: eligibility{shouldContinueRunning: true}, pods: []*corev1.Pod{testPod("pa", newRev, available)}},
+				{name: "b", eligibility: eligibility{shouldContinueRunning: true}}},
+			s: rolling(1, 0),
+		},
+		"failed pod is deleted; the replacement waits for the next pass": {
+			nodes:  []nodeView{view("a", testPod("pa", newRev, failed))},
+			s:      rolling(1, 0),
+			want:   []string{"delete pa (Failed)"},
+			failed: []string{"a"},
+		},
+		"failed pod in backoff is kept and nothing is created": {
+			nodes:   []nodeView{func() nodeView { v := view("a", testPod("pa", newRev, failed)); v.backoff = 8 * time.Second; return v }()},
+			s:       rolling(1, 0),
+			requeue: 8 * time.Second,
+		},
+		"no new pod while the old one terminates": {
+			nodes: []nodeView{func() nodeView { v := view("a"); v.terminating = 1; return v }()},
+			s:     rolling(1, 0),
+		},
+		"duplicates: keep the update revision's ready pod": {
+			nodes: []nodeView{view("a", testPod("p1", oldRev, available), testPod("p2", newRev, starting), testPod("p3", newRev, available))},
+			s:     rolling(1, 0),
+			want:  []string{"delete p1 (Duplicate)", "delete p2 (Duplicate)"},
+		},
+		"rolling update deletes one available old pod at a time": {
+			nodes: []nodeView{view("a", testPod("pa", oldRev, available)), view("b", testPod("pb", oldRev, available)), view("c", testPod("pc", oldRev, available))},
+			s:     rolling(1, 0),
+			want:  []string{"delete pa (Update)"},
+		},
+		"maxUnavailable 2 deletes two": {
+			nodes: []nodeView{view("a", testPod("pa", oldRev, available)), view("b", testPod("pb", oldRev, available)), view("c", testPod("pc", oldRev, available))},
+			s:     rolling(2, 0),
+			want:  []string{"delete pa (Update)", "delete pb (Update)"},
+		},
+		"unavailable old pods go first and cost nothing; the budget is then used up": {
+			nodes: []nodeView{view("a", testPod("pa", oldRev, available)), view("b", testPod("pb", oldRev, starting)), view("c", testPod("pc", oldRev, available))},
+			s:     rolling(1, 0),
+			want:  []string{"delete pb (Update)"},
+		},
+		"a node without a pod uses the budget": {
+			nodes: []nodeView{view("a"), view("b", testPod("pb", oldRev, available))},
+			s:     rolling(1, 0),
+			want:  []string{"create a@new"},
+		},
+		"a NotReady node is passed over and does not use the budget": {
+			nodes: []nodeView{down(view("a", testPod("pa", oldRev, starting))), view("b", testPod("pb", oldRev, available)), view("c", testPod("pc", oldRev, available))},
+			s:     rolling(1, 0),
+			want:  []string{"delete pb (Update)"},
+		},
+		"partition holds the last nodes by name": {
+			nodes: []nodeView{view("a", testPod("pa", newRev, available)), view("b", testPod("pb", oldRev, available)), view("c", testPod("pc", oldRev, available))},
+			s:     strategy{maxUnavailable: 3, partition: 2},
+		},
+		"partition 1 of 3 updates a and b": {
+			nodes: []nodeView{view("a", testPod("pa", oldRev, available)), view("b", testPod("pb", oldRev, available)), view("c", testPod("pc", oldRev, available))},
+			s:     strategy{maxUnavailable: 3, partition: 1},
+			want:  []string{"delete pa (Update)", "delete pb (Update)"},
+		},
+		"a held-back node gets the current revision when its pod is replaced": {
+			nodes: []nodeView{view("a", testPod("pa", newRev, available)), view("b")},
+			s:     strategy{maxUnavailable: 1, partition: 1},
+			want:  []string{"create b@old"},
+		},
+		"canary selector: only matching nodes update": {
+			nodes: []nodeView{notCanary(view("a", testPod("pa", oldRev, available))), view("b", testPod("pb", oldRev, available)), notCanary(view("c"))},
+			s:     rolling(3, 0),
+			want:  []string{"create c@old", "delete pb (Update)"},
+		},
+		"paused: no update, new nodes still get the update revision": {
+			nodes: []nodeView{view("a", testPod("pa", oldRev, available)), view("b")},
+			s:     strategy{maxUnavailable: 1, paused: true},
+			want:  []string{"create b@new"},
+		},
+		"OnDelete: old pods stay; a deleted one comes back new": {
+			nodes: []nodeView{view("a", testPod("pa", oldRev, available)), view("b")},
+			s:     strategy{onDelete: true, maxUnavailable: 1},
+			want:  []string{"create b@new"},
+		},
+		"surge starts new pods beside old ones, maxSurge at a time": {
+			nodes: []nodeView{view("a", testPod("pa", oldRev, available)), view("b", testPod("pb", oldRev, available)), view("c", testPod("pc", oldRev, available))},
+			s:     rolling(0, 2),
+			want:  []string{"create a@new", "create b@new"},
+		},
+		"surge deletes the old pod once the new one is available": {
+			nodes: []nodeView{view("a", testPod("pa", oldRev, available), testPod("pa2", newRev, available)),
+				view("b", testPod("pb", oldRev, available), testPod("pb2", newRev, starting)), view("c", testPod("pc", oldRev, available))},
+			s:    rolling(0, 2),
+			want: []string{"create c@new", "delete pa (Update)"},
+		},
+		"surge replaces an unavailable old pod directly": {
+			nodes: []nodeView{view("a", testPod("pa", oldRev, starting))},
+			s:     rolling(0, 1),
+			want:  []string{"delete pa (Update)"},
+		},
+		"surge passes over a NotReady node": {
+			nodes: []nodeView{down(view("a", testPod("pa", oldRev, available))), view("b", testPod("pb", oldRev, available))},
+			s:     rolling(0, 1),
+			want:  []string{"create b@new"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := planNodes(tc.nodes, tc.s, newRev, oldRev, now)
+			if diff := cmp.Diff(tc.want, summary(p)); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+			if p.requeueAfter != tc.requeue {
+				t.Errorf("requeueAfter = %s, want %s", p.requeueAfter, tc.requeue)
+			}
+			if diff := cmp.Diff(tc.failed, p.failedNodes); diff != "" {
+				t.Errorf("failedNodes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAvailabilityWaitsForMinReadySeconds(t *testing.T) {
+	p := testPod("p", newRev, available)
+	p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-4 * time.Second))
+	if ok, wait := availability(p, 10, now); ok || wait != 6*time.Second {
+		t.Fatalf("ready 4s of minReadySeconds 10: available=%v wait=%s, want false and 6s", ok, wait)
+	}
+	if ok, wait := availability(p, 3, now); !ok || wait != 0 {
+		t.Fatalf("ready 4s of minReadySeconds 3: available=%v wait=%s, want true", ok, wait)
+	}
+	plan := planNodes([]nodeView{view("a", p), view("b", testPod("pb", oldRev, available))},
+		strategy{maxUnavailable: 1, minReadySeconds: 10}, newRev, oldRev, now)
+	if len(plan.deletes) != 0 || plan.requeueAfter != 6*time.Second {
+		t.Fatalf("while a's new pod is not yet available: deletes %v, requeue %s; want none and 6s", summary(plan), plan.requeueAfter)
+	}
+}
+
+func TestResolveStrategy(t *testing.T) {
+	pct := func(s string) *intstr.IntOrString { v := intstr.FromString(s); return &v }
+	num := func(n int) *intstr.IntOrString { v := intstr.FromInt32(int32(n)); return &v }
+	for name, tc := range map[string]struct {
+		knobs    *rollingUpdateKnobs
+		onDelete bool
+		hostPort bool
+		desired  int
+		want     strategy
+	}{
+		"defaults":                  {knobs: &rollingUpdateKnobs{maxUnavailable: num(1), maxSurge: num(0)}, desired: 10, want: strategy{maxUnavailable: 1}},
+		"percent rounds up":         {knobs: &rollingUpdateKnobs{maxUnavailable: pct("10%"), maxSurge: pct("5%")}, desired: 25, want: strategy{maxUnavailable: 3, maxSurge: 2}},
+		"host port turns surge off": {knobs: &rollingUpdateKnobs{maxUnavailable: num(0), maxSurge: num(1)}, hostPort: true, desired: 5, want: strategy{maxUnavailable: 1}},
+		"partition and pause":       {knobs: &rollingUpdateKnobs{maxUnavailable: num(2), partition: 3, paused: true}, desired: 5, want: strategy{maxUnavailable: 2, partition: 3, paused: true}},
+		"OnDelete":                  {onDelete: true, desired: 5, want: strategy{onDelete: true, maxUnavailable: 1}},
+	} {
+		if got := resolveStrategy(tc.knobs, tc.onDelete, tc.hostPort, 0, tc.desired); got != tc.want {
+			t.Errorf("%s: got %+v, want %+v", name, got, tc.want)
+		}
+	}
+}

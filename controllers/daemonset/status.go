@@ -1,0 +1,229 @@
+package daemonset
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+)
+
+// Condition types and reasons on a DaemonSet.
+const (
+	ConditionReady       = "Ready"
+	ConditionAvailable   = "Available"
+	ConditionProgressing = "Progressing"
+
+	ReasonAllNodesUpdated    = "AllNodesUpdatedAndAvailable"
+	ReasonNodesUnavailable   = "NodesUnavailable"
+	ReasonUpdatePending      = "UpdatePending"
+	ReasonMinimumAvailable   = "MinimumNodesAvailable"
+	ReasonTooManyUnavailable = "TooManyNodesUnavailable"
+	ReasonRollingUpdate      = "RollingUpdate"
+	ReasonComplete           = "Complete"
+	ReasonPaused             = "Paused"
+	ReasonOnDelete           = "WaitingForPodDeletion"
+	ReasonRolloutStuck       = "RolloutStuck"
+)
+
+// maxListed is how many nodes a condition message names before it says "and N more".
+const maxListed = 5
+
+// waitingProblems are container waiting reasons that will not clear by themselves.
+var waitingProblems = map[string]bool{
+	"CrashLoopBackOff": true, "ImagePullBackOff": true, "ErrImagePull": true, "InvalidImageName": true,
+	"CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true,
+}
+
+// podProblem says why a pod will not become available on its own, or "" when it may still.
+func podProblem(pod *corev1.Pod) string {
+	if pod.Status.Phase == corev1.PodFailed {
+		return "pod " + pod.Name + " failed"
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return fmt.Sprintf("pod %s is unschedulable: %s", pod.Name, c.Message)
+		}
+	}
+	for _, cs := range append(append([]corev1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil && waitingProblems[w.Reason] {
+			return fmt.Sprintf("pod %s container %s: %s", pod.Name, cs.Name, w.Reason)
+		}
+	}
+	return ""
+}
+
+// listNodes renders "a, b, c and 2 more" from notes keyed by node name, sorted, so messages are stable and a status
+// that has not changed is not rewritten.
+func listNodes(notes map[string]string) string {
+	names := make([]string, 0, len(notes))
+	for n := range notes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var parts []string
+	for i, n := range names {
+		if i == maxListed {
+			parts = append(parts, fmt.Sprintf("and %d more", len(names)-maxListed))
+			break
+		}
+		if notes[n] == "" {
+			parts = append(parts, n)
+		} else {
+			parts = append(parts, n+" ("+notes[n]+")")
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// statusInput is everything status needs beyond the node views.
+type statusInput struct {
+	generation     int64
+	updateHash     string
+	currentHash    string
+	collisionCount *int32
+	strategy       strategy
+	// progressing: this pass created or deleted pods (or waits for earlier ones to be observed).
+	progressing bool
+	now         time.Time
+}
+
+// computeStatus derives the DaemonSet's status from the nodes and their pods. old supplies the conditions, so a
+// condition that did not change keeps its lastTransitionTime.
+func computeStatus(old daemonsetv1alpha1.DaemonSetStatus, nodes []nodeView, in statusInput) daemonsetv1alpha1.DaemonSetStatus {
+	st := daemonsetv1alpha1.DaemonSetStatus{
+		ObservedGeneration: in.generation,
+		UpdateRevision:     in.updateHash,
+		CurrentRevision:    in.currentHash,
+		CollisionCount:     in.collisionCount,
+		Conditions:         append([]metav1.Condition(nil), old.Conditions...),
+	}
+	targets := updateTargets(nodes, in.strategy)
+	unavailable := map[string]string{} // up nodes without an available pod, with what is wrong
+	stuck := map[string]string{}       // target nodes whose update cannot go on by itself
+	pendingTargets, heldBack := 0, 0
+	for _, n := range nodes {
+		if !n.shouldRun {
+			if len(n.pods) > 0 {
+				st.NumberMisscheduled++
+			}
+			continue
+		}
+		st.DesiredNumberScheduled++
+		if len(n.pods) > 0 {
+			st.CurrentNumberScheduled++
+		}
+		ready, available, updated := false, false, false
+		problem := ""
+		for _, pod := range n.pods {
+			ready = ready || isReady(pod)
+			ok, _ := availability(pod, in.strategy.minReadySeconds, in.now)
+			available = available || ok
+			if pod.Labels[RevisionLabel] == in.updateHash {
+				updated = true
+				if !ok && problem == "" {
+					problem = podProblem(pod)
+				}
+			}
+		}
+		if n.backoff > 0 {
+			problem = fmt.Sprintf("failed pod replaced after a %s backoff", n.backoff.Round(time.Second))
+		}
+		if ready {
+			st.NumberReady++
+		}
+		if available {
+			st.NumberAvailable++
+		} else if !n.down {
+			unavailable[n.name] = problem
+			if problem == "" && len(n.pods) == 0 {
+				unavailable[n.name] = "no pod"
+			}
+		}
+		if updated {
+			st.UpdatedNumberScheduled++
+		}
+		switch {
+		case !targets[n.name] && !updated:
+			heldBack++
+		case targets[n.name] && !(updated && available):
+			pendingTargets++
+			if problem != "" && !n.down {
+				stuck[n.name] = problem
+			}
+		}
+	}
+	st.NumberUnavailable = st.DesiredNumberScheduled - st.NumberAvailable
+
+	setAvailable(&st, unavailable, in)
+	setProgressing(&st, stuck, pendingTargets, heldBack, in)
+	setReady(&st, unavailable, pendingTargets)
+	return st
+}
+
+func setAvailable(st *daemonsetv1alpha1.DaemonSetStatus, unavailable map[string]string, in statusInput) {
+	c := metav1.Condition{Type: ConditionAvailable, Status: metav1.ConditionTrue, Reason: ReasonMinimumAvailable,
+		ObservedGeneration: in.generation,
+		Message:            fmt.Sprintf("%d of %d nodes run an available pod", st.NumberAvailable, st.DesiredNumberScheduled)}
+	if len(unavailable) > in.strategy.maxUnavailable {
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonTooManyUnavailable
+		c.Message = fmt.Sprintf("%d nodes have no available pod, more than maxUnavailable %d allows: %s",
+			len(unavailable), in.strategy.maxUnavailable, listNodes(unavailable))
+	}
+	meta.SetStatusCondition(&st.Conditions, c)
+}
+
+func setProgressing(st *daemonsetv1alpha1.DaemonSetStatus, stuck map[string]string, pending, heldBack int, in statusInput) {
+	c := metav1.Condition{Type: ConditionProgressing, ObservedGeneration: in.generation}
+	held := ""
+	if heldBack > 0 {
+		held = fmt.Sprintf("; %d nodes held back by the partition or canary selector", heldBack)
+	}
+	switch {
+	case pending == 0:
+		c.Status, c.Reason = metav1.ConditionTrue, ReasonComplete
+		c.Message = fmt.Sprintf("%d of %d nodes run the update revision %s%s",
+			st.UpdatedNumberScheduled, st.DesiredNumberScheduled, in.updateHash, held)
+	case in.strategy.onDelete:
+		c.Status, c.Reason = metav1.ConditionTrue, ReasonOnDelete
+		c.Message = fmt.Sprintf("%d of %d nodes run the update revision; delete the old pods to update the others",
+			st.UpdatedNumberScheduled, st.DesiredNumberScheduled)
+	case in.strategy.paused:
+		c.Status, c.Reason = metav1.ConditionUnknown, ReasonPaused
+		c.Message = fmt.Sprintf("rollout paused with %d of %d nodes on the update revision; set "+
+			"spec.updateStrategy.rollingUpdate.paused to false to go on", st.UpdatedNumberScheduled, st.DesiredNumberScheduled)
+	case len(stuck) > 0 && !in.progressing:
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonRolloutStuck
+		c.Message = fmt.Sprintf("rollout cannot go on: %d nodes wait for pods that will not become available "+
+			"by themselves: %s", len(stuck), listNodes(stuck))
+	default:
+		c.Status, c.Reason = metav1.ConditionTrue, ReasonRollingUpdate
+		c.Message = fmt.Sprintf("%d of %d nodes run the update revision %s%s",
+			st.UpdatedNumberScheduled, st.DesiredNumberScheduled, in.updateHash, held)
+	}
+	meta.SetStatusCondition(&st.Conditions, c)
+}
+
+func setReady(st *daemonsetv1alpha1.DaemonSetStatus, unavailable map[string]string, pendingTargets int) {
+	c := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonAllNodesUpdated,
+		ObservedGeneration: st.ObservedGeneration,
+		Message: fmt.Sprintf("all %d nodes run an available pod; every node the rollout may update runs the update revision",
+			st.DesiredNumberScheduled)}
+	switch {
+	case st.NumberAvailable < st.DesiredNumberScheduled:
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonNodesUnavailable
+		c.Message = fmt.Sprintf("%d of %d nodes run an available pod", st.NumberAvailable, st.DesiredNumberScheduled)
+		if len(unavailable) > 0 {
+			c.Message += "; waiting for " + listNodes(unavailable)
+		}
+	case pendingTargets > 0:
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonUpdatePending
+		c.Message = fmt.Sprintf("%d nodes still wait for the update revision", pendingTargets)
+	}
+	meta.SetStatusCondition(&st.Conditions, c)
+}
