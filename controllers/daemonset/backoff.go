@@ -1,0 +1,61 @@
+package daemonset
+
+import (
+	"strings"
+	"sync"
+	"time"
+)
+
+// failureBackoff remembers, per DaemonSet and node, how long failed pods must wait before they are replaced. The
+// delay doubles with each failure up to a maximum, and starts over after a long quiet spell.
+type failureBackoff struct {
+	initial, max time.Duration
+
+	mu      sync.Mutex
+	entries map[string]backoffEntry
+}
+
+type backoffEntry struct {
+	delay time.Duration
+	until time.Time
+}
+
+func newFailureBackoff(initial, maxDelay time.Duration) *failureBackoff {
+	return &failureBackoff{initial: initial, max: maxDelay, entries: map[string]backoffEntry{}}
+}
+
+// failed records a failure at now and starts the next, longer, wait.
+func (b *failureBackoff) failed(key string, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.entries[key]
+	switch {
+	case !ok || now.Sub(e.until) > 2*b.max:
+		e.delay = b.initial
+	default:
+		e.delay = min(2*e.delay, b.max)
+	}
+	e.until = now.Add(e.delay)
+	b.entries[key] = e
+}
+
+// remaining is how long key must still wait at now; 0 when it need not.
+func (b *failureBackoff) remaining(key string, now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e, ok := b.entries[key]; ok && now.Before(e.until) {
+		return e.until.Sub(now)
+	}
+	return 0
+}
+
+// forget drops every entry whose key starts with prefix (a deleted DaemonSet's).
+func (b *failureBackoff) forget(prefix string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for k := range b.entries {
+		if strings.HasPrefix(k, prefix) {
+			delete(b.entries, k)
+		}
+	}
+}

@@ -1,0 +1,111 @@
+package daemonset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+)
+
+// Event reasons.
+const (
+	eventCreated      = "SuccessfulCreate"
+	eventDeleted      = "SuccessfulDelete"
+	eventFailedCreate = "FailedCreate"
+	eventFailedDelete = "FailedDelete"
+)
+
+// execute carries out a plan: deletions first (a node's old pod goes before its replacement is created in a later
+// pass), then creations in slow-start batches of 1, 2, 4, … that stop at the first failure, so a template the
+// apiserver rejects (quota, admission) costs one request, not one per node. Every write is registered with the
+// expectations before it is sent, so the next pass waits until the cache has seen it.
+func (r *Reconciler) execute(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, key string, p plan,
+	templates map[string]*corev1.PodTemplateSpec) error {
+	if err := r.deletePods(ctx, ds, key, p.deletes); err != nil {
+		return err
+	}
+	return r.createPods(ctx, ds, key, p.creates, templates)
+}
+
+func (r *Reconciler) deletePods(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, key string, deletes []podDelete) error {
+	if len(deletes) == 0 {
+		return nil
+	}
+	uids := make([]types.UID, 0, len(deletes))
+	for _, d := range deletes {
+		uids = append(uids, d.pod.UID)
+	}
+	r.expectations.ExpectDeletions(key, uids...)
+	errs := parallel(len(deletes), func(i int) error {
+		d := deletes[i]
+		err := r.Delete(ctx, d.pod, client.Preconditions{UID: &d.pod.UID})
+		if err != nil {
+			r.expectations.DeletionObserved(key, d.pod.UID) // no event will come for a deletion that did not happen
+			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+				return nil // already gone, or replaced by another pod of the same name
+			}
+			r.Recorder.Eventf(ds, d.pod, corev1.EventTypeWarning, eventFailedDelete, "Delete",
+				"Deleting %s pod %s on node %s failed: %v", d.reason, d.pod.Name, podNode(d.pod), err)
+			return fmt.Errorf("deleting pod %s: %w", d.pod.Name, err)
+		}
+		log.FromContext(ctx).V(1).Info("Deleted pod", "pod", d.pod.Name, "node", podNode(d.pod), "reason", d.reason)
+		r.Recorder.Eventf(ds, d.pod, corev1.EventTypeNormal, eventDeleted, "Delete",
+			"Deleted %s pod %s on node %s", d.reason, d.pod.Name, podNode(d.pod))
+		return nil
+	})
+	return errors.Join(errs...)
+}
+
+func (r *Reconciler) createPods(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, key string, creates []podCreate,
+	templates map[string]*corev1.PodTemplateSpec) error {
+	r.expectations.ExpectCreations(key, len(creates))
+	for start, batch := 0, 1; start < len(creates); start, batch = start+batch, batch*2 {
+		chunk := creates[start:min(start+batch, len(creates))]
+		errs := parallel(len(chunk), func(i int) error {
+			c := chunk[i]
+			template, ok := templates[c.hash]
+			if !ok {
+				r.expectations.CreationObserved(key)
+				return fmt.Errorf("no recorded template for revision %s", c.hash)
+			}
+			pod := newPod(ds, template, c.hash, c.node)
+			if err := r.Create(ctx, pod); err != nil {
+				r.expectations.CreationObserved(key) // a failed creation will never be observed
+				r.Recorder.Eventf(ds, nil, corev1.EventTypeWarning, eventFailedCreate, "Create",
+					"Creating a pod for node %s failed: %v", c.node, err)
+				return fmt.Errorf("creating a pod for node %s: %w", c.node, err)
+			}
+			log.FromContext(ctx).V(1).Info("Created pod", "pod", pod.Name, "node", c.node, "revision", c.hash)
+			r.Recorder.Eventf(ds, pod, corev1.EventTypeNormal, eventCreated, "Create",
+				"Created pod %s for node %s", pod.Name, c.node)
+			return nil
+		})
+		if err := errors.Join(errs...); err != nil {
+			// The batches not attempted will not be observed either.
+			for range len(creates) - start - len(chunk) {
+				r.expectations.CreationObserved(key)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// parallel runs fn for 0..n-1 concurrently and returns the errors.
+func parallel(n int, fn func(i int) error) []error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = fn(i) })
+	}
+	wg.Wait()
+	return errs
+}

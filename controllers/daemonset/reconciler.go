@@ -1,0 +1,246 @@
+// Package daemonset is the controller behind Keelson's DaemonSet: one pod per eligible node, rolled out node by
+// node. Reconcile reads the DaemonSet, the nodes and its pods from the cache, asks the pure planner (rollout.go) what
+// to create and delete, does it in slow-start batches guarded by expectations, and writes the status once.
+package daemonset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/internal/expectations"
+)
+
+// Failed pods on a node are replaced after a backoff that doubles from failedPodBackoffInitial up to
+// failedPodBackoffMax, as apps/v1 does, so a pod that fails at once does not cause a create/delete hot loop.
+const (
+	failedPodBackoffInitial = time.Second
+	failedPodBackoffMax     = 15 * time.Minute
+)
+
+// Reconciler reconciles Keelson DaemonSets.
+type Reconciler struct {
+	client.Client
+	// Recorder emits events on DaemonSets.
+	Recorder events.EventRecorder
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	initOnce     sync.Once
+	expectations *expectations.Expectations
+	backoff      *failureBackoff
+}
+
+// RBAC of the daemonset-controller (make manifests turns these into its ClusterRole).
+// +kubebuilder:rbac:groups=daemonset.keelson.dev,resources=daemonsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=daemonset.keelson.dev,resources=daemonsets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;patch;delete
+
+func (r *Reconciler) init() {
+	r.initOnce.Do(func() {
+		r.expectations = expectations.New()
+		r.backoff = newFailureBackoff(failedPodBackoffInitial, failedPodBackoffMax)
+		if r.Now == nil {
+			r.Now = time.Now
+		}
+	})
+}
+
+// Reconcile brings one DaemonSet's pods in line with its nodes and template, and writes its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	r.init()
+	ds := &daemonsetv1alpha1.DaemonSet{}
+	if err := r.Get(ctx, req.NamespacedName, ds); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.expectations.Forget(req.String())
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if ds.DeletionTimestamp != nil {
+		r.expectations.Forget(req.String())
+		r.backoff.forget(string(ds.UID) + "/")
+		return ctrl.Result{}, nil // the garbage collector removes the pods and revisions it owns
+	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("daemonset", klog.KObj(ds)))
+
+	result, status, err := r.reconcile(ctx, ds)
+	if status != nil {
+		if serr := r.writeStatus(ctx, ds, *status); serr != nil {
+			err = errors.Join(err, serr)
+		}
+	}
+	return result, err
+}
+
+// reconcile does the work and returns the status to write (nil when it could not be computed).
+func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet) (ctrl.Result, *daemonsetv1alpha1.DaemonSetStatus, error) {
+	key := client.ObjectKeyFromObject(ds).String()
+	now := r.Now()
+
+	var nodes corev1.NodeList
+	if err := r.List(ctx, &nodes); err != nil {
+		return ctrl.Result{}, nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	pods, terminating, err := r.ownedPods(ctx, ds)
+	if err != nil {
+		return ctrl.Result{}, nil, err
+	}
+	var revList appsv1.ControllerRevisionList
+	if err := r.List(ctx, &revList, client.InNamespace(ds.Namespace), client.MatchingFields{ownerIndex: string(ds.UID)}); err != nil {
+		return ctrl.Result{}, nil, fmt.Errorf("listing revisions: %w", err)
+	}
+
+	template := EffectiveTemplate(ds)
+	history, err := r.syncRevisions(ctx, ds, template, revList.Items, pods)
+	if err != nil {
+		return ctrl.Result{}, nil, err
+	}
+	views, err := buildViews(ds, template, nodes.Items, pods, terminating, r.backoffFor(ds, now))
+	if err != nil {
+		return ctrl.Result{}, nil, err
+	}
+	s := strategyFor(ds, template, views)
+
+	var result ctrl.Result
+	progressing := true // while earlier creations and deletions are unobserved, the rollout is moving
+	var actErr error
+	if r.expectations.Satisfied(key) {
+		p := planNodes(views, s, history.updateHash, history.currentHash, now)
+		progressing = len(p.creates)+len(p.deletes) > 0
+		for _, node := range p.failedNodes {
+			r.backoff.failed(backoffKey(ds, node), now)
+		}
+		actErr = r.execute(ctx, ds, key, p, history.templates)
+		result.RequeueAfter = p.requeueAfter
+		if actErr == nil && !progressing {
+			actErr = r.pruneRevisions(ctx, ds, revList.Items, pods, history)
+		}
+	}
+	status := computeStatus(ds.Status, views, statusInput{
+		generation: ds.Generation, updateHash: history.updateHash, currentHash: history.currentHash,
+		collisionCount: history.collisionCount, strategy: s, progressing: progressing, now: now,
+	})
+	return result, &status, actErr
+}
+
+// ownedPods lists the DaemonSet's pods from the cache: the live ones, and per node how many are being deleted.
+func (r *Reconciler) ownedPods(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet) ([]*corev1.Pod, map[string]int, error) {
+	var list corev1.PodList
+	if err := r.List(ctx, &list, client.InNamespace(ds.Namespace), client.MatchingFields{ownerIndex: string(ds.UID)}); err != nil {
+		return nil, nil, fmt.Errorf("listing pods: %w", err)
+	}
+	var pods []*corev1.Pod
+	terminating := map[string]int{}
+	for i := range list.Items {
+		pod := &list.Items[i]
+		if pod.DeletionTimestamp != nil {
+			terminating[podNode(pod)]++
+			continue
+		}
+		pods = append(pods, pod)
+	}
+	return pods, terminating, nil
+}
+
+// backoffKey names a node's failed-pod backoff for one DaemonSet.
+func backoffKey(ds *daemonsetv1alpha1.DaemonSet, node string) string {
+	return string(ds.UID) + "/" + node
+}
+
+// backoffFor returns how long failed pods of ds on a node must still wait.
+func (r *Reconciler) backoffFor(ds *daemonsetv1alpha1.DaemonSet, now time.Time) func(node string) time.Duration {
+	return func(node string) time.Duration { return r.backoff.remaining(backoffKey(ds, node), now) }
+}
+
+// buildViews turns nodes and pods into the planner's view: eligibility per node and the pods on each, sorted by
+// name. Pods pinned to nodes that no longer exist get an ineligible view of their own, so they are removed.
+func buildViews(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSpec, nodes []corev1.Node, pods []*corev1.Pod,
+	terminating map[string]int, backoff func(string) time.Duration) ([]nodeView, error) {
+	var canary labels.Selector
+	if ru := ds.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Selector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(ru.Selector)
+		if err != nil {
+			return nil, fmt.Errorf("spec.updateStrategy.rollingUpdate.selector: %w", err)
+		}
+		canary = sel
+	}
+	spec := template.Spec.DeepCopy()
+	spec.Tolerations = withDaemonTolerations(spec.Tolerations, spec.HostNetwork)
+
+	byNode := map[string][]*corev1.Pod{}
+	for _, pod := range pods {
+		byNode[podNode(pod)] = append(byNode[podNode(pod)], pod)
+	}
+	views := make([]nodeView, 0, len(nodes))
+	seen := map[string]bool{}
+	for i := range nodes {
+		n := &nodes[i]
+		seen[n.Name] = true
+		views = append(views, nodeView{
+			name:        n.Name,
+			eligibility: nodeEligibility(n, spec),
+			down:        nodeIsDown(n),
+			canary:      canary == nil || canary.Matches(labels.Set(n.Labels)),
+			pods:        byNode[n.Name],
+			terminating: terminating[n.Name],
+			backoff:     backoff(n.Name),
+		})
+	}
+	for node, ps := range byNode {
+		if !seen[node] {
+			views = append(views, nodeView{name: node, pods: ps})
+		}
+	}
+	sort.Slice(views, func(i, j int) bool { return views[i].name < views[j].name })
+	return views, nil
+}
+
+// strategyFor resolves the DaemonSet's update strategy against the number of eligible nodes.
+func strategyFor(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSpec, views []nodeView) strategy {
+	desired := 0
+	for _, v := range views {
+		if v.shouldRun {
+			desired++
+		}
+	}
+	var knobs *rollingUpdateKnobs
+	if ru := ds.Spec.UpdateStrategy.RollingUpdate; ru != nil {
+		knobs = &rollingUpdateKnobs{maxSurge: ru.MaxSurge, maxUnavailable: ru.MaxUnavailable,
+			partition: int(ptr.Deref(ru.Partition, 0)), paused: ru.Paused}
+	}
+	onDelete := ds.Spec.UpdateStrategy.Type == daemonsetv1alpha1.OnDeleteStrategyType
+	return resolveStrategy(knobs, onDelete, hasHostPort(&template.Spec), ds.Spec.MinReadySeconds, desired)
+}
+
+// writeStatus writes status to the status subresource if it differs from what is stored: a steady state writes
+// nothing.
+func (r *Reconciler) writeStatus(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, status daemonsetv1alpha1.DaemonSetStatus) error {
+	if equality.Semantic.DeepEqual(ds.Status, status) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(ds.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	ds.Status = status
+	if err := r.Status().Patch(ctx, ds, patch); err != nil {
+		return fmt.Errorf("writing status: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,176 @@
+package daemonset
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+)
+
+// ControllerName names the controller in logs, metrics and events.
+const ControllerName = "daemonset"
+
+// ownerIndex indexes pods and revisions by the UID of the Keelson DaemonSet that controls them.
+const ownerIndex = "daemonset.keelson.dev/owner-uid"
+
+// CacheOptions narrows the manager's cache to what this controller needs: only pods and revisions that carry the
+// DaemonSet name label (never the cluster's other pods), and nodes without their image lists and other bulk.
+func CacheOptions() cache.Options {
+	owned, _ := labels.NewRequirement(NameLabel, selection.Exists, nil)
+	sel := labels.NewSelector().Add(*owned)
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:                {Label: sel},
+			&appsv1.ControllerRevision{}: {Label: sel},
+			&corev1.Node{}:               {Transform: slimNode},
+		},
+	}
+}
+
+// slimNode keeps only what eligibility and readiness read: labels, taints, spec.unschedulable and conditions.
+// Node objects carry image lists and volume data that would otherwise dominate the cache on large clusters.
+func slimNode(obj any) (any, error) {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	node.ManagedFields = nil
+	node.Annotations = nil
+	node.Status.Images = nil
+	node.Status.VolumesInUse = nil
+	node.Status.VolumesAttached = nil
+	node.Status.Capacity = nil
+	node.Status.Allocatable = nil
+	return node, nil
+}
+
+// controllerUID returns the UID of obj's controlling Keelson DaemonSet, or "".
+func controllerUID(obj client.Object) string {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil || ref.Kind != "DaemonSet" || ref.APIVersion != daemonsetv1alpha1.GroupVersion.String() {
+		return ""
+	}
+	return string(ref.UID)
+}
+
+// SetupWithManager registers the controller: it watches DaemonSets, the pods and revisions they own, and nodes.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.init()
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder(ControllerName + "-controller")
+	}
+	indexer := func(obj client.Object) []string {
+		if uid := controllerUID(obj); uid != "" {
+			return []string{uid}
+		}
+		return nil
+	}
+	ctx := context.Background()
+	for _, obj := range []client.Object{&corev1.Pod{}, &appsv1.ControllerRevision{}} {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, ownerIndex, indexer); err != nil {
+			return fmt.Errorf("indexing %T by owner: %w", obj, err)
+		}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&daemonsetv1alpha1.DaemonSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Pod{}, &podHandler{r: r}).
+		Owns(&appsv1.ControllerRevision{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allDaemonSets),
+			builder.WithPredicates(nodeChanged())).
+		Complete(r)
+}
+
+// allDaemonSets enqueues every DaemonSet: a node change may concern any of them.
+func (r *Reconciler) allDaemonSets(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list daemonsetv1alpha1.DaemonSetList
+	if err := r.List(ctx, &list); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, ds := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ds.Namespace, Name: ds.Name}})
+	}
+	return reqs
+}
+
+// nodeChanged passes node events that can change a DaemonSet's work: creation, deletion, and changes of labels,
+// taints, schedulability or readiness. Heartbeats (condition timestamps, images) pass nothing.
+func nodeChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		oldNode, ok1 := e.ObjectOld.(*corev1.Node)
+		newNode, ok2 := e.ObjectNew.(*corev1.Node)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return !equality.Semantic.DeepEqual(oldNode.Labels, newNode.Labels) ||
+			!equality.Semantic.DeepEqual(oldNode.Spec.Taints, newNode.Spec.Taints) ||
+			oldNode.Spec.Unschedulable != newNode.Spec.Unschedulable ||
+			nodeIsDown(oldNode) != nodeIsDown(newNode)
+	}}
+}
+
+// podHandler enqueues a pod's controlling DaemonSet and records the pod's creation and deletion with the
+// expectations, so the DaemonSet's next pass knows the cache has caught up with its writes.
+type podHandler struct{ r *Reconciler }
+
+var _ handler.TypedEventHandler[client.Object, reconcile.Request] = &podHandler{}
+
+func (h *podHandler) owner(obj client.Object) (reconcile.Request, bool) {
+	ref := metav1.GetControllerOf(obj)
+	if controllerUID(obj) == "" {
+		return reconcile.Request{}, false
+	}
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}}, true
+}
+
+// Create observes a creation.
+func (h *podHandler) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if req, ok := h.owner(e.Object); ok {
+		h.r.expectations.CreationObserved(req.String())
+		q.Add(req)
+	}
+}
+
+// Update enqueues the owner when the pod's status or labels change.
+func (h *podHandler) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if req, ok := h.owner(e.ObjectNew); ok {
+		if e.ObjectNew.GetDeletionTimestamp() != nil && e.ObjectOld.GetDeletionTimestamp() == nil {
+			h.r.expectations.DeletionObserved(req.String(), e.ObjectNew.GetUID())
+		}
+		q.Add(req)
+	}
+}
+
+// Delete observes a deletion.
+func (h *podHandler) Delete(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if req, ok := h.owner(e.Object); ok {
+		h.r.expectations.DeletionObserved(req.String(), e.Object.GetUID())
+		q.Add(req)
+	}
+}
+
+// Generic enqueues the owner.
+func (h *podHandler) Generic(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if req, ok := h.owner(e.Object); ok {
+		q.Add(req)
+	}
+}

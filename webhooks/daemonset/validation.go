@@ -1,0 +1,182 @@
+package daemonset
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/daemonset"
+)
+
+// Default fills in a DaemonSet's defaults: the selector (the name label) and the matching template label, the
+// RollingUpdate strategy with maxUnavailable 1 and maxSurge 0, the revision history limit, and the template's
+// container from the image shorthand. It is what the controller assumes for an object admitted without it.
+func Default(ds *daemonsetv1alpha1.DaemonSet) {
+	spec := &ds.Spec
+	// The name is empty when the object is created with generateName; the controller then applies the same
+	// default selector at run time.
+	if (spec.Selector == nil || (len(spec.Selector.MatchLabels) == 0 && len(spec.Selector.MatchExpressions) == 0)) && ds.Name != "" {
+		spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{daemonset.NameLabel: ds.Name}}
+		if spec.Template.Labels == nil {
+			spec.Template.Labels = map[string]string{}
+		}
+		spec.Template.Labels[daemonset.NameLabel] = ds.Name
+	}
+	if len(spec.Template.Spec.Containers) == 0 && spec.Image != "" {
+		spec.Template.Spec.Containers = []corev1.Container{{Name: daemonset.DefaultContainerName, Image: spec.Image}}
+	} else if spec.Image != "" && len(spec.Template.Spec.Containers) == 1 &&
+		spec.Template.Spec.Containers[0].Name == daemonset.DefaultContainerName {
+		spec.Template.Spec.Containers[0].Image = spec.Image
+	}
+	if spec.UpdateStrategy.Type == "" {
+		spec.UpdateStrategy.Type = daemonsetv1alpha1.RollingUpdateStrategyType
+	}
+	if spec.UpdateStrategy.Type == daemonsetv1alpha1.RollingUpdateStrategyType {
+		if spec.UpdateStrategy.RollingUpdate == nil {
+			spec.UpdateStrategy.RollingUpdate = &daemonsetv1alpha1.RollingUpdateDaemonSet{}
+		}
+		ru := spec.UpdateStrategy.RollingUpdate
+		if ru.MaxUnavailable == nil {
+			ru.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+		}
+		if ru.MaxSurge == nil {
+			ru.MaxSurge = ptr.To(intstr.FromInt32(0))
+		}
+	}
+	if spec.RevisionHistoryLimit == nil {
+		spec.RevisionHistoryLimit = ptr.To[int32](10)
+	}
+}
+
+// Validate returns every problem of a DaemonSet's spec, each with its field path.
+func Validate(ds *daemonsetv1alpha1.DaemonSet) field.ErrorList {
+	var errs field.ErrorList
+	spec := &ds.Spec
+	p := field.NewPath("spec")
+
+	if spec.Image == "" && len(spec.Template.Spec.Containers) == 0 {
+		errs = append(errs, field.Required(p.Child("image"), "set spec.image, or spec.template.spec.containers"))
+	}
+	for i, c := range spec.Template.Spec.Containers {
+		if c.Image == "" && !(spec.Image != "" && c.Name == daemonset.DefaultContainerName && len(spec.Template.Spec.Containers) == 1) {
+			errs = append(errs, field.Required(p.Child("template", "spec", "containers").Index(i).Child("image"), ""))
+		}
+	}
+	if rp := spec.Template.Spec.RestartPolicy; rp != "" && rp != corev1.RestartPolicyAlways {
+		errs = append(errs, field.NotSupported(p.Child("template", "spec", "restartPolicy"), rp, []string{string(corev1.RestartPolicyAlways)}))
+	}
+	errs = append(errs, validateSelector(ds, p)...)
+	if spec.MinReadySeconds < 0 {
+		errs = append(errs, field.Invalid(p.Child("minReadySeconds"), spec.MinReadySeconds, "must be non-negative"))
+	}
+	if spec.RevisionHistoryLimit != nil && *spec.RevisionHistoryLimit < 0 {
+		errs = append(errs, field.Invalid(p.Child("revisionHistoryLimit"), *spec.RevisionHistoryLimit, "must be non-negative"))
+	}
+	return append(errs, validateStrategy(spec, p.Child("updateStrategy"))...)
+}
+
+func validateSelector(ds *daemonsetv1alpha1.DaemonSet, p *field.Path) field.ErrorList {
+	if ds.Spec.Selector == nil {
+		return nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	if err != nil {
+		return field.ErrorList{field.Invalid(p.Child("selector"), ds.Spec.Selector, err.Error())}
+	}
+	if !sel.Empty() && !sel.Matches(labels.Set(ds.Spec.Template.Labels)) {
+		return field.ErrorList{field.Invalid(p.Child("template", "metadata", "labels"), ds.Spec.Template.Labels,
+			fmt.Sprintf("must match spec.selector %s, or the DaemonSet could not find its own pods", sel))}
+	}
+	return nil
+}
+
+func validateStrategy(spec *daemonsetv1alpha1.DaemonSetSpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	s := spec.UpdateStrategy
+	switch s.Type {
+	case "", daemonsetv1alpha1.RollingUpdateStrategyType:
+	case daemonsetv1alpha1.OnDeleteStrategyType:
+		if s.RollingUpdate != nil {
+			errs = append(errs, field.Forbidden(p.Child("rollingUpdate"), "may only be set when type is RollingUpdate"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(p.Child("type"), s.Type,
+			[]string{string(daemonsetv1alpha1.RollingUpdateStrategyType), string(daemonsetv1alpha1.OnDeleteStrategyType)}))
+	}
+	ru := s.RollingUpdate
+	if ru == nil {
+		return errs
+	}
+	rp := p.Child("rollingUpdate")
+	unavailableZero, uErrs := validateIntOrPercent(ru.MaxUnavailable, rp.Child("maxUnavailable"))
+	surgeZero, sErrs := validateIntOrPercent(ru.MaxSurge, rp.Child("maxSurge"))
+	errs = append(append(errs, uErrs...), sErrs...)
+	if unavailableZero && surgeZero && ru.MaxUnavailable != nil && ru.MaxSurge != nil {
+		errs = append(errs, field.Invalid(rp.Child("maxUnavailable"), ru.MaxUnavailable.String(),
+			"maxUnavailable and maxSurge cannot both be 0: the rollout could never replace a pod"))
+	}
+	if !surgeZero && ru.MaxSurge != nil {
+		if port := firstHostPort(&spec.Template.Spec); port != "" {
+			errs = append(errs, field.Forbidden(rp.Child("maxSurge"), fmt.Sprintf(
+				"must be 0 because %s binds a hostPort: a surge pod starts beside the old pod on the same node and "+
+					"cannot bind the port the old pod holds, so the rollout would wait forever; use maxUnavailable instead", port)))
+		}
+	}
+	if ru.Partition != nil && *ru.Partition < 0 {
+		errs = append(errs, field.Invalid(rp.Child("partition"), *ru.Partition, "must be non-negative"))
+	}
+	if ru.Selector != nil {
+		if _, err := metav1.LabelSelectorAsSelector(ru.Selector); err != nil {
+			errs = append(errs, field.Invalid(rp.Child("selector"), ru.Selector, err.Error()))
+		}
+	}
+	return errs
+}
+
+// validateIntOrPercent checks a non-negative count or a percentage from 0% to 100%, and reports whether it is 0.
+func validateIntOrPercent(v *intstr.IntOrString, p *field.Path) (zero bool, errs field.ErrorList) {
+	if v == nil {
+		return true, nil
+	}
+	if v.Type == intstr.Int {
+		if v.IntVal < 0 {
+			return false, field.ErrorList{field.Invalid(p, v.IntVal, "must be non-negative")}
+		}
+		return v.IntVal == 0, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(v.StrVal, "%"))
+	if !strings.HasSuffix(v.StrVal, "%") || err != nil || n < 0 || n > 100 {
+		return false, field.ErrorList{field.Invalid(p, v.StrVal, "must be a non-negative number or a percentage from 0% to 100%")}
+	}
+	return n == 0, nil
+}
+
+// firstHostPort names the first container port that binds a host port, or "".
+func firstHostPort(spec *corev1.PodSpec) string {
+	for _, c := range append(append([]corev1.Container(nil), spec.InitContainers...), spec.Containers...) {
+		for _, port := range c.Ports {
+			if port.HostPort != 0 {
+				return fmt.Sprintf("container %q port %d", c.Name, port.HostPort)
+			}
+		}
+	}
+	return ""
+}
+
+// ValidateUpdate checks what may not change: the selector, once set.
+func ValidateUpdate(old, ds *daemonsetv1alpha1.DaemonSet) field.ErrorList {
+	if old.Spec.Selector != nil && !apiequality.Semantic.DeepEqual(old.Spec.Selector, ds.Spec.Selector) {
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "selector"), ds.Spec.Selector,
+			"spec.selector is immutable: create a new DaemonSet to change it")}
+	}
+	return nil
+}
