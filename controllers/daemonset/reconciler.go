@@ -121,11 +121,12 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 	s := strategyFor(ds, template, views)
 
 	var result ctrl.Result
-	progressing := true // while earlier creations and deletions are unobserved, the rollout is moving
 	var actErr error
 	if r.expectations.Satisfied(key) {
 		p := planNodes(views, s, history.updateHash, history.currentHash, now)
-		progressing = len(p.creates)+len(p.deletes) > 0
+		progressing := len(p.creates)+len(p.deletes) > 0
+		log.FromContext(ctx).V(1).Info("Planned", "nodes", len(nodes.Items), "pods", len(pods),
+			"creates", len(p.creates), "deletes", len(p.deletes), "requeueAfter", p.requeueAfter)
 		for _, node := range p.failedNodes {
 			r.backoff.failed(backoffKey(ds, node), now)
 		}
@@ -137,7 +138,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 	}
 	status := computeStatus(ds.Status, views, statusInput{
 		generation: ds.Generation, updateHash: history.updateHash, currentHash: history.currentHash,
-		collisionCount: history.collisionCount, strategy: s, progressing: progressing, now: now,
+		collisionCount: history.collisionCount, strategy: s, now: now,
 	})
 	return result, &status, actErr
 }
@@ -232,14 +233,17 @@ func strategyFor(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSp
 }
 
 // writeStatus writes status to the status subresource if it differs from what is stored: a steady state writes
-// nothing.
+// nothing. It replaces the whole status (a merge patch would leave out counters that are 0 on both sides, which
+// the schema requires), guarded by the resourceVersion read: a conflict means a newer object, and a requeue.
 func (r *Reconciler) writeStatus(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, status daemonsetv1alpha1.DaemonSetStatus) error {
 	if equality.Semantic.DeepEqual(ds.Status, status) {
 		return nil
 	}
-	patch := client.MergeFromWithOptions(ds.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	ds.Status = status
-	if err := r.Status().Patch(ctx, ds, patch); err != nil {
+	if err := r.Status().Update(ctx, ds); err != nil {
+		if apierrors.IsConflict(err) {
+			return err // retried with backoff; not worth a loud log of its own
+		}
 		return fmt.Errorf("writing status: %w", err)
 	}
 	return nil

@@ -88,9 +88,7 @@ type statusInput struct {
 	currentHash    string
 	collisionCount *int32
 	strategy       strategy
-	// progressing: this pass created or deleted pods (or waits for earlier ones to be observed).
-	progressing bool
-	now         time.Time
+	now            time.Time
 }
 
 // computeStatus derives the DaemonSet's status from the nodes and their pods. old supplies the conditions, so a
@@ -105,7 +103,7 @@ func computeStatus(old daemonsetv1alpha1.DaemonSetStatus, nodes []nodeView, in s
 	}
 	targets := updateTargets(nodes, in.strategy)
 	unavailable := map[string]string{} // up nodes without an available pod, with what is wrong
-	stuck := map[string]string{}       // target nodes whose update cannot go on by itself
+	stuck := map[string]string{}       // target nodes whose update-revision pod will not become available by itself
 	pendingTargets, heldBack := 0, 0
 	for _, n := range nodes {
 		if !n.shouldRun {
@@ -132,7 +130,8 @@ func computeStatus(old daemonsetv1alpha1.DaemonSetStatus, nodes []nodeView, in s
 			}
 		}
 		if n.backoff > 0 {
-			problem = fmt.Sprintf("failed pod replaced after a %s backoff", n.backoff.Round(time.Second))
+			// No countdown in the message: status changes only when facts do, not every pass.
+			problem = "a pod failed; its replacement waits for the failure backoff"
 		}
 		if ready {
 			st.NumberReady++
@@ -151,11 +150,10 @@ func computeStatus(old daemonsetv1alpha1.DaemonSetStatus, nodes []nodeView, in s
 		switch {
 		case !targets[n.name] && !updated:
 			heldBack++
-		case targets[n.name] && !(updated && available):
+		case targets[n.name] && !updated:
 			pendingTargets++
-			if problem != "" && !n.down {
-				stuck[n.name] = problem
-			}
+		case targets[n.name] && !available && problem != "" && !n.down:
+			stuck[n.name] = problem
 		}
 	}
 	st.NumberUnavailable = st.DesiredNumberScheduled - st.NumberAvailable
@@ -197,7 +195,8 @@ func setProgressing(st *daemonsetv1alpha1.DaemonSetStatus, stuck map[string]stri
 		c.Status, c.Reason = metav1.ConditionUnknown, ReasonPaused
 		c.Message = fmt.Sprintf("rollout paused with %d of %d nodes on the update revision; set "+
 			"spec.updateStrategy.rollingUpdate.paused to false to go on", st.UpdatedNumberScheduled, st.DesiredNumberScheduled)
-	case len(stuck) > 0 && !in.progressing:
+	case len(stuck) >= budget(in.strategy):
+		// Broken pods of the update revision use up the whole budget: the planner cannot replace another pod.
 		c.Status, c.Reason = metav1.ConditionFalse, ReasonRolloutStuck
 		c.Message = fmt.Sprintf("rollout cannot go on: %d nodes wait for pods that will not become available "+
 			"by themselves: %s", len(stuck), listNodes(stuck))
@@ -207,6 +206,14 @@ func setProgressing(st *daemonsetv1alpha1.DaemonSetStatus, stuck map[string]stri
 			st.UpdatedNumberScheduled, st.DesiredNumberScheduled, in.updateHash, held)
 	}
 	meta.SetStatusCondition(&st.Conditions, c)
+}
+
+// budget is how many nodes may be mid-update at once: maxSurge when surging, else maxUnavailable.
+func budget(s strategy) int {
+	if s.maxSurge > 0 {
+		return s.maxSurge
+	}
+	return max(s.maxUnavailable, 1)
 }
 
 func setReady(st *daemonsetv1alpha1.DaemonSetStatus, unavailable map[string]string, pendingTargets int) {

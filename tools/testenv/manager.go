@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,10 +24,20 @@ type ManagerOptions struct {
 // startTimeout bounds how long StartManager waits for the manager's caches to sync.
 const startTimeout = 30 * time.Second
 
+// Manager is a manager running inside a test.
+type Manager struct {
+	ctrl.Manager
+	stop func()
+}
+
+// Stop stops the manager and waits until it has stopped (a controller restart in the middle of a test). It is
+// safe to call more than once; the test's cleanup calls it too.
+func (m *Manager) Stop() { m.stop() }
+
 // StartManager runs a controller-runtime manager against the Env inside the test, serving the Env's webhooks, and
 // returns once its caches have synced. The manager stops, and the test waits for it, when the test ends.
 // Leader election, metrics and probes are off: tests of those run the real binaries.
-func (e *Env) StartManager(t testing.TB, opts ManagerOptions) ctrl.Manager {
+func (e *Env) StartManager(t testing.TB, opts ManagerOptions) *Manager {
 	t.Helper()
 	wh := e.env.WebhookInstallOptions
 	skipNameValidation := true // tests start the same controller once per test in one process
@@ -51,16 +62,20 @@ func (e *Env) StartManager(t testing.TB, opts ManagerOptions) ctrl.Manager {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("test manager stopped with an error: %v", err)
-		}
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("test manager stopped with an error: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
 	syncCtx, syncCancel := context.WithTimeout(ctx, startTimeout)
 	defer syncCancel()
 	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
 		t.Fatalf("test manager caches did not sync within %s", startTimeout)
 	}
-	return mgr
+	return &Manager{Manager: mgr, stop: stop}
 }

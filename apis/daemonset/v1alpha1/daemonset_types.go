@@ -13,7 +13,9 @@ import (
 type DaemonSetSpec struct {
 	// Image is a shorthand for the simplest DaemonSet: when spec.template has no containers, the pods run one
 	// container named "app" with this image. When the template holds exactly one container named "app", spec.image
-	// (if set) is that container's image. Either spec.image or spec.template.spec.containers is required.
+	// (if set) is that container's image. Either spec.image or spec.template.spec.containers is required. (Once
+	// spec.template.spec is given, for a node selector say, the pod schema requires its containers: list the
+	// shorthand's container as `containers: [{name: app}]` and it takes this image.)
 	// +optional
 	Image string `json:"image,omitempty"`
 

@@ -1,0 +1,320 @@
+package daemonset_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/daemonset"
+	"github.com/keelson-dev/keelson/tools/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	var err error
+	env, err = testenv.Start(testenv.Options{AddToScheme: []func(*runtime.Scheme) error{daemonsetv1alpha1.AddToScheme}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+const (
+	timeout = 20 * time.Second
+	poll    = 25 * time.Millisecond
+)
+
+// controller is a DaemonSet controller running in the test, with counters of what it did through the apiserver.
+type controller struct {
+	writes atomic.Int64 // creates, updates, patches and deletes of any object, status included
+	gets   atomic.Int64 // Gets of DaemonSets: one per reconcile
+	mgr    *testenv.Manager
+}
+
+// startController runs the controller in a manager with the binary's cache options.
+func startController(t *testing.T) *controller {
+	t.Helper()
+	c := &controller{}
+	count := func() { c.writes.Add(1) }
+	c.mgr = env.StartManager(t, testenv.ManagerOptions{
+		Cache: daemonset.CacheOptions(),
+		Setup: func(mgr ctrl.Manager) error {
+			counting := interceptor.NewClient(noWatch{mgr.GetClient()}, interceptor.Funcs{
+				Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if _, ok := obj.(*daemonsetv1alpha1.DaemonSet); ok {
+						c.gets.Add(1)
+					}
+					return cl.Get(ctx, key, obj, opts...)
+				},
+				Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					count()
+					return cl.Create(ctx, obj, opts...)
+				},
+				Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+					count()
+					return cl.Update(ctx, obj, opts...)
+				},
+				Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+					count()
+					return cl.Patch(ctx, obj, p, opts...)
+				},
+				Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+					count()
+					return cl.Delete(ctx, obj, opts...)
+				},
+				SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+					count()
+					return cl.SubResource(sub).Update(ctx, obj, opts...)
+				},
+				SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+					count()
+					return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
+				},
+			})
+			return (&daemonset.Reconciler{Client: counting}).SetupWithManager(mgr)
+		},
+	})
+	return c
+}
+
+// noWatch lets the manager's (cached) client stand where interceptor wants a client.WithWatch; the controller
+// never calls Watch.
+type noWatch struct{ client.Client }
+
+func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, errors.New("watch is not supported here")
+}
+
+// scenario is one test's world: a namespace and nodes labelled for this test only, so tests sharing the
+// cluster-scoped nodes do not see each other's.
+type scenario struct {
+	t     *testing.T
+	g     Gomega
+	ctx   context.Context
+	ns    string
+	label string
+}
+
+func newScenario(t *testing.T) *scenario {
+	t.Helper()
+	s := &scenario{t: t, g: NewWithT(t), ctx: context.Background(), label: fmt.Sprintf("t%d", time.Now().UnixNano())}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "kds-"}}
+	s.g.Expect(env.Client.Create(s.ctx, ns)).To(Succeed())
+	s.ns = ns.Name
+	return s
+}
+
+// node creates a Ready node carrying this scenario's label (plus labels) and deletes it when the test ends.
+func (s *scenario) node(name string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {
+	s.t.Helper()
+	all := map[string]string{"test": s.label}
+	for k, v := range labels {
+		all[k] = v
+	}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: s.label + "-" + name, Labels: all}, Spec: corev1.NodeSpec{Taints: taints}}
+	s.g.Expect(env.Client.Create(s.ctx, n)).To(Succeed())
+	s.t.Cleanup(func() { _ = env.Client.Delete(context.Background(), n) })
+	s.setNodeReady(n.Name, true)
+	return n
+}
+
+// setNodeReady plays the kubelet and the node lifecycle controller: it sets the Ready condition and, once ready,
+// lifts the not-ready NoSchedule taint the apiserver puts on every new node (apps/v1's daemon pods do not
+// tolerate it either).
+func (s *scenario) setNodeReady(name string, ready bool) {
+	s.t.Helper()
+	status := corev1.ConditionTrue
+	if !ready {
+		status = corev1.ConditionFalse
+	}
+	s.g.Eventually(func() error {
+		var n corev1.Node
+		if err := env.Client.Get(s.ctx, client.ObjectKey{Name: name}, &n); err != nil {
+			return err
+		}
+		if ready {
+			var taints []corev1.Taint
+			for _, t := range n.Spec.Taints {
+				if t.Key != "node.kubernetes.io/not-ready" {
+					taints = append(taints, t)
+				}
+			}
+			if len(taints) != len(n.Spec.Taints) {
+				n.Spec.Taints = taints
+				if err := env.Client.Update(s.ctx, &n); err != nil {
+					return err
+				}
+			}
+		}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status,
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		return env.Client.Status().Update(s.ctx, &n)
+	}, timeout, poll).Should(Succeed())
+}
+
+// daemonSet creates a DaemonSet of image limited to this scenario's nodes; mutate adjusts it first.
+func (s *scenario) daemonSet(name, image string, mutate ...func(*daemonsetv1alpha1.DaemonSet)) *daemonsetv1alpha1.DaemonSet {
+	s.t.Helper()
+	ds := &daemonsetv1alpha1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
+		Spec: daemonsetv1alpha1.DaemonSetSpec{Image: image}}
+	// With a template.spec (here for the node selector), the pod schema requires containers: the lone "app"
+	// container takes spec.image.
+	ds.Spec.Template.Spec.NodeSelector = map[string]string{"test": s.label}
+	ds.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app"}}
+	for _, m := range mutate {
+		m(ds)
+	}
+	s.g.Expect(env.Client.Create(s.ctx, ds)).To(Succeed())
+	return ds
+}
+
+// update changes the DaemonSet, retrying on conflicts.
+func (s *scenario) update(name string, mutate func(*daemonsetv1alpha1.DaemonSet)) {
+	s.t.Helper()
+	s.g.Eventually(func() error {
+		var ds daemonsetv1alpha1.DaemonSet
+		if err := env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: name}, &ds); err != nil {
+			return err
+		}
+		mutate(&ds)
+		return env.Client.Update(s.ctx, &ds)
+	}, timeout, poll).Should(Succeed())
+}
+
+func (s *scenario) get(name string) *daemonsetv1alpha1.DaemonSet {
+	var ds daemonsetv1alpha1.DaemonSet
+	s.g.Expect(env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: name}, &ds)).To(Succeed())
+	return &ds
+}
+
+// pods lists the DaemonSet's pods (those not being deleted), sorted by node.
+func (s *scenario) pods(name string) []corev1.Pod {
+	var list corev1.PodList
+	s.g.Expect(env.Client.List(s.ctx, &list, client.InNamespace(s.ns), client.MatchingLabels{daemonset.NameLabel: name})).To(Succeed())
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return nodeOf(&out[i])+out[i].Name < nodeOf(&out[j])+out[j].Name })
+	return out
+}
+
+// podsPerNode maps each node name to how many of the DaemonSet's pods it has.
+func (s *scenario) podsPerNode(name string) map[string]int {
+	out := map[string]int{}
+	for _, p := range s.pods(name) {
+		out[nodeOf(&p)]++
+	}
+	return out
+}
+
+// nodeOf reads the node a pod is pinned to from its required node affinity.
+func nodeOf(p *corev1.Pod) string {
+	a := p.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return ""
+	}
+	for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, f := range term.MatchFields {
+			if f.Key == "metadata.name" && len(f.Values) == 1 {
+				return f.Values[0]
+			}
+		}
+	}
+	return ""
+}
+
+// setPodPhase plays the kubelet for one pod: Running and Ready, Running and not ready, or Failed.
+func (s *scenario) setPodPhase(p *corev1.Pod, phase corev1.PodPhase, ready bool) error {
+	readyStatus := corev1.ConditionFalse
+	if ready {
+		readyStatus = corev1.ConditionTrue
+	}
+	p.Status.Phase = phase
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: readyStatus, LastTransitionTime: metav1.Now()}}
+	err := env.Client.Status().Update(s.ctx, p)
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil // gone or changed meanwhile: the kubelet loop comes back to it
+	}
+	return err
+}
+
+// kubelet plays the kubelet for the DaemonSet until the test ends: every pod that is not ready becomes Running and
+// Ready, except on nodes listed in skip (a dead node's kubelet does nothing).
+func (s *scenario) kubelet(name string, skip ...string) {
+	s.slowKubelet(name, 0, skip...)
+}
+
+// slowKubelet is kubelet with a start-up time: a pod becomes ready only once it is startup old.
+func (s *scenario) slowKubelet(name string, startup time.Duration, skip ...string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.t.Cleanup(cancel)
+	dead := map[string]bool{}
+	for _, n := range skip {
+		dead[s.label+"-"+n] = true
+	}
+	go func() {
+		ticker := time.NewTicker(poll)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+			var list corev1.PodList
+			if err := env.Client.List(ctx, &list, client.InNamespace(s.ns), client.MatchingLabels{daemonset.NameLabel: name}); err != nil {
+				continue
+			}
+			for i := range list.Items {
+				p := &list.Items[i]
+				if p.DeletionTimestamp == nil && !dead[nodeOf(p)] && p.Status.Phase != corev1.PodRunning &&
+					p.Status.Phase != corev1.PodFailed && time.Since(p.CreationTimestamp.Time) >= startup {
+					_ = s.setPodPhase(p, corev1.PodRunning, true)
+				}
+			}
+		}
+	}()
+}
+
+// condition returns the DaemonSet's condition of type t, or nil.
+func condition(ds *daemonsetv1alpha1.DaemonSet, t string) *metav1.Condition {
+	for i := range ds.Status.Conditions {
+		if ds.Status.Conditions[i].Type == t {
+			return &ds.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// reasonOf is a poll-friendly accessor: the reason of the condition, or "".
+func (s *scenario) reasonOf(name, t string) func() string {
+	return func() string {
+		if c := condition(s.get(name), t); c != nil {
+			return c.Reason
+		}
+		return ""
+	}
+}
