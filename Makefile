@@ -57,7 +57,8 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy functions and apply configurati
 manifests: $(CONTROLLER_GEN) ## Generate CRDs, per-controller RBAC ClusterRoles and webhook configurations into charts/keelson/files/.
 	mkdir -p $(CRD_DIR) $(CHART_FILES)/rbac $(CHART_FILES)/webhooks
 	rm -f $(CRD_DIR)/*.yaml $(CHART_FILES)/rbac/*.yaml $(CHART_FILES)/webhooks/*.yaml
-	cd apis && $(CONTROLLER_GEN) crd paths=./... output:crd:dir=../$(CRD_DIR)
+	cd apis && $(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./... output:crd:dir=../$(CRD_DIR)
+	find $(CRD_DIR) -name "*.yaml" | sort | xargs -r go run ./tools/crddocs
 	$(foreach b,$(BINARIES),$(call manifests-for,$(b)))
 
 # manifests-for generates one binary's ClusterRole (shared runtime markers plus its controller's) and, once it has

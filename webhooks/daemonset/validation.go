@@ -22,6 +22,9 @@ import (
 // container from the image shorthand. It is what the controller assumes for an object admitted without it.
 func Default(ds *daemonsetv1alpha1.DaemonSet) {
 	spec := &ds.Spec
+	if spec.Image == "" && len(spec.Template.Spec.Containers) == 0 {
+		return // nothing to run: leave the object as it came, so validation names the missing spec.image
+	}
 	// The name is empty when the object is created with generateName; the controller then applies the same
 	// default selector at run time.
 	if (spec.Selector == nil || (len(spec.Selector.MatchLabels) == 0 && len(spec.Selector.MatchExpressions) == 0)) && ds.Name != "" {
@@ -66,8 +69,10 @@ func Validate(ds *daemonsetv1alpha1.DaemonSet) field.ErrorList {
 	if spec.Image == "" && len(spec.Template.Spec.Containers) == 0 {
 		errs = append(errs, field.Required(p.Child("image"), "set spec.image, or spec.template.spec.containers"))
 	}
+	// A lone "app" container may leave its image to spec.image (the shorthand); every other container needs one.
+	shorthand := spec.Image != "" && len(spec.Template.Spec.Containers) == 1
 	for i, c := range spec.Template.Spec.Containers {
-		if c.Image == "" && !(spec.Image != "" && c.Name == daemonset.DefaultContainerName && len(spec.Template.Spec.Containers) == 1) {
+		if c.Image == "" && (!shorthand || c.Name != daemonset.DefaultContainerName) {
 			errs = append(errs, field.Required(p.Child("template", "spec", "containers").Index(i).Child("image"), ""))
 		}
 	}

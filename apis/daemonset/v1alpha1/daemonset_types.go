@@ -9,7 +9,7 @@ import (
 // DaemonSetSpec is the desired state of a DaemonSet: which pod runs on every eligible node, and how a new template
 // rolls out.
 //
-// +kubebuilder:validation:XValidation:rule="(has(self.image) && self.image != '') || (has(self.template.spec) && size(self.template.spec.containers) > 0)",fieldPath=".image",reason="FieldValueRequired",message="set spec.image, or spec.template.spec.containers"
+// +kubebuilder:validation:XValidation:rule="(has(self.image) && size(self.image) > 0) || (has(self.template) && has(self.template.spec) && size(self.template.spec.containers) > 0)",fieldPath=".image",reason="FieldValueRequired",message="set spec.image, or spec.template.spec.containers"
 type DaemonSetSpec struct {
 	// Image is a shorthand for the simplest DaemonSet: when spec.template has no containers, the pods run one
 	// container named "app" with this image. When the template holds exactly one container named "app", spec.image
@@ -29,7 +29,7 @@ type DaemonSetSpec struct {
 	// pinned to their node with a required node affinity on the node's name, and placed by the scheduler.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.restartPolicy) || self.spec.restartPolicy == 'Always'",fieldPath=".spec.restartPolicy",reason="FieldValueInvalid",message="a DaemonSet's pods must restart: only Always is supported"
-	Template corev1.PodTemplateSpec `json:"template,omitempty"`
+	Template corev1.PodTemplateSpec `json:"template,omitzero"`
 
 	// UpdateStrategy says how pods move to a new template.
 	// +optional

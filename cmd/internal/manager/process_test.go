@@ -6,13 +6,23 @@ package manager_test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	crand "crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"io"
+	"math/big"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -111,27 +121,36 @@ func (p *process) exitedCleanly() bool {
 	}
 }
 
-// freeAddr returns a loopback address with a port nothing listens on right now.
+// freeAddr returns a loopback address with a port nothing listens on right now. The port is drawn below Linux's
+// ephemeral range (32768 and up), which the kernel hands out for outgoing connections and ":0" listeners, so no
+// other process can take it between this check and the binary binding it.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 100 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		if l, err := net.Listen("tcp", addr); err == nil {
+			_ = l.Close()
+			return addr
+		}
 	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
+	t.Fatal("no free port found")
+	return ""
 }
 
 // start runs binary with the test kubeconfig, its own probe port and extra flags, and kills it when the test ends.
 func start(t *testing.T, binary string, extra ...string) *process {
 	t.Helper()
 	p := &process{output: &syncBuffer{}, probeAddr: freeAddr(t), exited: make(chan struct{})}
-	args := append([]string{
+	args := []string{
 		"--kubeconfig=" + kubeconfig,
 		"--health-probe-bind-address=" + p.probeAddr,
 		"--leader-election-namespace=default",
 		"--webhook-port=" + strings.Split(freeAddr(t), ":")[1],
-	}, extra...)
+	}
+	if !slices.ContainsFunc(extra, func(a string) bool { return strings.HasPrefix(a, "--webhook-cert-dir") }) {
+		args = append(args, "--enable-webhooks=false") // no serving certificate unless the test makes one
+	}
+	args = append(args, extra...)
 	p.cmd = exec.Command(filepath.Join(binDir, binary), args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
 	if err := p.cmd.Start(); err != nil {
@@ -219,6 +238,55 @@ func TestEachBinaryLeadsAndServesProbes(t *testing.T) {
 			g.Expect(p.cmd.Process.Signal(syscall.SIGTERM)).To(Succeed())
 			g.Eventually(p.exitedCleanly, 10*time.Second, 20*time.Millisecond).Should(BeTrue(), "clean exit after SIGTERM")
 		})
+	}
+}
+
+// With webhooks on, /readyz waits for the webhook server too, and the server answers over TLS.
+func TestReadyzIncludesTheWebhookServer(t *testing.T) {
+	g := NewWithT(t)
+	certDir := t.TempDir()
+	writeSelfSignedCert(t, certDir)
+	webhookPort := strings.Split(freeAddr(t), ":")[1]
+	p := start(t, "daemonset-controller", "--metrics-bind-address=0", "--leader-election-id=webhook-ready",
+		"--webhook-cert-dir="+certDir, "--webhook-port="+webhookPort)
+	g.Eventually(func() (int, error) { return p.get("/readyz/webhooks") }, 30*time.Second, 50*time.Millisecond).
+		Should(Equal(http.StatusOK))
+	httpClient := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the test's own self-signed certificate
+	}}
+	resp, err := httpClient.Get("https://127.0.0.1:" + webhookPort + "/validate-daemonset-keelson-dev-v1alpha1-daemonset")
+	g.Expect(err).NotTo(HaveOccurred())
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	g.Expect(err).NotTo(HaveOccurred())
+	// The validating webhook answers: an empty review comes back as an AdmissionReview refusing it.
+	g.Expect(string(body)).To(ContainSubstring("request body is empty"))
+}
+
+// writeSelfSignedCert writes tls.crt and tls.key for 127.0.0.1 into dir.
+func writeSelfSignedCert(t *testing.T, dir string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "keelson-test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(crand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, block := range map[string]*pem.Block{"tls.crt": {Type: "CERTIFICATE", Bytes: der},
+		"tls.key": {Type: "EC PRIVATE KEY", Bytes: keyDER}} {
+		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

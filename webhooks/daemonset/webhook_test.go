@@ -1,0 +1,229 @@
+package daemonset_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+	"github.com/keelson-dev/keelson/tools/testenv"
+	webhook "github.com/keelson-dev/keelson/webhooks/daemonset"
+)
+
+// Two control planes: one with the webhooks installed (served by a manager in each test), one with only the CRD,
+// as a cluster looks while the webhook is down.
+var withWebhook, withoutWebhook *testenv.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	scheme := []func(*runtime.Scheme) error{daemonsetv1alpha1.AddToScheme}
+	var err error
+	if withWebhook, err = testenv.Start(testenv.Options{AddToScheme: scheme,
+		WebhookManifests: []string{"charts/keelson/files/webhooks/daemonset-controller.yaml"}}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = withWebhook.Stop() }()
+	if withoutWebhook, err = testenv.Start(testenv.Options{AddToScheme: scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = withoutWebhook.Stop() }()
+	return m.Run()
+}
+
+func serveWebhooks(t *testing.T) {
+	withWebhook.StartManager(t, testenv.ManagerOptions{Setup: func(mgr ctrl.Manager) error {
+		return webhook.SetupWithManager(mgr)
+	}})
+}
+
+func namespace(t *testing.T, env *testenv.Env) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "kds-wh-"}}
+	if err := env.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+func valid(name string) *daemonsetv1alpha1.DaemonSet {
+	return &daemonsetv1alpha1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: daemonsetv1alpha1.DaemonSetSpec{Image: "agent:v1"}}
+}
+
+func withContainer(ds *daemonsetv1alpha1.DaemonSet, c corev1.Container) {
+	ds.Spec.Image = ""
+	ds.Spec.Template.Spec.Containers = []corev1.Container{c}
+}
+
+func rollingUpdate(ds *daemonsetv1alpha1.DaemonSet) *daemonsetv1alpha1.RollingUpdateDaemonSet {
+	if ds.Spec.UpdateStrategy.RollingUpdate == nil {
+		ds.Spec.UpdateStrategy.RollingUpdate = &daemonsetv1alpha1.RollingUpdateDaemonSet{}
+	}
+	return ds.Spec.UpdateStrategy.RollingUpdate
+}
+
+// Every invalid spec is rejected with its field path through the real apiserver: with the webhook, and with the
+// CRD's CEL rules alone where CEL can express the rule. Where it cannot ("" in withoutWebhook), the object is
+// admitted and the controller copes (it never surges a hostPort template; a selector mismatch is caught at
+// update time by the immutable selector and the template labels the webhook checks).
+func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
+	serveWebhooks(t)
+	nsWith, nsWithout := namespace(t, withWebhook), namespace(t, withoutWebhook)
+	for name, tc := range map[string]struct {
+		mutate         func(*daemonsetv1alpha1.DaemonSet)
+		withWebhook    string
+		withoutWebhook string
+	}{
+		"neither image nor containers": {func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.Image = "" },
+			"spec.image: Required value", "spec.image: Required value"},
+		"restartPolicy Never": {func(ds *daemonsetv1alpha1.DaemonSet) {
+			withContainer(ds, corev1.Container{Name: "c", Image: "x"})
+			ds.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+		}, "spec.template.spec.restartPolicy", "spec.template.spec.restartPolicy"},
+		"maxUnavailable above 100%": {func(ds *daemonsetv1alpha1.DaemonSet) {
+			rollingUpdate(ds).MaxUnavailable = ptr.To(intstr.FromString("150%"))
+		}, "spec.updateStrategy.rollingUpdate.maxUnavailable", "spec.updateStrategy.rollingUpdate.maxUnavailable"},
+		"negative maxSurge": {func(ds *daemonsetv1alpha1.DaemonSet) {
+			rollingUpdate(ds).MaxSurge = ptr.To(intstr.FromInt32(-1))
+		}, "spec.updateStrategy.rollingUpdate.maxSurge", "spec.updateStrategy.rollingUpdate.maxSurge"},
+		"maxUnavailable and maxSurge both 0": {func(ds *daemonsetv1alpha1.DaemonSet) {
+			ru := rollingUpdate(ds)
+			ru.MaxUnavailable, ru.MaxSurge = ptr.To(intstr.FromInt32(0)), ptr.To(intstr.FromString("0%"))
+		}, "cannot both be 0", "cannot both be 0"},
+		"OnDelete with rollingUpdate": {func(ds *daemonsetv1alpha1.DaemonSet) {
+			ds.Spec.UpdateStrategy.Type = daemonsetv1alpha1.OnDeleteStrategyType
+			rollingUpdate(ds).Paused = true
+		}, "spec.updateStrategy.rollingUpdate", "spec.updateStrategy.rollingUpdate"},
+		"unknown strategy type": {func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.UpdateStrategy.Type = "Recreate" },
+			"spec.updateStrategy.type", "spec.updateStrategy.type"},
+		"negative partition": {func(ds *daemonsetv1alpha1.DaemonSet) { rollingUpdate(ds).Partition = ptr.To[int32](-1) },
+			"spec.updateStrategy.rollingUpdate.partition", "spec.updateStrategy.rollingUpdate.partition"},
+		"negative minReadySeconds": {func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.MinReadySeconds = -1 },
+			"spec.minReadySeconds", "spec.minReadySeconds"},
+		"hostPort with surge": {func(ds *daemonsetv1alpha1.DaemonSet) {
+			withContainer(ds, corev1.Container{Name: "c", Image: "x", Ports: []corev1.ContainerPort{{ContainerPort: 9100, HostPort: 9100}}})
+			ru := rollingUpdate(ds)
+			ru.MaxSurge, ru.MaxUnavailable = ptr.To(intstr.FromInt32(1)), ptr.To(intstr.FromInt32(0))
+		}, "spec.updateStrategy.rollingUpdate.maxSurge: Forbidden: must be 0 because container \"c\" port 9100 binds a hostPort", ""},
+		"template labels outside the selector": {func(ds *daemonsetv1alpha1.DaemonSet) {
+			withContainer(ds, corev1.Container{Name: "c", Image: "x"})
+			ds.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}}
+			ds.Spec.Template.Labels = map[string]string{"app": "b"}
+		}, "spec.template.metadata.labels", ""},
+		"container without image": {func(ds *daemonsetv1alpha1.DaemonSet) {
+			withContainer(ds, corev1.Container{Name: "c"})
+		}, "spec.template.spec.containers[0].image: Required value", ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, side := range []struct {
+				env  *testenv.Env
+				ns   string
+				want string
+			}{{withWebhook, nsWith, tc.withWebhook}, {withoutWebhook, nsWithout, tc.withoutWebhook}} {
+				ds := valid(strings.ReplaceAll(strings.ToLower(name), " ", "-"))
+				ds.Name = strings.NewReplacer("%", "", "(", "", ")", "").Replace(ds.Name)
+				ds.Namespace = side.ns
+				tc.mutate(ds)
+				err := side.env.Client.Create(context.Background(), ds)
+				label := map[bool]string{true: "with the webhook", false: "without the webhook"}[side.env == withWebhook]
+				if side.want == "" {
+					if err != nil {
+						t.Errorf("%s: rejected, want admitted: %v", label, err)
+					}
+					continue
+				}
+				if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), side.want) {
+					t.Errorf("%s: got %v, want an Invalid error containing %q", label, err, side.want)
+				}
+			}
+		})
+	}
+}
+
+func TestSelectorIsImmutable(t *testing.T) {
+	serveWebhooks(t)
+	for _, env := range []*testenv.Env{withWebhook, withoutWebhook} {
+		g := NewWithT(t)
+		ctx := context.Background()
+		ds := valid("immutable")
+		ds.Namespace = namespace(t, env)
+		withContainer(ds, corev1.Container{Name: "c", Image: "x"})
+		ds.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}}
+		ds.Spec.Template.Labels = map[string]string{"app": "a"}
+		g.Expect(env.Client.Create(ctx, ds)).To(Succeed())
+		ds.Spec.Selector.MatchLabels["app"] = "b"
+		ds.Spec.Template.Labels["app"] = "b"
+		err := env.Client.Update(ctx, ds)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		g.Expect(err.Error()).To(ContainSubstring("spec.selector"))
+		g.Expect(err.Error()).To(ContainSubstring("immutable"))
+	}
+}
+
+// The webhook writes the defaults into the stored object: what the controller assumes is what the user sees.
+func TestDefaultsAreStored(t *testing.T) {
+	serveWebhooks(t)
+	g := NewWithT(t)
+	ds := valid("seed")
+	ds.Namespace = namespace(t, withWebhook)
+	g.Expect(withWebhook.Client.Create(context.Background(), ds)).To(Succeed())
+	var got daemonsetv1alpha1.DaemonSet
+	g.Expect(withWebhook.Client.Get(context.Background(), client.ObjectKeyFromObject(ds), &got)).To(Succeed())
+	g.Expect(got.Spec.Selector.MatchLabels).To(Equal(map[string]string{"daemonset.keelson.dev/name": "seed"}))
+	g.Expect(got.Spec.Template.Labels).To(HaveKeyWithValue("daemonset.keelson.dev/name", "seed"))
+	g.Expect(got.Spec.Template.Spec.Containers).To(HaveLen(1))
+	g.Expect(got.Spec.Template.Spec.Containers[0].Name).To(Equal("app"))
+	g.Expect(got.Spec.Template.Spec.Containers[0].Image).To(Equal("agent:v1"))
+	g.Expect(got.Spec.UpdateStrategy.Type).To(Equal(daemonsetv1alpha1.RollingUpdateStrategyType))
+	g.Expect(got.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable.IntValue()).To(Equal(1))
+	g.Expect(got.Spec.UpdateStrategy.RollingUpdate.MaxSurge.IntValue()).To(Equal(0))
+	g.Expect(*got.Spec.RevisionHistoryLimit).To(Equal(int32(10)))
+
+	// Changing spec.image later moves the defaulted container along.
+	got.Spec.Image = "agent:v2"
+	g.Expect(withWebhook.Client.Update(context.Background(), &got)).To(Succeed())
+	g.Expect(got.Spec.Template.Spec.Containers[0].Image).To(Equal("agent:v2"))
+}
+
+// The samples in docs/samples are admitted as they are, with and without the webhook.
+func TestSamplesAreValid(t *testing.T) {
+	serveWebhooks(t)
+	files, err := filepath.Glob(filepath.Join(withWebhook.Root, "docs", "samples", "daemonset-*.yaml"))
+	if err != nil || len(files) < 2 {
+		t.Fatalf("want the seed and production samples, found %v (%v)", files, err)
+	}
+	for _, f := range files {
+		for _, env := range []*testenv.Env{withWebhook, withoutWebhook} {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ds daemonsetv1alpha1.DaemonSet
+			if err := yaml.UnmarshalStrict(b, &ds); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			ds.Namespace = namespace(t, env)
+			if err := env.Client.Create(context.Background(), &ds); err != nil {
+				t.Errorf("%s rejected: %v", filepath.Base(f), err)
+			}
+		}
+	}
+}
