@@ -1,14 +1,17 @@
 package daemonset_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -389,4 +392,89 @@ func podNames(pods []corev1.Pod) []string {
 		out = append(out, p.Name)
 	}
 	return out
+}
+
+// A pod counts as available only after minReadySeconds of readiness.
+func TestMinReadySeconds(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	s.node("a", nil)
+	s.daemonSet("slow", "agent:v1", func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.MinReadySeconds = 2 })
+	s.kubelet("slow")
+	s.g.Eventually(func() int32 { return s.get("slow").Status.NumberReady }, timeout, poll).Should(Equal(int32(1)))
+	readyAt := time.Now()
+	s.g.Expect(s.get("slow").Status.NumberAvailable).To(Equal(int32(0)), "available before minReadySeconds")
+	s.g.Eventually(func() int32 { return s.get("slow").Status.NumberAvailable }, timeout, poll).Should(Equal(int32(1)))
+	s.g.Expect(time.Since(readyAt)).To(BeNumerically(">", time.Second), "available too early")
+}
+
+// When the apiserver rejects the pods (here an admission policy), creations go in slow-start batches: one
+// attempt per retry, not one per node, and the rejection is reported as an event.
+func TestRejectedPodsAreNotRetriedPerNode(t *testing.T) {
+	s := newScenario(t)
+	rejectPodsIn(t, s.ns)
+	c := startController(t)
+	for _, n := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
+		s.node(n, nil)
+	}
+	s.daemonSet("rejected", "agent:v1")
+	s.g.Eventually(func() bool {
+		var events eventsv1.EventList
+		_ = env.Client.List(s.ctx, &events, client.InNamespace(s.ns))
+		for _, e := range events.Items {
+			if e.Reason == "FailedCreate" && strings.Contains(e.Note, "no pods here") {
+				return true
+			}
+		}
+		return false
+	}, timeout, poll).Should(BeTrue(), "a FailedCreate event naming the rejection")
+
+	// Count creation attempts over a while: with 8 nodes and no slow start every retry would try 8.
+	creates := func() int64 { return c.creates.Load() }
+	start, began := creates(), time.Now()
+	s.g.Consistently(func() []corev1.Pod { return s.pods("rejected") }, 2*time.Second, poll).Should(BeEmpty())
+	attempts := creates() - start
+	t.Logf("%d creation attempts in %s", attempts, time.Since(began).Round(time.Millisecond))
+	s.g.Expect(attempts).To(BeNumerically("<=", 16), "creations are retried per node instead of in slow-start batches")
+}
+
+// rejectPodsIn installs a ValidatingAdmissionPolicy that denies every pod created in namespace, and waits until
+// the apiserver enforces it.
+func rejectPodsIn(t *testing.T, namespace string) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "deny-pods-" + namespace},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+				}}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: "object.metadata.namespace != '" + namespace + "'", Message: "no pods here"}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	g.Expect(env.Client.Create(ctx, policy)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, binding)).To(Succeed())
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), binding)
+		_ = env.Client.Delete(context.Background(), policy)
+	})
+	probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: namespace},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+	g.Eventually(func() error {
+		err := env.Client.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		if err == nil {
+			return errNotYet
+		}
+		return nil
+	}, timeout, poll).Should(Succeed(), "the admission policy is not enforced")
 }

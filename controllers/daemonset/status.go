@@ -67,18 +67,18 @@ func listNodes(notes map[string]string) string {
 	}
 	sort.Strings(names)
 	var parts []string
-	for i, n := range names {
-		if i == maxListed {
-			parts = append(parts, fmt.Sprintf("and %d more", len(names)-maxListed))
-			break
-		}
+	for _, n := range names[:min(len(names), maxListed)] {
 		if notes[n] == "" {
 			parts = append(parts, n)
 		} else {
 			parts = append(parts, n+" ("+notes[n]+")")
 		}
 	}
-	return strings.Join(parts, ", ")
+	out := strings.Join(parts, ", ")
+	if len(names) > maxListed {
+		out += fmt.Sprintf(" and %d more", len(names)-maxListed)
+	}
+	return out
 }
 
 // statusInput is everything status needs beyond the node views.

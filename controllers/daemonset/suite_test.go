@@ -46,9 +46,10 @@ const (
 
 // controller is a DaemonSet controller running in the test, with counters of what it did through the apiserver.
 type controller struct {
-	writes atomic.Int64 // creates, updates, patches and deletes of any object, status included
-	gets   atomic.Int64 // Gets of DaemonSets: one per reconcile
-	mgr    *testenv.Manager
+	writes  atomic.Int64 // creates, updates, patches and deletes of any object, status included
+	gets    atomic.Int64 // Gets of DaemonSets: one per reconcile
+	creates atomic.Int64 // Create calls, failed ones included
+	mgr     *testenv.Manager
 }
 
 // startController runs the controller in a manager with the binary's cache options.
@@ -68,6 +69,7 @@ func startController(t *testing.T) *controller {
 				},
 				Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 					count()
+					c.creates.Add(1)
 					return cl.Create(ctx, obj, opts...)
 				},
 				Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {

@@ -1,0 +1,76 @@
+package daemonset
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+)
+
+func TestPodProblem(t *testing.T) {
+	unschedulable := testPod("p1", newRev, starting)
+	unschedulable.Status.Conditions = append(unschedulable.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled,
+		Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes: insufficient cpu"})
+	crashing := testPod("p2", newRev, starting)
+	crashing.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}}
+	pulling := testPod("p3", newRev, starting)
+	pulling.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "init",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}}}
+	creating := testPod("p4", newRev, starting)
+	creating.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}
+	for pod, want := range map[*corev1.Pod]string{
+		unschedulable:                   "pod p1 is unschedulable: 0/1 nodes: insufficient cpu",
+		crashing:                        "pod p2 container app: CrashLoopBackOff",
+		pulling:                         "pod p3 container init: ImagePullBackOff",
+		creating:                        "", // still starting: may become ready by itself
+		testPod("p5", newRev, failed):   "pod p5 failed",
+		testPod("p6", newRev, starting): "",
+	} {
+		if got := podProblem(pod); got != want {
+			t.Errorf("podProblem(%s) = %q, want %q", pod.Name, got, want)
+		}
+	}
+}
+
+func TestComputeStatusReportsAStuckRollout(t *testing.T) {
+	crashing := testPod("pa2", newRev, starting)
+	crashing.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}}
+	nodes := []nodeView{view("a", crashing), view("b", testPod("pb", oldRev, available)), view("c", testPod("pc", oldRev, available))}
+	st := computeStatus(daemonsetv1alpha1.DaemonSetStatus{}, nodes, statusInput{generation: 3, updateHash: newRev,
+		currentHash: oldRev, strategy: strategy{maxUnavailable: 1}, now: now})
+
+	if st.DesiredNumberScheduled != 3 || st.NumberAvailable != 2 || st.NumberUnavailable != 1 || st.UpdatedNumberScheduled != 1 {
+		t.Fatalf("counts: %+v", st)
+	}
+	progressing := meta.FindStatusCondition(st.Conditions, ConditionProgressing)
+	if progressing.Reason != ReasonRolloutStuck || !strings.Contains(progressing.Message, "a (pod pa2 container app: CrashLoopBackOff)") {
+		t.Fatalf("Progressing = %s: %s", progressing.Reason, progressing.Message)
+	}
+	ready := meta.FindStatusCondition(st.Conditions, ConditionReady)
+	if ready.Status != "False" || ready.Reason != ReasonNodesUnavailable || ready.ObservedGeneration != 3 {
+		t.Fatalf("Ready = %+v", ready)
+	}
+
+	// With a budget of 2, one broken pod does not stop the rollout.
+	st = computeStatus(st, nodes, statusInput{generation: 3, updateHash: newRev, currentHash: oldRev,
+		strategy: strategy{maxUnavailable: 2}, now: now})
+	if r := meta.FindStatusCondition(st.Conditions, ConditionProgressing).Reason; r != ReasonRollingUpdate {
+		t.Fatalf("with budget left, Progressing reason = %s, want %s", r, ReasonRollingUpdate)
+	}
+}
+
+func TestListNodesIsStableAndBounded(t *testing.T) {
+	notes := map[string]string{"f": "", "b": "x", "a": "", "e": "", "d": "", "c": "", "g": ""}
+	want := "a, b (x), c, d, e and 2 more"
+	for range 5 { // map order varies; the message must not
+		if got := listNodes(notes); got != want {
+			t.Fatalf("listNodes = %q, want %q", got, want)
+		}
+	}
+}
