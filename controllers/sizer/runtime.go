@@ -1,0 +1,140 @@
+package sizer
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+)
+
+// Environment variables the sizer manages. A process in a container sees the host's CPUs and memory unless told;
+// these tell each runtime the container's limits.
+const (
+	envGoMaxProcs     = "GOMAXPROCS"
+	envGoMemLimit     = "GOMEMLIMIT"
+	envJavaToolOpts   = "JAVA_TOOL_OPTIONS"
+	envNodeOptions    = "NODE_OPTIONS"
+	envPythonCPUCount = "PYTHON_CPU_COUNT"
+)
+
+// heapShare is the part of the usable memory a garbage-collected runtime with a separate heap (the JVM, V8) may
+// give its heap: the rest is for metaspace, thread stacks, code caches and native buffers.
+const heapShare = 0.75
+
+// cpuCount is the CPU limit rounded up to whole CPUs (at least 1), or 0 without a limit.
+func cpuCount(limits corev1.ResourceList) int64 {
+	q, ok := limits[corev1.ResourceCPU]
+	if !ok || q.IsZero() {
+		return 0
+	}
+	return max(1, int64(math.Ceil(float64(q.MilliValue())/1000)))
+}
+
+// ourFlags are the option prefixes the sizer writes into options variables.
+var ourFlags = []string{"-XX:ActiveProcessorCount=", "-XX:MaxRAMPercentage=", "--max-old-space-size="}
+
+// withoutOurFlags removes the sizer's own flags from an options value, leaving the user's.
+func withoutOurFlags(value string) string {
+	var keep []string
+	for _, tok := range strings.Fields(value) {
+		ours := false
+		for _, f := range ourFlags {
+			ours = ours || strings.HasPrefix(tok, f)
+		}
+		if !ours {
+			keep = append(keep, tok)
+		}
+	}
+	return strings.Join(keep, " ")
+}
+
+// runtimeEnv computes the environment variables that tune the given languages to limits. current is the
+// container's environment and owned names the variables the sizer itself wrote before (from its managed fields).
+// A variable someone else set is never replaced; an options variable (JAVA_TOOL_OPTIONS, NODE_OPTIONS) keeps its
+// other options and gets only the flags it does not set itself. The result is sorted by name.
+func runtimeEnv(rt *sizerv1alpha1.RuntimeSpec, limits corev1.ResourceList, current []corev1.EnvVar, owned map[string]bool) []corev1.EnvVar {
+	if rt == nil {
+		return nil
+	}
+	theirs := map[string]corev1.EnvVar{} // set by someone else
+	base := map[string]string{}          // options values without the sizer's flags
+	for _, e := range current {
+		if owned[e.Name] {
+			base[e.Name] = withoutOurFlags(e.Value)
+		} else {
+			theirs[e.Name] = e
+			base[e.Name] = e.Value
+		}
+	}
+	headroom := float64(rt.MemoryHeadroomPercent)
+	cpus := cpuCount(limits)
+	memQ := quantityOrZero(limits, corev1.ResourceMemory)
+	mem := memQ.Value()
+	usable := float64(mem) * (100 - headroom) / 100
+
+	var out []corev1.EnvVar
+	set := func(name, value string) {
+		if _, taken := theirs[name]; taken || value == "" {
+			return // never overwrite what someone else set
+		}
+		out = append(out, corev1.EnvVar{Name: name, Value: value})
+	}
+	appendFlags := func(name string, flags ...string) {
+		if e, taken := theirs[name]; taken && e.ValueFrom != nil {
+			return // taken from a ConfigMap or Secret: not ours to edit
+		}
+		var add []string
+		for _, f := range flags {
+			key, _, _ := strings.Cut(f, "=")
+			if !strings.Contains(base[name], key+"=") {
+				add = append(add, f) // the user did not set this flag
+			}
+		}
+		if len(add) == 0 {
+			return
+		}
+		out = append(out, corev1.EnvVar{Name: name, Value: strings.TrimSpace(base[name] + " " + strings.Join(add, " "))})
+	}
+
+	for _, lang := range rt.Languages {
+		switch lang {
+		case sizerv1alpha1.LanguageGo:
+			if cpus > 0 {
+				set(envGoMaxProcs, fmt.Sprint(cpus))
+			}
+			if mem > 0 {
+				set(envGoMemLimit, fmt.Sprintf("%dMiB", int64(usable)/(1<<20)))
+			}
+		case sizerv1alpha1.LanguageJava:
+			var flags []string
+			if cpus > 0 {
+				flags = append(flags, fmt.Sprintf("-XX:ActiveProcessorCount=%d", cpus))
+			}
+			if mem > 0 {
+				flags = append(flags, fmt.Sprintf("-XX:MaxRAMPercentage=%.1f", heapShare*(100-headroom)))
+			}
+			appendFlags(envJavaToolOpts, flags...)
+		case sizerv1alpha1.LanguageNode:
+			if mem > 0 {
+				appendFlags(envNodeOptions, fmt.Sprintf("--max-old-space-size=%d", int64(heapShare*usable)/(1<<20)))
+			}
+		case sizerv1alpha1.LanguagePython:
+			if cpus > 0 {
+				set(envPythonCPUCount, fmt.Sprint(cpus))
+			}
+		}
+	}
+	return sortEnv(out)
+}
+
+func sortEnv(env []corev1.EnvVar) []corev1.EnvVar {
+	for i := 1; i < len(env); i++ {
+		for j := i; j > 0 && env[j].Name < env[j-1].Name; j-- {
+			env[j], env[j-1] = env[j-1], env[j]
+		}
+	}
+	return env
+}

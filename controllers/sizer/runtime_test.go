@@ -1,0 +1,112 @@
+package sizer
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+)
+
+func limits(cpu, mem string) corev1.ResourceList {
+	l := corev1.ResourceList{}
+	if cpu != "" {
+		l[corev1.ResourceCPU] = resource.MustParse(cpu)
+	}
+	if mem != "" {
+		l[corev1.ResourceMemory] = resource.MustParse(mem)
+	}
+	return l
+}
+
+func env(kv ...string) []corev1.EnvVar {
+	var out []corev1.EnvVar
+	for i := 0; i < len(kv); i += 2 {
+		out = append(out, corev1.EnvVar{Name: kv[i], Value: kv[i+1]})
+	}
+	return out
+}
+
+func TestRuntimeEnv(t *testing.T) {
+	rt := func(headroom int32, langs ...sizerv1alpha1.Language) *sizerv1alpha1.RuntimeSpec {
+		return &sizerv1alpha1.RuntimeSpec{Languages: langs, MemoryHeadroomPercent: headroom}
+	}
+	for name, tc := range map[string]struct {
+		rt      *sizerv1alpha1.RuntimeSpec
+		limits  corev1.ResourceList
+		current []corev1.EnvVar
+		owned   map[string]bool
+		want    []corev1.EnvVar
+	}{
+		"no runtime":      {rt: nil, limits: limits("2", "1Gi")},
+		"go":              {rt: rt(10, "go"), limits: limits("1500m", "1Gi"), want: env("GOMAXPROCS", "2", "GOMEMLIMIT", "921MiB")},
+		"go, headroom 25": {rt: rt(25, "go"), limits: limits("250m", "2Gi"), want: env("GOMAXPROCS", "1", "GOMEMLIMIT", "1536MiB")},
+		"go, no limits":   {rt: rt(10, "go"), limits: limits("", "")},
+		"java": {rt: rt(10, "java"), limits: limits("4", "2Gi"),
+			want: env("JAVA_TOOL_OPTIONS", "-XX:ActiveProcessorCount=4 -XX:MaxRAMPercentage=67.5")},
+		"java appends to the user's options": {rt: rt(10, "java"), limits: limits("4", "2Gi"),
+			current: env("JAVA_TOOL_OPTIONS", "-Xss1m"),
+			want:    env("JAVA_TOOL_OPTIONS", "-Xss1m -XX:ActiveProcessorCount=4 -XX:MaxRAMPercentage=67.5")},
+		"java keeps a flag the user set": {rt: rt(10, "java"), limits: limits("4", "2Gi"),
+			current: env("JAVA_TOOL_OPTIONS", "-XX:MaxRAMPercentage=50"),
+			want:    env("JAVA_TOOL_OPTIONS", "-XX:MaxRAMPercentage=50 -XX:ActiveProcessorCount=4")},
+		"java rewrites its own flags when limits change": {rt: rt(10, "java"), limits: limits("8", "2Gi"),
+			current: env("JAVA_TOOL_OPTIONS", "-Xss1m -XX:ActiveProcessorCount=4 -XX:MaxRAMPercentage=67.5"),
+			owned:   map[string]bool{"JAVA_TOOL_OPTIONS": true},
+			want:    env("JAVA_TOOL_OPTIONS", "-Xss1m -XX:ActiveProcessorCount=8 -XX:MaxRAMPercentage=67.5")},
+		"node": {rt: rt(10, "node"), limits: limits("1", "1Gi"), current: env("NODE_OPTIONS", "--enable-source-maps"),
+			want: env("NODE_OPTIONS", "--enable-source-maps --max-old-space-size=691")},
+		"python":                     {rt: rt(10, "python"), limits: limits("3", ""), want: env("PYTHON_CPU_COUNT", "3")},
+		"a value the user set stays": {rt: rt(10, "go"), limits: limits("2", "1Gi"), current: env("GOMAXPROCS", "8"), want: env("GOMEMLIMIT", "921MiB")},
+		"its own value is rewritten": {rt: rt(10, "go"), limits: limits("4", "1Gi"), current: env("GOMAXPROCS", "2"),
+			owned: map[string]bool{"GOMAXPROCS": true}, want: env("GOMAXPROCS", "4", "GOMEMLIMIT", "921MiB")},
+		"go and java": {rt: rt(10, "go", "java"), limits: limits("2", "512Mi"),
+			want: env("GOMAXPROCS", "2", "GOMEMLIMIT", "460MiB", "JAVA_TOOL_OPTIONS", "-XX:ActiveProcessorCount=2 -XX:MaxRAMPercentage=67.5")},
+		"options from a Secret are left alone": {rt: rt(10, "java"), limits: limits("2", "1Gi"),
+			current: []corev1.EnvVar{{Name: "JAVA_TOOL_OPTIONS", ValueFrom: &corev1.EnvVarSource{}}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, runtimeEnv(tc.rt, tc.limits, tc.current, tc.owned)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDesiredResources(t *testing.T) {
+	rl := func(kv ...string) corev1.ResourceList {
+		out := corev1.ResourceList{}
+		for i := 0; i < len(kv); i += 2 {
+			out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+		}
+		return out
+	}
+	containers := []corev1.Container{{Name: "app"}, {Name: "sidecar", Resources: corev1.ResourceRequirements{Limits: rl("cpu", "100m")}}, {Name: "other"}}
+	for name, tc := range map[string]struct {
+		policies []sizerv1alpha1.ContainerResources
+		want     []sizerv1alpha1.AppliedResources
+	}{
+		"one container": {policies: []sizerv1alpha1.ContainerResources{{ContainerName: "app", Requests: rl("cpu", "250m"), Limits: rl("cpu", "1")}},
+			want: []sizerv1alpha1.AppliedResources{{ContainerName: "app", Requests: rl("cpu", "250m"), Limits: rl("cpu", "1")}}},
+		"bounded by min and max": {policies: []sizerv1alpha1.ContainerResources{{ContainerName: "app",
+			Requests: rl("cpu", "10m", "memory", "8Gi"), Limits: rl("memory", "16Gi"), MinAllowed: rl("cpu", "50m"), MaxAllowed: rl("memory", "4Gi")}},
+			want: []sizerv1alpha1.AppliedResources{{ContainerName: "app", Requests: rl("cpu", "50m", "memory", "4Gi"), Limits: rl("memory", "4Gi")}}},
+		"RequestsOnly leaves limits, and the request stays under the current limit": {policies: []sizerv1alpha1.ContainerResources{{
+			ContainerName: "sidecar", Requests: rl("cpu", "200m"), Limits: rl("cpu", "2"), ControlledValues: sizerv1alpha1.RequestsOnly}},
+			want: []sizerv1alpha1.AppliedResources{{ContainerName: "sidecar", Requests: rl("cpu", "100m")}}},
+		"star covers the others": {policies: []sizerv1alpha1.ContainerResources{
+			{ContainerName: "*", Requests: rl("memory", "64Mi")}, {ContainerName: "app", Requests: rl("memory", "1Gi")}},
+			want: []sizerv1alpha1.AppliedResources{{ContainerName: "app", Requests: rl("memory", "1Gi")},
+				{ContainerName: "other", Requests: rl("memory", "64Mi")}, {ContainerName: "sidecar", Requests: rl("memory", "64Mi")}}},
+		"unknown container is ignored": {policies: []sizerv1alpha1.ContainerResources{{ContainerName: "ghost", Requests: rl("cpu", "1")}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := desiredResources(tc.policies, containers)
+			if diff := cmp.Diff(tc.want, got, cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
