@@ -140,8 +140,8 @@ func TestFailedPodsAreReplacedWithBackoff(t *testing.T) {
 		// Once the status reports the wait, the controller writes nothing until the backoff ends.
 		s.g.Eventually(func() string { return condition(s.get("crashy"), daemonset.ConditionReady).Message },
 			timeout, poll).Should(ContainSubstring("failure backoff"))
-		writes := c.writes.Load()
-		s.g.Consistently(c.writes.Load, time.Second, poll).Should(Equal(writes), "writes while a failed pod waits")
+		writes := c.Writes.Load()
+		s.g.Consistently(c.Writes.Load, time.Second, poll).Should(Equal(writes), "writes while a failed pod waits")
 	})
 	t.Logf("replaced after %s, %s, %s", first, second, third)
 	s.g.Expect(first).To(BeNumerically("<", time.Second))
@@ -367,7 +367,7 @@ func TestRestartAdoptsAndSteadyStateWritesNothing(t *testing.T) {
 	first.mgr.Stop()
 
 	c := startController(t)
-	s.g.Eventually(c.gets.Load, timeout, poll).Should(BeNumerically(">", 0), "the new controller reconciled")
+	s.g.Eventually(c.Gets.Load, timeout, poll).Should(BeNumerically(">", 0), "the new controller reconciled")
 	s.g.Consistently(func() []string {
 		var names []string
 		for _, p := range s.pods("steady") {
@@ -377,13 +377,13 @@ func TestRestartAdoptsAndSteadyStateWritesNothing(t *testing.T) {
 	}, time.Second, poll).Should(Equal(podNames(before)))
 
 	// Wake it up without changing anything it cares about: a node heartbeat and a pod annotation.
-	writes, gets := c.writes.Load(), c.gets.Load()
+	writes, gets := c.Writes.Load(), c.Gets.Load()
 	s.setNodeReady(s.label+"-a", true)
 	p := s.pods("steady")[0]
 	p.Annotations = map[string]string{"touched": "yes"}
 	s.g.Expect(env.Client.Update(s.ctx, &p)).To(Succeed())
-	s.g.Eventually(c.gets.Load, timeout, poll).Should(BeNumerically(">", gets), "the pod update woke the controller")
-	s.g.Consistently(c.writes.Load, 2*time.Second, poll).Should(Equal(writes), "writes in steady state")
+	s.g.Eventually(c.Gets.Load, timeout, poll).Should(BeNumerically(">", gets), "the pod update woke the controller")
+	s.g.Consistently(c.Writes.Load, 2*time.Second, poll).Should(Equal(writes), "writes in steady state")
 }
 
 func podNames(pods []corev1.Pod) []string {
@@ -430,7 +430,7 @@ func TestRejectedPodsAreNotRetriedPerNode(t *testing.T) {
 	}, timeout, poll).Should(BeTrue(), "a FailedCreate event naming the rejection")
 
 	// Count creation attempts over a while: with 8 nodes and no slow start every retry would try 8.
-	creates := func() int64 { return c.creates.Load() }
+	creates := func() int64 { return c.Creates.Load() }
 	start, began := creates(), time.Now()
 	s.g.Consistently(func() []corev1.Pod { return s.pods("rejected") }, 2*time.Second, poll).Should(BeEmpty())
 	attempts := creates() - start

@@ -2,11 +2,9 @@ package daemonset_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"sort"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,10 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/daemonset"
@@ -46,65 +42,26 @@ const (
 
 // controller is a DaemonSet controller running in the test, with counters of what it did through the apiserver.
 type controller struct {
-	writes  atomic.Int64 // creates, updates, patches and deletes of any object, status included
-	gets    atomic.Int64 // Gets of DaemonSets: one per reconcile
-	creates atomic.Int64 // Create calls, failed ones included
-	mgr     *testenv.Manager
+	*testenv.Counts
+	mgr *testenv.Manager
 }
 
 // startController runs the controller in a manager with the binary's cache options.
 func startController(t *testing.T) *controller {
 	t.Helper()
 	c := &controller{}
-	count := func() { c.writes.Add(1) }
 	c.mgr = env.StartManager(t, testenv.ManagerOptions{
 		Cache: daemonset.CacheOptions(),
 		Setup: func(mgr ctrl.Manager) error {
-			counting := interceptor.NewClient(noWatch{mgr.GetClient()}, interceptor.Funcs{
-				Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-					if _, ok := obj.(*daemonsetv1alpha1.DaemonSet); ok {
-						c.gets.Add(1)
-					}
-					return cl.Get(ctx, key, obj, opts...)
-				},
-				Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-					count()
-					c.creates.Add(1)
-					return cl.Create(ctx, obj, opts...)
-				},
-				Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-					count()
-					return cl.Update(ctx, obj, opts...)
-				},
-				Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-					count()
-					return cl.Patch(ctx, obj, p, opts...)
-				},
-				Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-					count()
-					return cl.Delete(ctx, obj, opts...)
-				},
-				SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-					count()
-					return cl.SubResource(sub).Update(ctx, obj, opts...)
-				},
-				SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-					count()
-					return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
-				},
+			counting, counts := testenv.CountingClient(mgr.GetClient(), func(o client.Object) bool {
+				_, ok := o.(*daemonsetv1alpha1.DaemonSet)
+				return ok
 			})
+			c.Counts = counts
 			return (&daemonset.Reconciler{Client: counting}).SetupWithManager(mgr)
 		},
 	})
 	return c
-}
-
-// noWatch lets the manager's (cached) client stand where interceptor wants a client.WithWatch; the controller
-// never calls Watch.
-type noWatch struct{ client.Client }
-
-func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
-	return nil, errors.New("watch is not supported here")
 }
 
 // scenario is one test's world: a namespace and nodes labelled for this test only, so tests sharing the

@@ -204,7 +204,8 @@ type ExposeSpec struct {
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.image) && has(self.template))",message="set image or template, not both"
 type WorkloadSizerSpec struct {
-	// TargetRef is the Deployment or StatefulSet to size.
+	// TargetRef is the Deployment or StatefulSet to size. Immutable.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.targetRef is immutable: create a new WorkloadSizer for another workload"
 	TargetRef TargetRef `json:"targetRef"`
 	// Image is the seed's shorthand: when the target does not exist, the sizer creates it with one container "app"
 	// of this image.

@@ -1,0 +1,264 @@
+package sizer
+
+import (
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+
+	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+)
+
+// Names and labels of what the sizer writes.
+const (
+	// FieldOwner is the sizer's server-side apply field manager.
+	FieldOwner = "keelson-workload-sizer"
+	// NameLabel names the owning sizer on every object it creates.
+	NameLabel      = "sizer.keelson.dev/name"
+	managedByLabel = "app.kubernetes.io/managed-by"
+	partOfLabel    = "app.kubernetes.io/part-of"
+	keelson        = "keelson"
+	// DefaultContainerName is the container the image shorthand creates.
+	DefaultContainerName = "app"
+)
+
+// containerPatch is what the sizer writes into one container: resources (when they go to the template) and env.
+type containerPatch struct {
+	name      string
+	resources *sizerv1alpha1.AppliedResources
+	env       []corev1.EnvVar
+}
+
+// ownedLabels are the labels on everything the sizer creates.
+func ownedLabels(wls *sizerv1alpha1.WorkloadSizer) map[string]string {
+	return map[string]string{NameLabel: wls.Name, managedByLabel: keelson, partOfLabel: keelson}
+}
+
+func ownerRef(wls *sizerv1alpha1.WorkloadSizer) *metav1ac.OwnerReferenceApplyConfiguration {
+	return metav1ac.OwnerReference().WithAPIVersion(sizerv1alpha1.GroupVersion.String()).WithKind("WorkloadSizer").
+		WithName(wls.Name).WithUID(wls.UID).WithController(true).WithBlockOwnerDeletion(true)
+}
+
+// containerAC is the apply configuration of one container patch: its name plus only the fields the sizer owns.
+func containerAC(p containerPatch) *corev1ac.ContainerApplyConfiguration {
+	c := corev1ac.Container().WithName(p.name)
+	if p.resources != nil {
+		rr := corev1ac.ResourceRequirements()
+		if p.resources.Requests != nil {
+			rr.WithRequests(p.resources.Requests)
+		}
+		if p.resources.Limits != nil {
+			rr.WithLimits(p.resources.Limits)
+		}
+		c.WithResources(rr)
+	}
+	for _, e := range p.env {
+		c.WithEnv(corev1ac.EnvVar().WithName(e.Name).WithValue(e.Value))
+	}
+	return c
+}
+
+// podSpecPatch is the template spec of a patch: only the containers the sizer writes to.
+func podSpecPatch(patches []containerPatch) *corev1ac.PodTemplateSpecApplyConfiguration {
+	spec := corev1ac.PodSpec()
+	for _, p := range patches {
+		spec.WithContainers(containerAC(p))
+	}
+	return corev1ac.PodTemplateSpec().WithSpec(spec)
+}
+
+// deploymentPatch is the apply configuration of an existing Deployment: replicas (when sized) and the container
+// patches. Nothing else, so other field managers keep what they own.
+func deploymentPatch(namespace, name string, replicas *int32, patches []containerPatch) *appsv1ac.DeploymentApplyConfiguration {
+	spec := appsv1ac.DeploymentSpec()
+	if replicas != nil {
+		spec.WithReplicas(*replicas)
+	}
+	if len(patches) > 0 {
+		spec.WithTemplate(podSpecPatch(patches))
+	}
+	return appsv1ac.Deployment(name, namespace).WithSpec(spec)
+}
+
+// statefulSetPatch is deploymentPatch for a StatefulSet.
+func statefulSetPatch(namespace, name string, replicas *int32, patches []containerPatch) *appsv1ac.StatefulSetApplyConfiguration {
+	spec := appsv1ac.StatefulSetSpec()
+	if replicas != nil {
+		spec.WithReplicas(*replicas)
+	}
+	if len(patches) > 0 {
+		spec.WithTemplate(podSpecPatch(patches))
+	}
+	return appsv1ac.StatefulSet(name, namespace).WithSpec(spec)
+}
+
+// createdTemplate is the pod template of a target the sizer creates: spec.template, or one "app" container of
+// spec.image, labelled so the target's selector finds its pods.
+func createdTemplate(wls *sizerv1alpha1.WorkloadSizer) corev1.PodTemplateSpec {
+	var t corev1.PodTemplateSpec
+	if wls.Spec.Template != nil {
+		t = *wls.Spec.Template.DeepCopy()
+	} else {
+		t.Spec.Containers = []corev1.Container{{Name: DefaultContainerName, Image: wls.Spec.Image}}
+	}
+	if t.Labels == nil {
+		t.Labels = map[string]string{}
+	}
+	t.Labels[NameLabel] = wls.Name
+	return t
+}
+
+// templateAC converts a pod template into its apply configuration (they share one JSON form), with the container
+// patches merged in.
+func templateAC(t corev1.PodTemplateSpec, patches []containerPatch) (*corev1ac.PodTemplateSpecApplyConfiguration, error) {
+	for _, p := range patches {
+		for i := range t.Spec.Containers {
+			c := &t.Spec.Containers[i]
+			if c.Name != p.name {
+				continue
+			}
+			if p.resources != nil {
+				if p.resources.Requests != nil {
+					c.Resources.Requests = p.resources.Requests
+				}
+				if p.resources.Limits != nil {
+					c.Resources.Limits = p.resources.Limits
+				}
+			}
+			c.Env = mergeEnv(c.Env, p.env)
+		}
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, err
+	}
+	ac := &corev1ac.PodTemplateSpecApplyConfiguration{}
+	if err := json.Unmarshal(b, ac); err != nil {
+		return nil, fmt.Errorf("converting the pod template: %w", err)
+	}
+	return ac, nil
+}
+
+// mergeEnv sets each of add in env, replacing a variable of the same name.
+func mergeEnv(env, add []corev1.EnvVar) []corev1.EnvVar {
+	out := append([]corev1.EnvVar(nil), env...)
+	for _, a := range add {
+		replaced := false
+		for i := range out {
+			if out[i].Name == a.Name {
+				out[i], replaced = a, true
+			}
+		}
+		if !replaced {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// newDeployment is the whole Deployment a sizer creates and owns.
+func newDeployment(wls *sizerv1alpha1.WorkloadSizer, patches []containerPatch) (*appsv1ac.DeploymentApplyConfiguration, error) {
+	t, err := templateAC(createdTemplate(wls), patches)
+	if err != nil {
+		return nil, err
+	}
+	spec := appsv1ac.DeploymentSpec().WithSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{NameLabel: wls.Name})).
+		WithTemplate(t)
+	if wls.Spec.Size != nil {
+		spec.WithReplicas(*wls.Spec.Size)
+	}
+	return appsv1ac.Deployment(wls.Spec.TargetRef.Name, wls.Namespace).WithLabels(ownedLabels(wls)).
+		WithOwnerReferences(ownerRef(wls)).WithSpec(spec), nil
+}
+
+// newStatefulSet is the whole StatefulSet a sizer creates and owns.
+func newStatefulSet(wls *sizerv1alpha1.WorkloadSizer, patches []containerPatch) (*appsv1ac.StatefulSetApplyConfiguration, error) {
+	t, err := templateAC(createdTemplate(wls), patches)
+	if err != nil {
+		return nil, err
+	}
+	spec := appsv1ac.StatefulSetSpec().WithSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{NameLabel: wls.Name})).
+		WithTemplate(t)
+	if wls.Spec.Size != nil {
+		spec.WithReplicas(*wls.Spec.Size)
+	}
+	return appsv1ac.StatefulSet(wls.Spec.TargetRef.Name, wls.Namespace).WithLabels(ownedLabels(wls)).
+		WithOwnerReferences(ownerRef(wls)).WithSpec(spec), nil
+}
+
+// childName names the PDB, Service and Ingress the sizer owns: the target's name, which is what users look for.
+func childName(wls *sizerv1alpha1.WorkloadSizer) string { return wls.Spec.TargetRef.Name }
+
+// newPDB is the PodDisruptionBudget for the target's pods, evicting unhealthy pods always (so a crash-looping pod
+// never holds a drain hostage).
+func newPDB(wls *sizerv1alpha1.WorkloadSizer, selector *metav1.LabelSelector, d pdbDecision) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
+	spec := policyv1ac.PodDisruptionBudgetSpec().WithSelector(labelSelectorAC(selector)).
+		WithUnhealthyPodEvictionPolicy("AlwaysAllow")
+	if d.minAvailable != nil {
+		spec.WithMinAvailable(*d.minAvailable)
+	} else {
+		spec.WithMaxUnavailable(*d.maxUnavailable)
+	}
+	return policyv1ac.PodDisruptionBudget(childName(wls), wls.Namespace).WithLabels(ownedLabels(wls)).
+		WithOwnerReferences(ownerRef(wls)).WithSpec(spec)
+}
+
+func labelSelectorAC(s *metav1.LabelSelector) *metav1ac.LabelSelectorApplyConfiguration {
+	ac := metav1ac.LabelSelector()
+	if len(s.MatchLabels) > 0 {
+		ac.WithMatchLabels(s.MatchLabels)
+	}
+	for _, e := range s.MatchExpressions {
+		ac.WithMatchExpressions(metav1ac.LabelSelectorRequirement().WithKey(e.Key).
+			WithOperator(e.Operator).WithValues(e.Values...))
+	}
+	return ac
+}
+
+// newService is the Service in front of the target's pods (its pod template's labels select them).
+func newService(wls *sizerv1alpha1.WorkloadSizer, podLabels map[string]string) *corev1ac.ServiceApplyConfiguration {
+	s := wls.Spec.Expose.Service
+	target := s.TargetPort
+	if target == 0 {
+		target = s.Port
+	}
+	return corev1ac.Service(childName(wls), wls.Namespace).WithLabels(ownedLabels(wls)).WithOwnerReferences(ownerRef(wls)).
+		WithSpec(corev1ac.ServiceSpec().WithType(s.Type).WithSelector(podLabels).WithPorts(
+			corev1ac.ServicePort().WithName("http").WithPort(s.Port).WithTargetPort(intstr.FromInt32(target))))
+}
+
+// newIngress routes the host and path to the Service.
+func newIngress(wls *sizerv1alpha1.WorkloadSizer) *networkingv1ac.IngressApplyConfiguration {
+	in := wls.Spec.Expose.Ingress
+	path := in.Path
+	if path == "" {
+		path = "/"
+	}
+	rule := networkingv1ac.IngressRule().WithHTTP(networkingv1ac.HTTPIngressRuleValue().WithPaths(
+		networkingv1ac.HTTPIngressPath().WithPath(path).WithPathType("Prefix").WithBackend(
+			networkingv1ac.IngressBackend().WithService(networkingv1ac.IngressServiceBackend().WithName(childName(wls)).
+				WithPort(networkingv1ac.ServiceBackendPort().WithNumber(wls.Spec.Expose.Service.Port))))))
+	if in.Host != "" {
+		rule.WithHost(in.Host)
+	}
+	spec := networkingv1ac.IngressSpec().WithRules(rule)
+	if in.ClassName != "" {
+		spec.WithIngressClassName(in.ClassName)
+	}
+	if in.TLSSecretName != "" {
+		tls := networkingv1ac.IngressTLS().WithSecretName(in.TLSSecretName)
+		if in.Host != "" {
+			tls.WithHosts(in.Host)
+		}
+		spec.WithTLS(tls)
+	}
+	return networkingv1ac.Ingress(childName(wls), wls.Namespace).WithLabels(ownedLabels(wls)).
+		WithOwnerReferences(ownerRef(wls)).WithSpec(spec)
+}

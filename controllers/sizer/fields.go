@@ -1,0 +1,125 @@
+package sizer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ourEntry is the sizer's own managedFields entry (server-side apply), or nil.
+func ourEntry(obj metav1.Object) *metav1.ManagedFieldsEntry {
+	for i, e := range obj.GetManagedFields() {
+		if e.Manager == FieldOwner && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
+			return &obj.GetManagedFields()[i]
+		}
+	}
+	return nil
+}
+
+// ownedEnv returns, per container name, the environment variables the sizer owns in obj's pod template, read
+// from its managedFields entry (the FieldsV1 trie: f:spec → f:template → f:spec → f:containers →
+// k:{"name":…} → f:env → k:{"name":…}).
+func ownedEnv(obj metav1.Object) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	e := ourEntry(obj)
+	if e == nil || e.FieldsV1 == nil {
+		return out
+	}
+	var trie map[string]any
+	if err := json.Unmarshal(e.FieldsV1.Raw, &trie); err != nil {
+		return out
+	}
+	containers := walk(trie, "f:spec", "f:template", "f:spec", "f:containers")
+	for key, sub := range containers {
+		name, ok := keyName(key)
+		if !ok {
+			continue
+		}
+		subMap, _ := sub.(map[string]any)
+		for envKey := range walk(subMap, "f:env") {
+			if envName, ok := keyName(envKey); ok {
+				if out[name] == nil {
+					out[name] = map[string]bool{}
+				}
+				out[name][envName] = true
+			}
+		}
+	}
+	return out
+}
+
+// walk descends a FieldsV1 trie along path and returns the map found there (nil when absent).
+func walk(m map[string]any, path ...string) map[string]any {
+	for _, p := range path {
+		next, ok := m[p].(map[string]any)
+		if !ok {
+			return nil
+		}
+		m = next
+	}
+	return m
+}
+
+// keyName reads the name out of a list-map key `k:{"name":"x"}`.
+func keyName(key string) (string, bool) {
+	raw, ok := strings.CutPrefix(key, "k:")
+	if !ok {
+		return "", false
+	}
+	var k struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal([]byte(raw), &k); err != nil || k.Name == "" {
+		return "", false
+	}
+	return k.Name, true
+}
+
+// conflictMessage turns a server-side apply conflict into one sentence naming each field and its manager, or ""
+// when err is not an apply conflict.
+func conflictMessage(err error) string {
+	var status apierrors.APIStatus
+	if !apierrors.IsConflict(err) || !asAPIStatus(err, &status) || status.Status().Details == nil {
+		return ""
+	}
+	var parts []string
+	for _, c := range status.Status().Details.Causes {
+		if c.Type != metav1.CauseTypeFieldManagerConflict {
+			continue
+		}
+		// The message reads: conflict with "manager" using apps/v1
+		manager := c.Message
+		if _, rest, ok := strings.Cut(c.Message, `"`); ok {
+			manager, _, _ = strings.Cut(rest, `"`)
+		}
+		parts = append(parts, fmt.Sprintf("%s is owned by %q", c.Field, manager))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "; ")
+}
+
+func asAPIStatus(err error, out *apierrors.APIStatus) bool {
+	return errors.As(err, out)
+}
+
+// withoutOurEntry returns obj's managedFields minus the sizer's entry, and whether there was one to drop.
+func withoutOurEntry(obj metav1.Object) ([]metav1.ManagedFieldsEntry, bool) {
+	var out []metav1.ManagedFieldsEntry
+	found := false
+	for _, e := range obj.GetManagedFields() {
+		if e.Manager == FieldOwner {
+			found = true
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, found
+}

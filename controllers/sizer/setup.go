@@ -1,0 +1,139 @@
+package sizer
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+)
+
+// ControllerName names the controller in logs and metrics.
+const ControllerName = "workloadsizer"
+
+// targetIndex indexes sizers by "<Kind>/<name>" of their target.
+const targetIndex = "sizer.keelson.dev/target"
+
+// CacheOptions narrows the cache: the PodDisruptionBudgets, Services and Ingresses it holds are only the sizer's
+// own; pods are watched as metadata only (names and labels for the status).
+func CacheOptions() cache.Options {
+	owned, _ := labels.NewRequirement(NameLabel, selection.Exists, nil)
+	sel := labels.NewSelector().Add(*owned)
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&policyv1.PodDisruptionBudget{}: {Label: sel},
+			&corev1.Service{}:               {Label: sel},
+			&networkingv1.Ingress{}:         {Label: sel},
+			// The sizer reads its own managedFields entry on targets (which env variables it owns), so targets
+			// keep theirs; everything else is stripped.
+			&appsv1.Deployment{}:  {Transform: keepManagedFieldsOf(FieldOwner)},
+			&appsv1.StatefulSet{}: {Transform: keepManagedFieldsOf(FieldOwner)},
+		},
+	}
+}
+
+// keepManagedFieldsOf strips every managedFields entry but the given manager's.
+func keepManagedFieldsOf(manager string) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		if o, ok := obj.(metav1.Object); ok {
+			var keep []metav1.ManagedFieldsEntry
+			for _, e := range o.GetManagedFields() {
+				if e.Manager == manager {
+					keep = append(keep, e)
+				}
+			}
+			o.SetManagedFields(keep)
+		}
+		return obj, nil
+	}
+}
+
+func targetKey(kind, name string) string { return kind + "/" + name }
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &sizerv1alpha1.WorkloadSizer{}, targetIndex,
+		func(obj client.Object) []string {
+			w := obj.(*sizerv1alpha1.WorkloadSizer)
+			return []string{targetKey(w.Spec.TargetRef.Kind, w.Spec.TargetRef.Name)}
+		}); err != nil {
+		return fmt.Errorf("indexing sizers by target: %w", err)
+	}
+	pod := &metav1.PartialObjectMetadata{}
+	pod.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&sizerv1alpha1.WorkloadSizer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.sizersOf("Deployment"))).
+		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.sizersOf("StatefulSet"))).
+		Watches(pod, handler.EnqueueRequestsFromMapFunc(r.sizersSelecting), builder.OnlyMetadata,
+			builder.WithPredicates(podSetChanged())).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&corev1.Service{}).
+		Owns(&networkingv1.Ingress{}).
+		Complete(r)
+}
+
+// sizersOf maps a Deployment or StatefulSet to the sizers that target it.
+func (r *Reconciler) sizersOf(kind string) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		var list sizerv1alpha1.WorkloadSizerList
+		if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
+			client.MatchingFields{targetIndex: targetKey(kind, obj.GetName())}); err != nil {
+			return nil
+		}
+		return requests(list.Items)
+	}
+}
+
+// sizersSelecting maps a pod to the sizers whose target selects it (for the pod names in status).
+func (r *Reconciler) sizersSelecting(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list sizerv1alpha1.WorkloadSizerList
+	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	var match []sizerv1alpha1.WorkloadSizer
+	for _, w := range list.Items {
+		if sel, err := labels.Parse(w.Status.Selector); err == nil && w.Status.Selector != "" && sel.Matches(labels.Set(obj.GetLabels())) {
+			match = append(match, w)
+		}
+	}
+	return requests(match)
+}
+
+func requests(items []sizerv1alpha1.WorkloadSizer) []reconcile.Request {
+	out := make([]reconcile.Request, 0, len(items))
+	for _, w := range items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: w.Namespace, Name: w.Name}})
+	}
+	return out
+}
+
+// podSetChanged passes pod creations and deletions and label changes: what changes a sizer's list of pods.
+func podSetChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return !labels.Equals(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
+			(e.ObjectOld.GetDeletionTimestamp() == nil) != (e.ObjectNew.GetDeletionTimestamp() == nil)
+	}}
+}

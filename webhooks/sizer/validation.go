@@ -1,0 +1,151 @@
+package sizer
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+)
+
+// Default fills in the defaults the CRD schema cannot: the Service's target port and the container name of the
+// image shorthand's template; and the ones it can, so the stored object says what the controller does.
+func Default(w *sizerv1alpha1.WorkloadSizer) {
+	s := &w.Spec
+	if s.TargetRef.APIVersion == "" {
+		s.TargetRef.APIVersion = "apps/v1"
+	}
+	if s.UpdateMode == "" {
+		s.UpdateMode = sizerv1alpha1.UpdateModeRolling
+	}
+	for i := range s.Resources {
+		if s.Resources[i].ControlledValues == "" {
+			s.Resources[i].ControlledValues = sizerv1alpha1.RequestsAndLimits
+		}
+	}
+	if s.Runtime != nil && s.Runtime.MemoryHeadroomPercent == 0 {
+		s.Runtime.MemoryHeadroomPercent = 10
+	}
+	if s.Disruption != nil && s.Disruption.Profile == "" {
+		s.Disruption.Profile = sizerv1alpha1.ProfileStateless
+	}
+	if s.Expose != nil && s.Expose.Service != nil {
+		svc := s.Expose.Service
+		if svc.Port == 0 {
+			svc.Port = 80
+		}
+		if svc.TargetPort == 0 {
+			svc.TargetPort = svc.Port
+		}
+		if svc.Type == "" {
+			svc.Type = corev1.ServiceTypeClusterIP
+		}
+	}
+	if s.Expose != nil && s.Expose.Ingress != nil && s.Expose.Ingress.Path == "" {
+		s.Expose.Ingress.Path = "/"
+	}
+}
+
+// Validate returns every problem of a sizer's spec with its field path.
+func Validate(w *sizerv1alpha1.WorkloadSizer) field.ErrorList {
+	var errs field.ErrorList
+	s := &w.Spec
+	p := field.NewPath("spec")
+	if k := s.TargetRef.Kind; k != "Deployment" && k != "StatefulSet" {
+		errs = append(errs, field.NotSupported(p.Child("targetRef", "kind"), k, []string{"Deployment", "StatefulSet"}))
+	}
+	if s.TargetRef.Name == "" {
+		errs = append(errs, field.Required(p.Child("targetRef", "name"), ""))
+	}
+	if s.Image != "" && s.Template != nil {
+		errs = append(errs, field.Forbidden(p.Child("template"), "set image or template, not both"))
+	}
+	if s.Template != nil && len(s.Template.Spec.Containers) == 0 {
+		errs = append(errs, field.Required(p.Child("template", "spec", "containers"), "the created target needs a container"))
+	}
+	if s.Size != nil && *s.Size < 0 {
+		errs = append(errs, field.Invalid(p.Child("size"), *s.Size, "must be non-negative"))
+	}
+	seen := map[string]bool{}
+	for i, r := range s.Resources {
+		rp := p.Child("resources").Index(i)
+		if seen[r.ContainerName] {
+			errs = append(errs, field.Duplicate(rp.Child("containerName"), r.ContainerName))
+		}
+		seen[r.ContainerName] = true
+		errs = append(errs, notAbove(r.Requests, r.Limits, rp.Child("requests"), "its limit")...)
+		errs = append(errs, notAbove(r.MinAllowed, r.MaxAllowed, rp.Child("minAllowed"), "its maxAllowed")...)
+		for _, list := range []struct {
+			name string
+			rl   corev1.ResourceList
+		}{{"requests", r.Requests}, {"limits", r.Limits}, {"minAllowed", r.MinAllowed}, {"maxAllowed", r.MaxAllowed}} {
+			for name, q := range list.rl {
+				if q.Sign() < 0 {
+					errs = append(errs, field.Invalid(rp.Child(list.name).Key(string(name)), q.String(), "must be non-negative"))
+				}
+			}
+		}
+	}
+	if d := s.Disruption; d != nil {
+		dp := p.Child("disruption")
+		if d.MinAvailable != nil && d.MaxUnavailable != nil {
+			errs = append(errs, field.Forbidden(dp.Child("maxUnavailable"), "set minAvailable or maxUnavailable, not both"))
+		}
+		errs = append(errs, intOrPercent(d.MinAvailable, dp.Child("minAvailable"))...)
+		errs = append(errs, intOrPercent(d.MaxUnavailable, dp.Child("maxUnavailable"))...)
+	}
+	if e := s.Expose; e != nil && e.Ingress != nil && e.Ingress.Enabled && (e.Service == nil || !e.Service.Enabled) {
+		errs = append(errs, field.Invalid(p.Child("expose", "ingress", "enabled"), true,
+			"an Ingress needs the Service: set expose.service.enabled too"))
+	}
+	return errs
+}
+
+// notAbove reports each quantity of low that exceeds the same resource in high.
+func notAbove(low, high corev1.ResourceList, p *field.Path, what string) field.ErrorList {
+	var errs field.ErrorList
+	for name, q := range low {
+		if h, ok := high[name]; ok && q.Cmp(h) > 0 {
+			errs = append(errs, field.Invalid(p.Key(string(name)), q.String(), fmt.Sprintf("must be at most %s (%s)", what, h.String())))
+		}
+	}
+	return errs
+}
+
+func intOrPercent(v *intstr.IntOrString, p *field.Path) field.ErrorList {
+	if v == nil {
+		return nil
+	}
+	if v.Type == intstr.Int && v.IntVal < 0 {
+		return field.ErrorList{field.Invalid(p, v.IntVal, "must be non-negative")}
+	}
+	if v.Type == intstr.String {
+		if _, err := intstr.GetScaledValueFromIntOrPercent(v, 100, true); err != nil {
+			return field.ErrorList{field.Invalid(p, v.StrVal, "must be a number or a percentage")}
+		}
+	}
+	return nil
+}
+
+// ValidateUpdate checks what may not change: the target (a sizer moved between workloads would leave the first
+// one half-owned).
+func ValidateUpdate(old, w *sizerv1alpha1.WorkloadSizer) field.ErrorList {
+	if old.Spec.TargetRef.Kind != w.Spec.TargetRef.Kind || old.Spec.TargetRef.Name != w.Spec.TargetRef.Name {
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "targetRef"), w.Spec.TargetRef,
+			"spec.targetRef is immutable: create a new WorkloadSizer for another workload")}
+	}
+	return nil
+}
+
+// Warnings flags settings that are valid but probably not what the user wants.
+func Warnings(w *sizerv1alpha1.WorkloadSizer) admission.Warnings {
+	var out admission.Warnings
+	if d := w.Spec.Disruption; d != nil && d.Profile == sizerv1alpha1.ProfileSingleInstance && !d.AllowBlockingDrains {
+		out = append(out, "spec.disruption: the SingleInstance profile blocks node drains, so its budget is only "+
+			"created with allowBlockingDrains: true")
+	}
+	return out
+}

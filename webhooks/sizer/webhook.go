@@ -1,0 +1,61 @@
+// Package sizer holds the admission webhooks of Keelson's WorkloadSizer: defaults (update mode, profiles, ports,
+// headroom) and validation of every rule with field paths, including what CEL in the CRD cannot afford (comparing
+// resource quantities).
+package sizer
+
+import (
+	"context"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+)
+
+// +kubebuilder:webhook:path=/mutate-sizer-keelson-dev-v1alpha1-workloadsizer,mutating=true,failurePolicy=fail,sideEffects=None,groups=sizer.keelson.dev,resources=workloadsizers,verbs=create;update,versions=v1alpha1,name=mworkloadsizer.keelson.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-sizer-keelson-dev-v1alpha1-workloadsizer,mutating=false,failurePolicy=fail,sideEffects=None,groups=sizer.keelson.dev,resources=workloadsizers,verbs=create;update,versions=v1alpha1,name=vworkloadsizer.keelson.dev,admissionReviewVersions=v1
+
+// SetupWithManager registers the WorkloadSizer's webhooks.
+func SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &sizerv1alpha1.WorkloadSizer{}).
+		WithDefaulter(Defaulter{}).
+		WithValidator(Validator{}).
+		Complete()
+}
+
+// Defaulter fills in a WorkloadSizer's defaults.
+type Defaulter struct{}
+
+// Default applies Default.
+func (Defaulter) Default(_ context.Context, w *sizerv1alpha1.WorkloadSizer) error {
+	Default(w)
+	return nil
+}
+
+// Validator rejects invalid WorkloadSizers.
+type Validator struct{}
+
+var groupKind = sizerv1alpha1.GroupVersion.WithKind("WorkloadSizer").GroupKind()
+
+// ValidateCreate checks a new sizer.
+func (Validator) ValidateCreate(_ context.Context, w *sizerv1alpha1.WorkloadSizer) (admission.Warnings, error) {
+	if errs := Validate(w); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(groupKind, w.Name, errs)
+	}
+	return Warnings(w), nil
+}
+
+// ValidateUpdate checks a changed sizer; its target may not change.
+func (Validator) ValidateUpdate(_ context.Context, old, w *sizerv1alpha1.WorkloadSizer) (admission.Warnings, error) {
+	errs := append(Validate(w), ValidateUpdate(old, w)...)
+	if len(errs) > 0 {
+		return nil, apierrors.NewInvalid(groupKind, w.Name, errs)
+	}
+	return Warnings(w), nil
+}
+
+// ValidateDelete allows every deletion.
+func (Validator) ValidateDelete(context.Context, *sizerv1alpha1.WorkloadSizer) (admission.Warnings, error) {
+	return nil, nil
+}
