@@ -1,7 +1,6 @@
 package sizer_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -72,7 +71,7 @@ func TestTargetNotFound(t *testing.T) {
 	// The Deployment's creator will own its (defaulted) replicas: the sizer takes them over by request.
 	s.sizer("later", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("later"), Size: ptr.To[int32](2), ForceOwnership: true})
 	s.g.Eventually(s.condition("later", sizer.ConditionTargetFound), timeout, poll).Should(Equal("False/" + sizer.ReasonTargetNotFound))
-	s.g.Expect(meta_message(s.get("later"), sizer.ConditionTargetFound)).To(ContainSubstring("Deployment later does not exist"))
+	s.g.Expect(conditionMessage(s.get("later"), sizer.ConditionTargetFound)).To(ContainSubstring("Deployment later does not exist"))
 	writes := c.Writes.Load()
 	s.g.Consistently(c.Writes.Load, time.Second, poll).Should(Equal(writes), "no error loop while the target is missing")
 
@@ -81,7 +80,7 @@ func TestTargetNotFound(t *testing.T) {
 	s.g.Eventually(func() int32 { return *s.getDeployment("later").Spec.Replicas }, timeout, poll).Should(Equal(int32(2)))
 }
 
-func meta_message(w *sizerv1alpha1.WorkloadSizer, t string) string { //nolint:revive // test helper
+func conditionMessage(w *sizerv1alpha1.WorkloadSizer, t string) string {
 	for _, c := range w.Status.Conditions {
 		if c.Type == t {
 			return c.Message
@@ -149,7 +148,7 @@ func TestConflictIsReportedNotFought(t *testing.T) {
 	s.sizer("shop", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("shop"), Size: ptr.To[int32](4)})
 
 	s.g.Eventually(s.condition("shop", sizer.ConditionConflict), timeout, poll).Should(Equal("True/" + sizer.ReasonConflict))
-	msg := meta_message(s.get("shop"), sizer.ConditionConflict)
+	msg := conditionMessage(s.get("shop"), sizer.ConditionConflict)
 	s.g.Expect(msg).To(ContainSubstring(".spec.replicas"))
 	s.g.Expect(msg).To(ContainSubstring("gitops-controller"))
 	s.g.Consistently(func() int32 { return *s.getDeployment("shop").Spec.Replicas }, time.Second, poll).Should(Equal(int32(2)))
@@ -181,7 +180,7 @@ func TestDisruptionBudget(t *testing.T) {
 	s.update("pdb", func(w *sizerv1alpha1.WorkloadSizer) { w.Spec.Size = ptr.To[int32](1) })
 	s.g.Eventually(func() bool { _, err := getPDB(); return apierrors.IsNotFound(err) }, timeout, poll).Should(BeTrue())
 	s.g.Eventually(s.condition("pdb", sizer.ConditionBudgetSafe), timeout, poll).Should(Equal("False/" + sizer.ReasonBudgetWouldBlock))
-	s.g.Expect(meta_message(s.get("pdb"), sizer.ConditionBudgetSafe)).To(ContainSubstring("every node drain would wait forever"))
+	s.g.Expect(conditionMessage(s.get("pdb"), sizer.ConditionBudgetSafe)).To(ContainSubstring("every node drain would wait forever"))
 
 	// Quorum: one at a time, even with one replica.
 	s.update("pdb", func(w *sizerv1alpha1.WorkloadSizer) { w.Spec.Disruption.Profile = sizerv1alpha1.ProfileQuorum })
@@ -302,5 +301,4 @@ func TestInPlaceResize(t *testing.T) {
 	s.g.Consistently(func() string {
 		return s.getDeployment("live").Spec.Template.Spec.Containers[0].Resources.Limits.Cpu().String()
 	}, time.Second, poll).Should(Equal("200m"), "InPlace must not change the template (that would restart every pod)")
-	_ = strings.TrimSpace
 }

@@ -31,7 +31,7 @@ func ownedEnv(obj metav1.Object) map[string]map[string]bool {
 		return out
 	}
 	var trie map[string]any
-	if err := json.Unmarshal(e.FieldsV1.Raw, &trie); err != nil {
+	if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &trie); err != nil {
 		return out
 	}
 	containers := walk(trie, "f:spec", "f:template", "f:spec", "f:containers")

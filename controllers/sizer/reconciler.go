@@ -198,7 +198,7 @@ func (r *Reconciler) size(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer,
 			}
 		}
 	} else if replicasDiffer || templateNeedsWrite(t.template, patches) {
-		if err := r.applyTarget(ctx, wls, t, patches); err != nil {
+		if err := r.applyTarget(ctx, wls, patches); err != nil {
 			if msg := conflictMessage(err); msg != "" {
 				setCondition(st, ConditionConflict, true, ReasonConflict, msg+
 					"; the sizer leaves these fields alone (set spec.forceOwnership to take them over)")

@@ -110,7 +110,7 @@ func hasEnv(env []corev1.EnvVar, want corev1.EnvVar) bool {
 }
 
 // applyTarget writes the patches (and replicas) to an existing target with server-side apply.
-func (r *Reconciler) applyTarget(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, t *target, patches []containerPatch) error {
+func (r *Reconciler) applyTarget(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, patches []containerPatch) error {
 	opts := []client.ApplyOption{client.FieldOwner(FieldOwner)}
 	if wls.Spec.ForceOwnership {
 		opts = append(opts, client.ForceOwnership)

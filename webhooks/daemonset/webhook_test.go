@@ -33,19 +33,15 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	scheme := []func(*runtime.Scheme) error{daemonsetv1alpha1.AddToScheme}
-	var err error
-	if withWebhook, err = testenv.Start(testenv.Options{AddToScheme: scheme,
-		WebhookManifests: []string{"charts/keelson/files/webhooks/daemonset-controller.yaml"}}); err != nil {
+	pair, err := testenv.StartWebhookPair(testenv.Options{
+		AddToScheme: []func(*runtime.Scheme) error{daemonsetv1alpha1.AddToScheme},
+	}, "charts/keelson/files/webhooks/daemonset-controller.yaml")
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer func() { _ = withWebhook.Stop() }()
-	if withoutWebhook, err = testenv.Start(testenv.Options{AddToScheme: scheme}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = withoutWebhook.Stop() }()
+	defer func() { _ = pair.Stop() }()
+	withWebhook, withoutWebhook = pair.With, pair.Without
 	return m.Run()
 }
 

@@ -1,0 +1,32 @@
+package testenv
+
+import "errors"
+
+// WebhookPair is two control planes for admission tests: With calls the webhooks of a generated webhook
+// configuration (served by a manager the test starts with StartManager), Without has only the CRDs, as a cluster
+// looks while the webhooks are down. A table of invalid objects runs against both.
+type WebhookPair struct {
+	With, Without *Env
+}
+
+// StartWebhookPair starts both control planes with opts; webhookManifest is the repository-relative path of the
+// generated webhook configuration.
+func StartWebhookPair(opts Options, webhookManifest string) (*WebhookPair, error) {
+	withOpts := opts
+	withOpts.WebhookManifests = append(append([]string(nil), opts.WebhookManifests...), webhookManifest)
+	with, err := Start(withOpts)
+	if err != nil {
+		return nil, err
+	}
+	without, err := Start(opts)
+	if err != nil {
+		_ = with.Stop()
+		return nil, err
+	}
+	return &WebhookPair{With: with, Without: without}, nil
+}
+
+// Stop stops both control planes.
+func (p *WebhookPair) Stop() error {
+	return errors.Join(p.With.Stop(), p.Without.Stop())
+}

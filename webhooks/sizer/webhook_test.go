@@ -1,0 +1,206 @@
+package sizer_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+	"github.com/keelson-dev/keelson/tools/testenv"
+	webhook "github.com/keelson-dev/keelson/webhooks/sizer"
+)
+
+var withWebhook, withoutWebhook *testenv.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	pair, err := testenv.StartWebhookPair(testenv.Options{
+		AddToScheme: []func(*runtime.Scheme) error{sizerv1alpha1.AddToScheme},
+	}, "charts/keelson/files/webhooks/workload-sizer.yaml")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = pair.Stop() }()
+	withWebhook, withoutWebhook = pair.With, pair.Without
+	return m.Run()
+}
+
+func serveWebhooks(t *testing.T) {
+	withWebhook.StartManager(t, testenv.ManagerOptions{Setup: func(mgr ctrl.Manager) error {
+		return webhook.SetupWithManager(mgr)
+	}})
+}
+
+func namespace(t *testing.T, env *testenv.Env) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "wls-wh-"}}
+	if err := env.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+func valid(name string) *sizerv1alpha1.WorkloadSizer {
+	return &sizerv1alpha1.WorkloadSizer{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: sizerv1alpha1.WorkloadSizerSpec{TargetRef: sizerv1alpha1.TargetRef{Kind: "Deployment", Name: "web"}, Size: ptr.To[int32](2)}}
+}
+
+func q(s string) resource.Quantity { return resource.MustParse(s) }
+
+// Every invalid spec is rejected with its field path, with the webhook and (where CEL can express the rule) without.
+func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
+	serveWebhooks(t)
+	nsWith, nsWithout := namespace(t, withWebhook), namespace(t, withoutWebhook)
+	for name, tc := range map[string]struct {
+		mutate                      func(*sizerv1alpha1.WorkloadSizer)
+		withWebhook, withoutWebhook string
+	}{
+		"unsupported kind": {func(w *sizerv1alpha1.WorkloadSizer) { w.Spec.TargetRef.Kind = "DaemonSet" },
+			"spec.targetRef.kind", "spec.targetRef.kind"},
+		"no target name": {func(w *sizerv1alpha1.WorkloadSizer) { w.Spec.TargetRef.Name = "" },
+			"spec.targetRef.name", "spec.targetRef.name"},
+		"negative size": {func(w *sizerv1alpha1.WorkloadSizer) { w.Spec.Size = ptr.To[int32](-1) },
+			"spec.size", "spec.size"},
+		"image and template": {func(w *sizerv1alpha1.WorkloadSizer) {
+			w.Spec.Image = "x"
+			w.Spec.Template = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "b"}}}}
+		}, "set image or template, not both", "set image or template, not both"},
+		"unknown update mode": {func(w *sizerv1alpha1.WorkloadSizer) { w.Spec.UpdateMode = "Sometimes" },
+			"spec.updateMode", "spec.updateMode"},
+		"unknown runtime language": {func(w *sizerv1alpha1.WorkloadSizer) {
+			w.Spec.Runtime = &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{"cobol"}}
+		}, "spec.runtime.languages[0]", "spec.runtime.languages[0]"},
+		"headroom above 90%": {func(w *sizerv1alpha1.WorkloadSizer) {
+			w.Spec.Runtime = &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{"go"}, MemoryHeadroomPercent: 95}
+		}, "spec.runtime.memoryHeadroomPercent", "spec.runtime.memoryHeadroomPercent"},
+		"unknown profile": {func(w *sizerv1alpha1.WorkloadSizer) {
+			w.Spec.Disruption = &sizerv1alpha1.DisruptionSpec{Profile: "Best"}
+		}, "spec.disruption.profile", "spec.disruption.profile"},
+		"minAvailable and maxUnavailable": {func(w *sizerv1alpha1.WorkloadSizer) {
+			w.Spec.Disruption = &sizerv1alpha1.DisruptionSpec{Profile: sizerv1alpha1.ProfileNone,
+				MinAvailable: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(1))}
+		}, "not both", "not both"},
+		"ingress without service": {func(w *sizerv1alpha1.WorkloadSizer) {
+			w.Spec.Expose = &sizerv1alpha1.ExposeSpec{Ingress: &sizerv1alpha1.IngressExpose{Enabled: true}}
+		}, "spec.expose.ingress.enabled", "spec.expose.ingress.enabled"},
+		"request above limit": {func(w *sizerv1alpha1.WorkloadSizer) {
+			w.Spec.Resources = []sizerv1alpha1.ContainerResources{{ContainerName: "app",
+				Requests: corev1.ResourceList{"cpu": q("2")}, Limits: corev1.ResourceList{"cpu": q("1")}}}
+		}, "spec.resources[0].requests[cpu]: Invalid value: \"2\": must be at most its limit", ""},
+		"minAllowed above maxAllowed": {func(w *sizerv1alpha1.WorkloadSizer) {
+			w.Spec.Resources = []sizerv1alpha1.ContainerResources{{ContainerName: "app",
+				MinAllowed: corev1.ResourceList{"memory": q("2Gi")}, MaxAllowed: corev1.ResourceList{"memory": q("1Gi")}}}
+		}, "spec.resources[0].minAllowed[memory]", ""},
+		"template without containers": {func(w *sizerv1alpha1.WorkloadSizer) {
+			w.Spec.Template = &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"a": "b"}}}
+		}, "spec.template.spec.containers", "spec.template.spec.containers"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, side := range []struct {
+				env  *testenv.Env
+				ns   string
+				want string
+			}{{withWebhook, nsWith, tc.withWebhook}, {withoutWebhook, nsWithout, tc.withoutWebhook}} {
+				w := valid(strings.ReplaceAll(strings.ToLower(name), " ", "-"))
+				w.Name = strings.NewReplacer("%", "").Replace(w.Name)
+				w.Namespace = side.ns
+				tc.mutate(w)
+				err := side.env.Client.Create(context.Background(), w)
+				label := map[bool]string{true: "with the webhook", false: "without the webhook"}[side.env == withWebhook]
+				if side.want == "" {
+					if err != nil {
+						t.Errorf("%s: rejected, want admitted: %v", label, err)
+					}
+					continue
+				}
+				if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), side.want) {
+					t.Errorf("%s: got %v, want an Invalid error containing %q", label, err, side.want)
+				}
+			}
+		})
+	}
+}
+
+func TestTargetIsImmutable(t *testing.T) {
+	serveWebhooks(t)
+	for _, env := range []*testenv.Env{withWebhook, withoutWebhook} {
+		g := NewWithT(t)
+		w := valid("moving")
+		w.Namespace = namespace(t, env)
+		g.Expect(env.Client.Create(context.Background(), w)).To(Succeed())
+		w.Spec.TargetRef.Name = "other"
+		err := env.Client.Update(context.Background(), w)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		g.Expect(err.Error()).To(ContainSubstring("spec.targetRef is immutable"))
+	}
+}
+
+func TestDefaultsAndWarnings(t *testing.T) {
+	serveWebhooks(t)
+	g := NewWithT(t)
+	w := valid("defaults")
+	w.Namespace = namespace(t, withWebhook)
+	w.Spec.Expose = &sizerv1alpha1.ExposeSpec{Service: &sizerv1alpha1.ServiceExpose{Enabled: true, Port: 8080}}
+	w.Spec.Disruption = &sizerv1alpha1.DisruptionSpec{Profile: sizerv1alpha1.ProfileSingleInstance}
+	var warnings []string
+	cfg := *withWebhook.Config
+	cfg.WarningHandlerWithContext = warningCollector{&warnings}
+	c, err := client.New(&cfg, client.Options{Scheme: withWebhook.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.Create(context.Background(), w)).To(Succeed())
+	g.Expect(w.Spec.UpdateMode).To(Equal(sizerv1alpha1.UpdateModeRolling))
+	g.Expect(w.Spec.Expose.Service.TargetPort).To(Equal(int32(8080)), "targetPort defaults to the port")
+	g.Expect(warnings).To(ContainElement(ContainSubstring("SingleInstance profile blocks node drains")))
+}
+
+type warningCollector struct{ out *[]string }
+
+func (w warningCollector) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, text string) {
+	*w.out = append(*w.out, text)
+}
+
+// The samples in docs/samples are admitted as they are, with and without the webhook.
+func TestSamplesAreValid(t *testing.T) {
+	serveWebhooks(t)
+	files, err := filepath.Glob(filepath.Join(withWebhook.Root, "docs", "samples", "workloadsizer-*.yaml"))
+	if err != nil || len(files) < 2 {
+		t.Fatalf("want the seed and production samples, found %v (%v)", files, err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "-target.yaml") {
+			continue // the Deployment the production sample sizes
+		}
+		for _, env := range []*testenv.Env{withWebhook, withoutWebhook} {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var w sizerv1alpha1.WorkloadSizer
+			if err := yaml.UnmarshalStrict(b, &w); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			w.Namespace = namespace(t, env)
+			if err := env.Client.Create(context.Background(), &w); err != nil {
+				t.Errorf("%s rejected: %v", filepath.Base(f), err)
+			}
+		}
+	}
+}
