@@ -1,0 +1,264 @@
+package v1alpha1
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// StorageType says where a pipeline's models live.
+// +kubebuilder:validation:Enum=nfs;pvc
+type StorageType string
+
+// Storage types.
+const (
+	// StorageNFS: an NFS share; the controller creates a read-only PersistentVolume and claim for it.
+	StorageNFS StorageType = "nfs"
+	// StoragePVC: an existing PersistentVolumeClaim; the controller creates nothing.
+	StoragePVC StorageType = "pvc"
+)
+
+// ModelStorage is where the models live. Immutable: models move with a new pipeline.
+//
+// +kubebuilder:validation:XValidation:rule="self.type != 'nfs' || (has(self.csiParameter) && 'server' in self.csiParameter && 'share' in self.csiParameter)",fieldPath=".csiParameter",reason="FieldValueRequired",message="type nfs needs csiParameter.server and csiParameter.share"
+// +kubebuilder:validation:XValidation:rule="self.type != 'pvc' || (has(self.claimName) && size(self.claimName) > 0)",fieldPath=".claimName",reason="FieldValueRequired",message="type pvc needs claimName"
+type ModelStorage struct {
+	// Type is nfs or pvc.
+	Type StorageType `json:"type"`
+	// CSIParameter holds the NFS share (the seed's form): server and share, plus any other volume attributes the
+	// CSI driver takes.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	CSIParameter map[string]string `json:"csiParameter,omitempty"`
+	// Driver is the CSI driver of the PersistentVolume. Defaults to nfs.csi.k8s.io.
+	// +optional
+	// +kubebuilder:default="nfs.csi.k8s.io"
+	// +kubebuilder:validation:MaxLength=253
+	Driver string `json:"driver,omitempty"`
+	// CSI uses the CSI driver (default); false makes an in-tree nfs volume instead.
+	// +optional
+	// +kubebuilder:default=true
+	CSI *bool `json:"csi,omitempty"`
+	// Capacity of the PersistentVolume and claim. Defaults to 10Gi.
+	// +optional
+	// +kubebuilder:default="10Gi"
+	Capacity *resource.Quantity `json:"capacity,omitempty"`
+	// MountOptions of the NFS mount.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	MountOptions []string `json:"mountOptions,omitempty"`
+	// ReadOnly mounts the models read-only (default).
+	// +optional
+	// +kubebuilder:default=true
+	ReadOnly *bool `json:"readOnly,omitempty"`
+	// ClaimName is the existing PersistentVolumeClaim (type pvc).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ClaimName string `json:"claimName,omitempty"`
+}
+
+// Step is one stage of the pipeline: a Deployment and a Service on its node.
+type Step struct {
+	// Name of the step (DNS-1123 label, unique in the pipeline). Defaults to step-<index>.
+	// +optional
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name,omitempty"`
+	// Image of the step's server.
+	// +kubebuilder:validation:MinLength=1
+	Image string `json:"image"`
+	// Location is the node the step must run on (its kubernetes.io/hostname). Empty lets the scheduler choose.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Location string `json:"location,omitempty"`
+	// Model is the path of the step's model under the share, mounted at /models (MODEL_PATH).
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Model string `json:"model,omitempty"`
+	// Args become container arguments --key=value, sorted by key. listenPort sets the port (the seed's form).
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Args map[string]string `json:"args,omitempty"`
+	// Replicas of the step. Defaults to 1.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	Replicas *int32 `json:"replicas,omitempty"`
+	// Resources of the step's container, GPUs included (e.g. nvidia.com/gpu: 1).
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Port the step serves on. Defaults to args.listenPort, else 8080.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port,omitempty"`
+	// Env adds environment variables to the step's container.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	Env []corev1.EnvVar `json:"env,omitempty"`
+	// ReadinessProbe of the step. Defaults to a TCP check of the port.
+	// +optional
+	ReadinessProbe *corev1.Probe `json:"readinessProbe,omitempty"`
+	// Strategy of the step's Deployment: RollingUpdate, or Recreate (the default for a step that asks for a GPU
+	// with one replica: a rolling update would wait forever for the GPU the old pod holds).
+	// +optional
+	// +kubebuilder:validation:Enum=RollingUpdate;Recreate
+	Strategy appsv1.DeploymentStrategyType `json:"strategy,omitempty"`
+	// Next names the steps this one sends its results to. Defaults to the following step (a chain); several make
+	// a fan-out (NEXT_STEP_URLS).
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=set
+	Next []string `json:"next,omitempty"`
+}
+
+// PipelineSpec is the desired pipeline.
+type PipelineSpec struct {
+	// ModelStorage is where the models live. Immutable.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.modelStorage is immutable: create a new pipeline to move its models"
+	ModelStorage ModelStorage `json:"modelStorage"`
+	// Steps of the pipeline, in order. The first step without a predecessor is the entry (status.url).
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	Steps []Step `json:"steps"`
+}
+
+// Phase summarises a pipeline or a step.
+// +kubebuilder:validation:Enum=Pending;Progressing;Ready;Degraded;Failed;Deleting
+type Phase string
+
+// Phases.
+const (
+	PhasePending     Phase = "Pending"
+	PhaseProgressing Phase = "Progressing"
+	PhaseReady       Phase = "Ready"
+	PhaseDegraded    Phase = "Degraded"
+	PhaseFailed      Phase = "Failed"
+	PhaseDeleting    Phase = "Deleting"
+)
+
+// StepPhase is the seed's per-step phase.
+type StepPhase struct {
+	// Name of the step.
+	Name string `json:"name"`
+	// DeploymentPhase of the step's Deployment.
+	DeploymentPhase Phase `json:"deploymentPhase"`
+}
+
+// DetailPhase is the seed's detail of the pipeline phase.
+type DetailPhase struct {
+	// PVPhase is the PersistentVolume's phase (Available, Bound, Released, …), empty for type pvc.
+	// +optional
+	PVPhase string `json:"pvPhase,omitempty"`
+	// PVCPhase is the claim's phase (Pending, Bound, Lost).
+	// +optional
+	PVCPhase string `json:"pvcPhase,omitempty"`
+	// StepsPhase is each step's Deployment phase.
+	// +optional
+	// +listType=atomic
+	StepsPhase []StepPhase `json:"stepsPhase,omitempty"`
+}
+
+// Failure is the last time a step's container stopped with an error.
+type Failure struct {
+	// Container that failed.
+	Container string `json:"container"`
+	// ExitCode of the container.
+	ExitCode int32 `json:"exitCode"`
+	// Reason given by the runtime (Error, OOMKilled, …).
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// Message the container left (its termination message, e.g. "model dir not found").
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// StepStatus is one step as it runs.
+type StepStatus struct {
+	// Name of the step.
+	Name string `json:"name"`
+	// Phase of the step.
+	Phase Phase `json:"phase"`
+	// ReadyReplicas of the step's Deployment.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// Node the step runs (or must run) on.
+	// +optional
+	Node string `json:"node,omitempty"`
+	// Endpoint of the step: http://<service>.<namespace>.svc:<port>.
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+	// Reason is a CamelCase word for why the step is in its phase.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// Message says what the step waits for, or what is wrong.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// LastFailure is the last error exit of the step's container.
+	// +optional
+	LastFailure *Failure `json:"lastFailure,omitempty"`
+}
+
+// PipelineStatus is the observed pipeline.
+type PipelineStatus struct {
+	// ObservedGeneration is the generation of the spec this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Phase: Pending, Progressing, Ready, Degraded, Failed or Deleting.
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+	// DetailPhase is the seed's per-object phases.
+	// +optional
+	DetailPhase DetailPhase `json:"detailPhase,omitempty"`
+	// Steps is each step's state.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Steps []StepStatus `json:"steps,omitempty"`
+	// URL of the entry step.
+	// +optional
+	URL string `json:"url,omitempty"`
+	// Conditions: StorageReady, StepsReady and Ready.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=ipl,categories=keelson
+// +kubebuilder:printcolumn:name="Steps",type=string,JSONPath=`.spec.steps[*].model`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// Pipeline is a multi-step model-inference pipeline: model storage (a read-only NFS PersistentVolume and claim,
+// or an existing claim), and one Deployment and Service per step, pinned to its node and wired to the next steps.
+type Pipeline struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired pipeline.
+	Spec PipelineSpec `json:"spec"`
+	// Status is the observed pipeline, written by the controller.
+	// +optional
+	Status PipelineStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// PipelineList is a list of Pipelines.
+type PipelineList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the Pipelines.
+	Items []Pipeline `json:"items"`
+}
+
+func init() {
+	knownTypes = append(knownTypes, &Pipeline{}, &PipelineList{})
+}

@@ -1,0 +1,258 @@
+package pipeline
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+)
+
+// Labels and names of what the controller creates.
+const (
+	// SeedPipelineLabel and SeedStepLabel are the seed's labels: the pipeline's name and the step's index.
+	SeedPipelineLabel = "pipeline"
+	SeedStepLabel     = "step"
+	// PipelineLabel and StepLabel select a step's pods (by name, which survives reordering the steps).
+	PipelineLabel  = "inference.keelson.dev/pipeline"
+	StepLabel      = "inference.keelson.dev/step"
+	managedByLabel = "app.kubernetes.io/managed-by"
+	partOfLabel    = "app.kubernetes.io/part-of"
+	keelson        = "keelson"
+
+	// ModelsMountPath is where each step finds its model.
+	ModelsMountPath = "/models"
+	modelsVolume    = "models"
+	// DefaultPort is a step's port when neither port nor args.listenPort say.
+	DefaultPort = 8080
+	// DefaultDriver is the CSI driver of the models' PersistentVolume.
+	DefaultDriver = "nfs.csi.k8s.io"
+	// hostnameLabel pins a step to its node through the scheduler.
+	hostnameLabel = "kubernetes.io/hostname"
+)
+
+// Environment variables every step gets.
+const (
+	EnvModelPath     = "MODEL_PATH"
+	EnvNextStepURL   = "NEXT_STEP_URL"
+	EnvNextStepURLs  = "NEXT_STEP_URLS"
+	EnvPipelineName  = "PIPELINE_NAME"
+	EnvStepName      = "STEP_NAME"
+	listenPortArgKey = "listenPort"
+)
+
+// StepObjectName names a step's Deployment and Service.
+func StepObjectName(p *inferencev1alpha1.Pipeline, step string) string { return p.Name + "-" + step }
+
+// ClaimName is the claim the steps mount: the user's (type pvc) or the one the controller creates.
+func ClaimName(p *inferencev1alpha1.Pipeline) string {
+	if p.Spec.ModelStorage.Type == inferencev1alpha1.StoragePVC {
+		return p.Spec.ModelStorage.ClaimName
+	}
+	return p.Name + "-models"
+}
+
+// PVName names the models' PersistentVolume. PersistentVolumes are cluster-scoped, so the name carries the
+// namespace, and the UID keeps it unique across a pipeline deleted and created again.
+func PVName(p *inferencev1alpha1.Pipeline) string {
+	return fmt.Sprintf("%s-%s-models-%s", p.Namespace, p.Name, string(p.UID)[:min(8, len(p.UID))])
+}
+
+func labels(p *inferencev1alpha1.Pipeline) map[string]string {
+	return map[string]string{SeedPipelineLabel: p.Name, PipelineLabel: p.Name, managedByLabel: keelson, partOfLabel: keelson}
+}
+
+func ownerRef(p *inferencev1alpha1.Pipeline) metav1.OwnerReference {
+	return *metav1.NewControllerRef(p, inferencev1alpha1.GroupVersion.WithKind("Pipeline"))
+}
+
+// StepPort is the step's port: port, else args.listenPort, else 8080.
+func StepPort(s inferencev1alpha1.Step) int32 {
+	if s.Port != 0 {
+		return s.Port
+	}
+	if v, err := strconv.Atoi(s.Args[listenPortArgKey]); err == nil && v > 0 && v < 65536 {
+		return int32(v)
+	}
+	return DefaultPort
+}
+
+// wantsGPU reports whether the step asks for a GPU (any extended resource named like one).
+func wantsGPU(s inferencev1alpha1.Step) bool {
+	for _, list := range []corev1.ResourceList{s.Resources.Limits, s.Resources.Requests} {
+		for name, q := range list {
+			if strings.Contains(strings.ToLower(string(name)), "gpu") && !q.IsZero() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// StepStrategy is the step's Deployment strategy: its own, else Recreate for a single-replica GPU step (a rolling
+// update would start the new pod first and wait forever for the GPU the old one holds), else RollingUpdate.
+func StepStrategy(s inferencev1alpha1.Step) appsv1.DeploymentStrategyType {
+	if s.Strategy != "" {
+		return s.Strategy
+	}
+	if wantsGPU(s) && ptr.Deref(s.Replicas, 1) == 1 {
+		return appsv1.RecreateDeploymentStrategyType
+	}
+	return appsv1.RollingUpdateDeploymentStrategyType
+}
+
+// Endpoint is the URL of a step's Service. It is known before anything runs, so upstream steps are wired without
+// waiting for downstream ones.
+func Endpoint(p *inferencev1alpha1.Pipeline, step string, port int32) string {
+	return fmt.Sprintf("http://%s.%s.svc:%d", StepObjectName(p, step), p.Namespace, port)
+}
+
+// DesiredPV is the read-only PersistentVolume of an NFS share: Retain (deleting the pipeline never deletes models),
+// a unique volume handle, no storage class, pre-bound to the pipeline's claim.
+func DesiredPV(p *inferencev1alpha1.Pipeline) *corev1.PersistentVolume {
+	ms := p.Spec.ModelStorage
+	capacity := resource.MustParse("10Gi")
+	if ms.Capacity != nil {
+		capacity = *ms.Capacity
+	}
+	readOnly := ptr.Deref(ms.ReadOnly, true)
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: PVName(p), Labels: labels(p)},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: capacity},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadOnlyMany},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			StorageClassName:              "",
+			MountOptions:                  ms.MountOptions,
+			ClaimRef: &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1",
+				Namespace: p.Namespace, Name: ClaimName(p)},
+		},
+	}
+	if ptr.Deref(ms.CSI, true) {
+		driver := ms.Driver
+		if driver == "" {
+			driver = DefaultDriver
+		}
+		pv.Spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: driver, ReadOnly: readOnly,
+			VolumeHandle:     fmt.Sprintf("%s#%s#%s", ms.CSIParameter["server"], ms.CSIParameter["share"], PVName(p)),
+			VolumeAttributes: ms.CSIParameter}
+	} else {
+		pv.Spec.NFS = &corev1.NFSVolumeSource{Server: ms.CSIParameter["server"], Path: ms.CSIParameter["share"], ReadOnly: readOnly}
+	}
+	return pv
+}
+
+// DesiredPVC is the claim pre-bound to the PersistentVolume (volumeName), with the empty storage class so no
+// provisioner takes it.
+func DesiredPVC(p *inferencev1alpha1.Pipeline) *corev1.PersistentVolumeClaim {
+	pv := DesiredPV(p)
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: ClaimName(p), Namespace: p.Namespace, Labels: labels(p),
+			OwnerReferences: []metav1.OwnerReference{ownerRef(p)}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadOnlyMany},
+			StorageClassName: ptr.To(""),
+			VolumeName:       pv.Name,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: pv.Spec.Capacity[corev1.ResourceStorage]}},
+		},
+	}
+}
+
+// stepLabels are a step's labels: the seed's pipeline and step index, and Keelson's.
+func stepLabels(p *inferencev1alpha1.Pipeline, i int) map[string]string {
+	l := labels(p)
+	l[SeedStepLabel] = strconv.Itoa(i)
+	l[StepLabel] = StepName(p.Spec.Steps, i)
+	return l
+}
+
+// DesiredDeployment is step i's Deployment: its image with sorted --key=value args, the models claim mounted
+// read-only at /models (the step's model as subPath), the wiring env, a TCP readiness probe on its port by default,
+// and a required node affinity on its node's hostname (never spec.nodeName, which would bypass the scheduler).
+func DesiredDeployment(p *inferencev1alpha1.Pipeline, i int, w Wiring) *appsv1.Deployment {
+	s := p.Spec.Steps[i]
+	name := StepName(p.Spec.Steps, i)
+	port := StepPort(s)
+	env := []corev1.EnvVar{
+		{Name: EnvPipelineName, Value: p.Name},
+		{Name: EnvStepName, Value: name},
+		{Name: EnvModelPath, Value: ModelsMountPath},
+	}
+	var urls []string
+	for _, next := range w[name] {
+		urls = append(urls, Endpoint(p, next, StepPort(p.Spec.Steps[indexOf(p.Spec.Steps, next)])))
+	}
+	switch len(urls) {
+	case 0:
+	case 1:
+		env = append(env, corev1.EnvVar{Name: EnvNextStepURL, Value: urls[0]})
+	default:
+		env = append(env, corev1.EnvVar{Name: EnvNextStepURLs, Value: strings.Join(urls, ",")})
+	}
+	env = append(env, s.Env...)
+
+	probe := s.ReadinessProbe
+	if probe == nil {
+		probe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(port)}},
+			PeriodSeconds: 5}
+	}
+	readOnly := p.Spec.ModelStorage.ReadOnly == nil || *p.Spec.ModelStorage.ReadOnly
+	pod := corev1.PodSpec{
+		Containers: []corev1.Container{{
+			Name: "server", Image: s.Image, Args: sortedArgs(s.Args), Env: env, Resources: s.Resources,
+			Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: port}},
+			ReadinessProbe: probe,
+			VolumeMounts: []corev1.VolumeMount{{Name: modelsVolume, MountPath: ModelsMountPath, SubPath: s.Model,
+				ReadOnly: readOnly}},
+		}},
+		Volumes: []corev1.Volume{{Name: modelsVolume, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+			ClaimName: ClaimName(p), ReadOnly: readOnly}}}},
+	}
+	if s.Location != "" {
+		pod.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+				Key: hostnameLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{s.Location}}}}}}}}
+	}
+	l := stepLabels(p, i)
+	selector := map[string]string{PipelineLabel: p.Name, StepLabel: name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: StepObjectName(p, name), Namespace: p.Namespace, Labels: l,
+			OwnerReferences: []metav1.OwnerReference{ownerRef(p)}},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(ptr.Deref(s.Replicas, 1)),
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Strategy: appsv1.DeploymentStrategy{Type: StepStrategy(s)},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: l}, Spec: pod},
+		},
+	}
+}
+
+// DesiredService is step i's Service, in front of its pods on its port.
+func DesiredService(p *inferencev1alpha1.Pipeline, i int) *corev1.Service {
+	name := StepName(p.Spec.Steps, i)
+	port := StepPort(p.Spec.Steps[i])
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: StepObjectName(p, name), Namespace: p.Namespace, Labels: stepLabels(p, i),
+			OwnerReferences: []metav1.OwnerReference{ownerRef(p)}},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{PipelineLabel: p.Name, StepLabel: name},
+			Ports:    []corev1.ServicePort{{Name: "http", Port: port, TargetPort: intstr.FromInt32(port)}},
+		},
+	}
+}
+
+func indexOf(steps []inferencev1alpha1.Step, name string) int {
+	for i := range steps {
+		if StepName(steps, i) == name {
+			return i
+		}
+	}
+	return 0
+}

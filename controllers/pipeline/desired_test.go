@@ -1,0 +1,175 @@
+package pipeline
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+)
+
+// seed is the seed's face-detection pipeline: two steps, NFS through CSI.
+func seed() *inferencev1alpha1.Pipeline {
+	return &inferencev1alpha1.Pipeline{
+		ObjectMeta: metav1.ObjectMeta{Name: "face-detection", Namespace: "vision", UID: "0123456789abcdef"},
+		Spec: inferencev1alpha1.PipelineSpec{
+			ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StorageNFS,
+				CSIParameter: map[string]string{"server": "nfs.example.internal", "share": "/exports/models"}},
+			Steps: []inferencev1alpha1.Step{
+				{Image: "detector:v1", Location: "node-1", Model: "face/detect", Args: map[string]string{"listenPort": "9080", "threshold": "0.6"}},
+				{Image: "recognizer:v1", Location: "node-2", Model: "face/recognize", Args: map[string]string{"listenPort": "9081"}},
+			},
+		},
+	}
+}
+
+func TestWire(t *testing.T) {
+	step := func(name string, next ...string) inferencev1alpha1.Step {
+		return inferencev1alpha1.Step{Name: name, Image: "x", Next: next}
+	}
+	for name, tc := range map[string]struct {
+		steps    []inferencev1alpha1.Step
+		want     Wiring
+		entry    string
+		errorHas string
+	}{
+		"chain by default": {steps: []inferencev1alpha1.Step{{Image: "a"}, {Image: "b"}, {Image: "c"}},
+			want: Wiring{"step-0": {"step-1"}, "step-1": {"step-2"}}, entry: "step-0"},
+		"fan-out and fan-in": {steps: []inferencev1alpha1.Step{step("in", "left", "right"), step("left", "out"), step("right", "out"), step("out")},
+			want: Wiring{"in": {"left", "right"}, "left": {"out"}, "right": {"out"}}, entry: "in"},
+		"unknown next":   {steps: []inferencev1alpha1.Step{step("a", "ghost")}, errorHas: "spec.steps[0].next[0]: Not found: \"ghost\""},
+		"self loop":      {steps: []inferencev1alpha1.Step{step("a", "a")}, errorHas: "a step cannot feed itself"},
+		"cycle":          {steps: []inferencev1alpha1.Step{step("a", "b"), step("b", "c"), step("c", "a")}, errorHas: "a -> b -> c -> a"},
+		"duplicate name": {steps: []inferencev1alpha1.Step{step("a"), step("a")}, errorHas: "spec.steps[1].name: Duplicate value"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w, errs := Wire(tc.steps)
+			if tc.errorHas != "" {
+				if !strings.Contains(errs.ToAggregate().Error(), tc.errorHas) {
+					t.Fatalf("errors %v do not contain %q", errs, tc.errorHas)
+				}
+				return
+			}
+			if len(errs) > 0 {
+				t.Fatalf("unexpected errors: %v", errs)
+			}
+			if diff := cmp.Diff(tc.want, w); diff != "" {
+				t.Fatalf("wiring (-want +got):\n%s", diff)
+			}
+			if got := EntryStep(tc.steps, w); got != tc.entry {
+				t.Fatalf("entry = %q, want %q", got, tc.entry)
+			}
+		})
+	}
+}
+
+func TestDesiredStorage(t *testing.T) {
+	p := seed()
+	pv := DesiredPV(p)
+	if pv.Name != "vision-face-detection-models-01234567" || pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain ||
+		pv.Spec.StorageClassName != "" || pv.Spec.AccessModes[0] != corev1.ReadOnlyMany {
+		t.Fatalf("PV: %+v", pv)
+	}
+	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != "nfs.csi.k8s.io" || !pv.Spec.CSI.ReadOnly ||
+		pv.Spec.CSI.VolumeAttributes["server"] != "nfs.example.internal" || !strings.Contains(pv.Spec.CSI.VolumeHandle, pv.Name) {
+		t.Fatalf("PV CSI source: %+v", pv.Spec.CSI)
+	}
+	if pv.Spec.ClaimRef.Name != "face-detection-models" || pv.Spec.ClaimRef.Namespace != "vision" {
+		t.Fatalf("PV is not pre-bound to the claim: %+v", pv.Spec.ClaimRef)
+	}
+	if q := pv.Spec.Capacity[corev1.ResourceStorage]; q.Cmp(resource.MustParse("10Gi")) != 0 {
+		t.Fatalf("default capacity %s", q.String())
+	}
+	pvc := DesiredPVC(p)
+	if pvc.Spec.VolumeName != pv.Name || *pvc.Spec.StorageClassName != "" || pvc.Spec.AccessModes[0] != corev1.ReadOnlyMany {
+		t.Fatalf("PVC is not pre-bound both ways: %+v", pvc.Spec)
+	}
+	p.Spec.ModelStorage.CSI = ptr.To(false)
+	if pv := DesiredPV(p); pv.Spec.CSI != nil || pv.Spec.NFS == nil || pv.Spec.NFS.Path != "/exports/models" {
+		t.Fatalf("csi: false must give an in-tree nfs volume: %+v", pv.Spec.PersistentVolumeSource)
+	}
+}
+
+func TestDesiredStep(t *testing.T) {
+	p := seed()
+	w, _ := Wire(p.Spec.Steps)
+	d := DesiredDeployment(p, 0, w)
+	if d.Name != "face-detection-step-0" || d.Labels["pipeline"] != "face-detection" || d.Labels["step"] != "0" {
+		t.Fatalf("seed names and labels: %s %v", d.Name, d.Labels)
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	if diff := cmp.Diff([]string{"--listenPort=9080", "--threshold=0.6"}, c.Args); diff != "" {
+		t.Fatalf("args (-want +got):\n%s", diff)
+	}
+	if c.Ports[0].ContainerPort != 9080 || c.ReadinessProbe.TCPSocket.Port.IntValue() != 9080 {
+		t.Fatalf("listenPort sets the port and the default probe: %+v %+v", c.Ports, c.ReadinessProbe)
+	}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	if diff := cmp.Diff(map[string]string{"PIPELINE_NAME": "face-detection", "STEP_NAME": "step-0", "MODEL_PATH": "/models",
+		"NEXT_STEP_URL": "http://face-detection-step-1.vision.svc:9081"}, env); diff != "" {
+		t.Fatalf("env (-want +got):\n%s", diff)
+	}
+	if m := c.VolumeMounts[0]; m.SubPath != "face/detect" || !m.ReadOnly || m.MountPath != "/models" {
+		t.Fatalf("model mount: %+v", m)
+	}
+	if d.Spec.Template.Spec.NodeName != "" {
+		t.Fatal("spec.nodeName bypasses the scheduler")
+	}
+	term := d.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0]
+	if term.MatchExpressions[0].Key != "kubernetes.io/hostname" || term.MatchExpressions[0].Values[0] != "node-1" {
+		t.Fatalf("node pinning: %+v", term)
+	}
+	if d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
+		t.Fatalf("strategy %s", d.Spec.Strategy.Type)
+	}
+	last := DesiredDeployment(p, 1, w)
+	for _, e := range last.Spec.Template.Spec.Containers[0].Env {
+		if strings.HasPrefix(e.Name, "NEXT_STEP") {
+			t.Fatalf("the last step has no next step: %v", e)
+		}
+	}
+	svc := DesiredService(p, 1)
+	if svc.Name != "face-detection-step-1" || svc.Spec.Ports[0].Port != 9081 || svc.Spec.Selector[StepLabel] != "step-1" {
+		t.Fatalf("service: %+v", svc)
+	}
+}
+
+func TestStepStrategyAndFanOutEnv(t *testing.T) {
+	gpu := corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}
+	for name, tc := range map[string]struct {
+		step inferencev1alpha1.Step
+		want appsv1.DeploymentStrategyType
+	}{
+		"cpu step":          {inferencev1alpha1.Step{}, appsv1.RollingUpdateDeploymentStrategyType},
+		"one GPU replica":   {inferencev1alpha1.Step{Resources: gpu}, appsv1.RecreateDeploymentStrategyType},
+		"two GPU replicas":  {inferencev1alpha1.Step{Resources: gpu, Replicas: ptr.To[int32](2)}, appsv1.RollingUpdateDeploymentStrategyType},
+		"explicit wins":     {inferencev1alpha1.Step{Resources: gpu, Strategy: appsv1.RollingUpdateDeploymentStrategyType}, appsv1.RollingUpdateDeploymentStrategyType},
+		"explicit Recreate": {inferencev1alpha1.Step{Strategy: appsv1.RecreateDeploymentStrategyType}, appsv1.RecreateDeploymentStrategyType},
+	} {
+		if got := StepStrategy(tc.step); got != tc.want {
+			t.Errorf("%s: strategy %s, want %s", name, got, tc.want)
+		}
+	}
+
+	p := seed()
+	p.Spec.Steps = []inferencev1alpha1.Step{{Name: "in", Image: "x", Next: []string{"a", "b"}}, {Name: "a", Image: "x", Port: 7000}, {Name: "b", Image: "x"}}
+	w, _ := Wire(p.Spec.Steps)
+	for _, e := range DesiredDeployment(p, 0, w).Spec.Template.Spec.Containers[0].Env {
+		if e.Name == EnvNextStepURLs {
+			if e.Value != "http://face-detection-a.vision.svc:7000,http://face-detection-b.vision.svc:8080" {
+				t.Fatalf("NEXT_STEP_URLS = %q", e.Value)
+			}
+			return
+		}
+	}
+	t.Fatal("a fan-out step gets NEXT_STEP_URLS")
+}
