@@ -5,14 +5,23 @@ package main
 
 import (
 	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/cmd/internal/manager"
+	"github.com/keelson-dev/keelson/controllers/pipeline"
+	inferencewebhook "github.com/keelson-dev/keelson/webhooks/inference"
 )
 
 func main() {
 	manager.Main(manager.Binary{
 		Name:        "pipeline-controller",
 		AddToScheme: []func(*runtime.Scheme) error{inferencev1alpha1.AddToScheme},
+		Cache:       func(manager.Options) cache.Options { return pipeline.CacheOptions() },
+		SetupControllers: func(mgr ctrl.Manager, _ manager.Options) error {
+			return (&pipeline.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
+		},
+		SetupWebhooks: inferencewebhook.SetupWithManager,
 	})
 }

@@ -65,7 +65,7 @@ func PVName(p *inferencev1alpha1.Pipeline) string {
 	return fmt.Sprintf("%s-%s-models-%s", p.Namespace, p.Name, string(p.UID)[:min(8, len(p.UID))])
 }
 
-func labels(p *inferencev1alpha1.Pipeline) map[string]string {
+func pipelineLabels(p *inferencev1alpha1.Pipeline) map[string]string {
 	return map[string]string{SeedPipelineLabel: p.Name, PipelineLabel: p.Name, managedByLabel: keelson, partOfLabel: keelson}
 }
 
@@ -124,7 +124,7 @@ func DesiredPV(p *inferencev1alpha1.Pipeline) *corev1.PersistentVolume {
 	}
 	readOnly := ptr.Deref(ms.ReadOnly, true)
 	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: PVName(p), Labels: labels(p)},
+		ObjectMeta: metav1.ObjectMeta{Name: PVName(p), Labels: pipelineLabels(p)},
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: capacity},
 			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadOnlyMany},
@@ -154,7 +154,7 @@ func DesiredPV(p *inferencev1alpha1.Pipeline) *corev1.PersistentVolume {
 func DesiredPVC(p *inferencev1alpha1.Pipeline) *corev1.PersistentVolumeClaim {
 	pv := DesiredPV(p)
 	return &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: ClaimName(p), Namespace: p.Namespace, Labels: labels(p),
+		ObjectMeta: metav1.ObjectMeta{Name: ClaimName(p), Namespace: p.Namespace, Labels: pipelineLabels(p),
 			OwnerReferences: []metav1.OwnerReference{ownerRef(p)}},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadOnlyMany},
@@ -167,7 +167,7 @@ func DesiredPVC(p *inferencev1alpha1.Pipeline) *corev1.PersistentVolumeClaim {
 
 // stepLabels are a step's labels: the seed's pipeline and step index, and Keelson's.
 func stepLabels(p *inferencev1alpha1.Pipeline, i int) map[string]string {
-	l := labels(p)
+	l := pipelineLabels(p)
 	l[SeedStepLabel] = strconv.Itoa(i)
 	l[StepLabel] = StepName(p.Spec.Steps, i)
 	return l

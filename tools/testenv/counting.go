@@ -2,7 +2,9 @@ package testenv
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"sync"
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,13 +22,32 @@ type Counts struct {
 	Creates atomic.Int64
 	// Gets counts Get calls of objects for which IsReconciled returns true: one per reconcile of that kind.
 	Gets atomic.Int64
+
+	mu     sync.Mutex
+	byName map[string]int64
+}
+
+// WritesTo is how many writes went to objects of that name (any kind, any namespace).
+func (n *Counts) WritesTo(name string) int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.byName[name]
+}
+
+func (n *Counts) count(name string) {
+	n.Writes.Add(1)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.byName == nil {
+		n.byName = map[string]int64{}
+	}
+	n.byName[name]++
 }
 
 // CountingClient wraps c so that every call is counted in the returned Counts. isReconciled says which objects'
 // Gets count as reconciles (the object a controller's Reconcile reads first).
 func CountingClient(c client.Client, isReconciled func(client.Object) bool) (client.Client, *Counts) {
 	n := &Counts{}
-	write := func() { n.Writes.Add(1) }
 	return interceptor.NewClient(noWatch{c}, interceptor.Funcs{
 		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if isReconciled(obj) {
@@ -35,35 +56,50 @@ func CountingClient(c client.Client, isReconciled func(client.Object) bool) (cli
 			return cl.Get(ctx, key, obj, opts...)
 		},
 		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			write()
+			n.count(obj.GetName())
 			n.Creates.Add(1)
 			return cl.Create(ctx, obj, opts...)
 		},
 		Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			write()
+			n.count(obj.GetName())
 			return cl.Update(ctx, obj, opts...)
 		},
 		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-			write()
+			n.count(obj.GetName())
 			return cl.Patch(ctx, obj, p, opts...)
 		},
 		Apply: func(ctx context.Context, cl client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			write()
+			n.count(applyName(obj))
 			return cl.Apply(ctx, obj, opts...)
 		},
 		Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			write()
+			n.count(obj.GetName())
 			return cl.Delete(ctx, obj, opts...)
 		},
 		SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			write()
+			n.count(obj.GetName())
 			return cl.SubResource(sub).Update(ctx, obj, opts...)
 		},
 		SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			write()
+			n.count(obj.GetName())
 			return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
 		},
 	}), n
+}
+
+// applyName reads the name out of an apply configuration (they all marshal their metadata).
+func applyName(obj runtime.ApplyConfiguration) string {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return ""
+	}
+	var m struct {
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(b, &m)
+	return m.Metadata.Name
 }
 
 // noWatch lets a manager's (cached) client stand where interceptor wants a client.WithWatch; controllers never

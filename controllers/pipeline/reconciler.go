@@ -1,0 +1,286 @@
+// Package pipeline is the controller behind Keelson's Pipeline: model storage (a read-only NFS PersistentVolume and
+// claim, or an existing claim), and one Deployment and Service per step, pinned to its node and wired to its next
+// steps. Reconcile applies each child only when its desired spec changed, and writes a status that says which step
+// waits for what. Deletion is ordered by a finalizer: steps, then the claim, then the volume.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/internal/apply"
+)
+
+const (
+	// FieldOwner is the pipeline controller's server-side apply field manager.
+	FieldOwner = "keelson-pipeline-controller"
+	// Finalizer orders the deletion of a pipeline's storage: steps first, then the claim, then the volume.
+	Finalizer = "inference.keelson.dev/storage"
+	// NamespaceLabel maps the cluster-scoped PersistentVolume back to its pipeline's namespace.
+	NamespaceLabel = "inference.keelson.dev/namespace"
+	// deletionPoll is how often an ordered deletion checks that the previous stage is gone.
+	deletionPoll = time.Second
+)
+
+// Reconciler reconciles Pipelines.
+type Reconciler struct {
+	client.Client
+}
+
+// RBAC of the pipeline-controller (make manifests turns these into its ClusterRole).
+// +kubebuilder:rbac:groups=inference.keelson.dev,resources=pipelines,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=inference.keelson.dev,resources=pipelines/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods;nodes,verbs=get;list;watch
+
+// Reconcile brings one pipeline's storage and steps in line with its spec and writes its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	p := &inferencev1alpha1.Pipeline{}
+	if err := r.Get(ctx, req.NamespacedName, p); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("pipeline", klog.KObj(p)))
+	if p.DeletionTimestamp != nil {
+		return r.finalize(ctx, p)
+	}
+	if controllerutil.AddFinalizer(p, Finalizer) {
+		if err := r.Update(ctx, p); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
+		}
+	}
+
+	w, verrs := Wire(p.Spec.Steps)
+	var errs []error
+	o := observed{}
+	if len(verrs) > 0 {
+		// Admitted while the webhook was down: say what is wrong; create nothing new.
+		o.invalid = verrs.ToAggregate().Error()
+	} else {
+		errs = append(errs, r.syncChildren(ctx, p, w)...)
+	}
+	if err := r.observe(ctx, p, &o); err != nil {
+		errs = append(errs, err)
+	}
+	status := computeStatus(p, p.Status, o, w)
+	if !equality.Semantic.DeepEqual(p.Status, status) {
+		p.Status = status
+		if err := r.Status().Update(ctx, p); err != nil {
+			errs = append(errs, fmt.Errorf("writing status: %w", err))
+		}
+	}
+	return ctrl.Result{}, errors.Join(errs...)
+}
+
+// syncChildren applies the storage and every step's Deployment and Service whose desired spec changed, and deletes
+// the steps that are no longer in the spec. Changing one step writes only that step's objects.
+func (r *Reconciler) syncChildren(ctx context.Context, p *inferencev1alpha1.Pipeline, w Wiring) []error {
+	var errs []error
+	var desired []client.Object
+	if p.Spec.ModelStorage.Type == inferencev1alpha1.StorageNFS {
+		pv := DesiredPV(p)
+		pv.Labels[NamespaceLabel] = p.Namespace
+		desired = append(desired, pv, DesiredPVC(p))
+	}
+	names := map[string]bool{}
+	for i := range p.Spec.Steps {
+		names[StepName(p.Spec.Steps, i)] = true
+		desired = append(desired, DesiredDeployment(p, i, w), DesiredService(p, i))
+	}
+	for _, obj := range desired {
+		existing := obj.DeepCopyObject().(client.Object)
+		err := r.Get(ctx, client.ObjectKeyFromObject(obj), existing)
+		if client.IgnoreNotFound(err) != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if apierrors.IsNotFound(err) {
+			existing = nil
+		}
+		needed, herr := apply.Needed(existing, obj)
+		if herr != nil {
+			errs = append(errs, herr)
+			continue
+		}
+		if needed {
+			if err := apply.Object(ctx, r.Client, obj, FieldOwner); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	// Steps removed from the spec.
+	var deps appsv1.DeploymentList
+	var svcs corev1.ServiceList
+	sel := client.MatchingLabels{PipelineLabel: p.Name}
+	if err := r.List(ctx, &deps, client.InNamespace(p.Namespace), sel); err != nil {
+		return append(errs, err)
+	}
+	if err := r.List(ctx, &svcs, client.InNamespace(p.Namespace), sel); err != nil {
+		return append(errs, err)
+	}
+	for i := range deps.Items {
+		if d := &deps.Items[i]; !names[d.Labels[StepLabel]] && d.DeletionTimestamp == nil {
+			errs = append(errs, client.IgnoreNotFound(r.Delete(ctx, d)))
+		}
+	}
+	for i := range svcs.Items {
+		if s := &svcs.Items[i]; !names[s.Labels[StepLabel]] && s.DeletionTimestamp == nil {
+			errs = append(errs, client.IgnoreNotFound(r.Delete(ctx, s)))
+		}
+	}
+	return errs
+}
+
+// observe reads what status is computed from.
+func (r *Reconciler) observe(ctx context.Context, p *inferencev1alpha1.Pipeline, o *observed) error {
+	o.deployments = map[string]*appsv1.Deployment{}
+	o.pods = map[string][]corev1.Pod{}
+	o.nodes = map[string]*corev1.Node{}
+	if p.Spec.ModelStorage.Type == inferencev1alpha1.StorageNFS {
+		var pv corev1.PersistentVolume
+		if err := r.Get(ctx, types.NamespacedName{Name: PVName(p)}, &pv); err == nil {
+			o.pv = &pv
+		} else if !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	var pvc corev1.PersistentVolumeClaim
+	if err := r.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: ClaimName(p)}, &pvc); err == nil {
+		o.pvc = &pvc
+	} else if !apierrors.IsNotFound(err) {
+		return err
+	}
+	var deps appsv1.DeploymentList
+	if err := r.List(ctx, &deps, client.InNamespace(p.Namespace), client.MatchingLabels{PipelineLabel: p.Name}); err != nil {
+		return err
+	}
+	for i := range deps.Items {
+		o.deployments[deps.Items[i].Labels[StepLabel]] = &deps.Items[i]
+	}
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace(p.Namespace), client.MatchingLabels{PipelineLabel: p.Name}); err != nil {
+		return err
+	}
+	for _, pod := range pods.Items {
+		o.pods[pod.Labels[StepLabel]] = append(o.pods[pod.Labels[StepLabel]], pod)
+	}
+	for _, s := range p.Spec.Steps {
+		if s.Location == "" {
+			continue
+		}
+		var n corev1.Node
+		if err := r.Get(ctx, types.NamespacedName{Name: s.Location}, &n); err == nil {
+			o.nodes[n.Name] = &n
+		} else if !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// finalize deletes a pipeline in order: its step workloads, then its claim, then its volume; each stage waits until
+// the previous one is gone. A stage whose objects are already gone is done, so deletion never hangs on an object
+// someone else removed. The status says what it waits for.
+func (r *Reconciler) finalize(ctx context.Context, p *inferencev1alpha1.Pipeline) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(p, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	waiting, err := r.deleteStage(ctx, p)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if waiting != "" {
+		if p.Status.Phase != inferencev1alpha1.PhaseDeleting || stepsMessage(p) != waiting {
+			p.Status.Phase = inferencev1alpha1.PhaseDeleting
+			setDeletingMessage(p, waiting)
+			if err := r.Status().Update(ctx, p); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return ctrl.Result{}, err
+			}
+		}
+		return ctrl.Result{RequeueAfter: deletionPoll}, nil
+	}
+	controllerutil.RemoveFinalizer(p, Finalizer)
+	return ctrl.Result{}, client.IgnoreNotFound(r.Update(ctx, p))
+}
+
+// deleteStage deletes the first stage that still has objects and says what it waits for ("" when all are gone).
+func (r *Reconciler) deleteStage(ctx context.Context, p *inferencev1alpha1.Pipeline) (string, error) {
+	sel := client.MatchingLabels{PipelineLabel: p.Name}
+	var deps appsv1.DeploymentList
+	var svcs corev1.ServiceList
+	if err := r.List(ctx, &deps, client.InNamespace(p.Namespace), sel); err != nil {
+		return "", err
+	}
+	if err := r.List(ctx, &svcs, client.InNamespace(p.Namespace), sel); err != nil {
+		return "", err
+	}
+	if n := len(deps.Items) + len(svcs.Items); n > 0 {
+		for i := range deps.Items {
+			// Background: the claim's in-use protection keeps it until the last pod that mounts it is gone.
+			if err := r.Delete(ctx, &deps.Items[i]); client.IgnoreNotFound(err) != nil {
+				return "", err
+			}
+		}
+		for i := range svcs.Items {
+			if err := r.Delete(ctx, &svcs.Items[i]); client.IgnoreNotFound(err) != nil {
+				return "", err
+			}
+		}
+		return fmt.Sprintf("waiting for %d step Deployments and Services to be deleted", n), nil
+	}
+	if p.Spec.ModelStorage.Type != inferencev1alpha1.StorageNFS {
+		return "", nil // the user's claim is theirs: nothing of ours to delete
+	}
+	for _, obj := range []client.Object{
+		&corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{},
+	} {
+		key := types.NamespacedName{Namespace: p.Namespace, Name: ClaimName(p)}
+		kind := "claim"
+		if _, ok := obj.(*corev1.PersistentVolume); ok {
+			key, kind = types.NamespacedName{Name: PVName(p)}, "volume"
+		}
+		err := r.Get(ctx, key, obj)
+		if apierrors.IsNotFound(err) {
+			continue // already gone: this stage is done
+		}
+		if err != nil {
+			return "", err
+		}
+		if obj.GetDeletionTimestamp() == nil {
+			if err := r.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+				return "", err
+			}
+		}
+		return fmt.Sprintf("waiting for the models %s %s to be deleted (finalizers: %v)", kind, key.Name, obj.GetFinalizers()), nil
+	}
+	return "", nil
+}
+
+func stepsMessage(p *inferencev1alpha1.Pipeline) string {
+	if c := meta.FindStatusCondition(p.Status.Conditions, ConditionReady); c != nil {
+		return c.Message
+	}
+	return ""
+}
+
+func setDeletingMessage(p *inferencev1alpha1.Pipeline, msg string) {
+	meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse,
+		Reason: ReasonDeleting, Message: msg, ObservedGeneration: p.Generation})
+}

@@ -1,0 +1,250 @@
+package pipeline
+
+import (
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+)
+
+// Condition types and reasons.
+const (
+	ConditionStorageReady = "StorageReady"
+	ConditionStepsReady   = "StepsReady"
+	ConditionReady        = "Ready"
+
+	ReasonBound           = "Bound"
+	ReasonStorageWaiting  = "WaitingForBinding"
+	ReasonStorageLost     = "ClaimLost"
+	ReasonAllStepsReady   = "AllStepsReady"
+	ReasonStepsNotReady   = "StepsNotReady"
+	ReasonReady           = "Ready"
+	ReasonNotReady        = "NotReady"
+	ReasonInvalidSpec     = "InvalidSpec"
+	ReasonNodeNotFound    = "NodeNotFound"
+	ReasonNodeCordoned    = "NodeCordoned"
+	ReasonInsufficientGPU = "InsufficientGPU"
+	ReasonCreating        = "Creating"
+	ReasonStarting        = "Starting"
+	ReasonCrashLooping    = "CrashLoopBackOff"
+	ReasonDeadline        = "ProgressDeadlineExceeded"
+	ReasonDeleting        = "Deleting"
+)
+
+// observed is everything status is computed from.
+type observed struct {
+	pv          *corev1.PersistentVolume
+	pvc         *corev1.PersistentVolumeClaim
+	deployments map[string]*appsv1.Deployment // by step name
+	pods        map[string][]corev1.Pod       // by step name
+	nodes       map[string]*corev1.Node       // by name
+	// invalid is why the spec cannot be run (a cycle, a missing next step), or "".
+	invalid string
+}
+
+// nodeProblem says why a step cannot run on its pinned node, or returns "" when it can (or is not pinned).
+func nodeProblem(s inferencev1alpha1.Step, nodes map[string]*corev1.Node) (reason, message string) {
+	if s.Location == "" {
+		return "", ""
+	}
+	n, ok := nodes[s.Location]
+	if !ok {
+		return ReasonNodeNotFound, fmt.Sprintf("node %s does not exist", s.Location)
+	}
+	if n.Spec.Unschedulable {
+		return ReasonNodeCordoned, fmt.Sprintf("node %s is cordoned", s.Location)
+	}
+	for name, want := range s.Resources.Limits {
+		if !strings.Contains(strings.ToLower(string(name)), "gpu") || want.IsZero() {
+			continue
+		}
+		have := n.Status.Allocatable[name]
+		if have.Cmp(want) < 0 {
+			return ReasonInsufficientGPU, fmt.Sprintf("node %s has %s %s allocatable, the step asks for %s",
+				s.Location, have.String(), name, want.String())
+		}
+	}
+	return "", ""
+}
+
+// lastFailure is the latest error exit of a container of the pods, with its termination message.
+func lastFailure(pods []corev1.Pod) *inferencev1alpha1.Failure {
+	var best *inferencev1alpha1.Failure
+	var at metav1.Time
+	for _, p := range pods {
+		for _, cs := range p.Status.ContainerStatuses {
+			for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+				if t == nil || t.ExitCode == 0 || (best != nil && !at.Before(&t.FinishedAt)) {
+					continue
+				}
+				best = &inferencev1alpha1.Failure{Container: cs.Name, ExitCode: t.ExitCode, Reason: t.Reason,
+					Message: strings.TrimSpace(t.Message)}
+				at = t.FinishedAt
+			}
+		}
+	}
+	return best
+}
+
+func crashLooping(pods []corev1.Pod) bool {
+	for _, p := range pods {
+		for _, cs := range p.Status.ContainerStatuses {
+			if w := cs.State.Waiting; w != nil && (w.Reason == "CrashLoopBackOff" || w.Reason == "ImagePullBackOff" ||
+				w.Reason == "ErrImagePull" || w.Reason == "CreateContainerConfigError") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// stepStatus derives one step's status.
+func stepStatus(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alpha1.StepStatus {
+	s := p.Spec.Steps[i]
+	name := StepName(p.Spec.Steps, i)
+	st := inferencev1alpha1.StepStatus{Name: name, Node: s.Location, Endpoint: Endpoint(p, name, StepPort(s))}
+	pods := o.pods[name]
+	for _, pod := range pods {
+		if pod.Spec.NodeName != "" {
+			st.Node = pod.Spec.NodeName
+			break
+		}
+	}
+	st.LastFailure = lastFailure(pods)
+	d := o.deployments[name]
+	want := ptr.Deref(s.Replicas, 1)
+	if d != nil {
+		st.ReadyReplicas = d.Status.ReadyReplicas
+	}
+	if reason, msg := nodeProblem(s, o.nodes); reason != "" {
+		st.Phase, st.Reason, st.Message = inferencev1alpha1.PhaseDegraded, reason, msg+"; the step cannot run until it is fixed"
+		return st
+	}
+	switch {
+	case d == nil:
+		st.Phase, st.Reason, st.Message = inferencev1alpha1.PhasePending, ReasonCreating, "the step's Deployment is being created"
+	case crashLooping(pods):
+		st.Phase, st.Reason = inferencev1alpha1.PhaseFailed, ReasonCrashLooping
+		st.Message = fmt.Sprintf("%d of %d replicas ready; the container keeps failing", d.Status.ReadyReplicas, want)
+		if st.LastFailure != nil && st.LastFailure.Message != "" {
+			st.Message += ": " + st.LastFailure.Message
+		}
+	case deploymentCondition(d, appsv1.DeploymentProgressing, corev1.ConditionFalse) == "ProgressDeadlineExceeded":
+		st.Phase, st.Reason = inferencev1alpha1.PhaseFailed, ReasonDeadline
+		st.Message = fmt.Sprintf("%d of %d replicas ready after the progress deadline", d.Status.ReadyReplicas, want)
+	case d.Status.ObservedGeneration >= d.Generation && d.Status.ReadyReplicas >= want && d.Status.UpdatedReplicas >= want:
+		st.Phase, st.Reason, st.Message = inferencev1alpha1.PhaseReady, ReasonReady, fmt.Sprintf("%d of %d replicas ready", d.Status.ReadyReplicas, want)
+	default:
+		st.Phase, st.Reason = inferencev1alpha1.PhaseProgressing, ReasonStarting
+		st.Message = fmt.Sprintf("%d of %d replicas ready", d.Status.ReadyReplicas, want)
+	}
+	return st
+}
+
+func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType, s corev1.ConditionStatus) string {
+	for _, c := range d.Status.Conditions {
+		if c.Type == t && c.Status == s {
+			return c.Reason
+		}
+	}
+	return ""
+}
+
+// computeStatus derives the whole status. old supplies the conditions (their transition times).
+func computeStatus(p *inferencev1alpha1.Pipeline, old inferencev1alpha1.PipelineStatus, o observed, w Wiring) inferencev1alpha1.PipelineStatus {
+	st := inferencev1alpha1.PipelineStatus{ObservedGeneration: p.Generation, Conditions: append([]metav1.Condition(nil), old.Conditions...)}
+	cond := func(t string, ok bool, reason, msg string) {
+		s := metav1.ConditionFalse
+		if ok {
+			s = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: p.Generation})
+	}
+
+	// Storage.
+	if o.pv != nil {
+		st.DetailPhase.PVPhase = string(o.pv.Status.Phase)
+	}
+	if o.pvc != nil {
+		st.DetailPhase.PVCPhase = string(o.pvc.Status.Phase)
+	}
+	storageReady := o.pvc != nil && o.pvc.Status.Phase == corev1.ClaimBound
+	switch {
+	case storageReady:
+		cond(ConditionStorageReady, true, ReasonBound, fmt.Sprintf("claim %s is bound", ClaimName(p)))
+	case o.pvc != nil && o.pvc.Status.Phase == corev1.ClaimLost:
+		cond(ConditionStorageReady, false, ReasonStorageLost, fmt.Sprintf("claim %s lost its volume", ClaimName(p)))
+	default:
+		cond(ConditionStorageReady, false, ReasonStorageWaiting, fmt.Sprintf("claim %s is not bound yet (claim %s, volume %s)",
+			ClaimName(p), orNone(st.DetailPhase.PVCPhase), orNone(st.DetailPhase.PVPhase)))
+	}
+
+	// Steps.
+	var notReady []string
+	worst := inferencev1alpha1.PhaseReady
+	for i := range p.Spec.Steps {
+		ss := stepStatus(p, i, o)
+		st.Steps = append(st.Steps, ss)
+		st.DetailPhase.StepsPhase = append(st.DetailPhase.StepsPhase, inferencev1alpha1.StepPhase{Name: ss.Name, DeploymentPhase: ss.Phase})
+		if ss.Phase != inferencev1alpha1.PhaseReady {
+			notReady = append(notReady, fmt.Sprintf("%s (%s: %s)", ss.Name, ss.Reason, ss.Message))
+		}
+		worst = worse(worst, ss.Phase)
+	}
+	if entry := EntryStep(p.Spec.Steps, w); entry != "" {
+		st.URL = Endpoint(p, entry, StepPort(p.Spec.Steps[indexOf(p.Spec.Steps, entry)]))
+	}
+	if o.invalid != "" {
+		cond(ConditionStepsReady, false, ReasonInvalidSpec, o.invalid)
+		worst = inferencev1alpha1.PhaseFailed
+	} else if len(notReady) == 0 {
+		cond(ConditionStepsReady, true, ReasonAllStepsReady, fmt.Sprintf("all %d steps are ready", len(p.Spec.Steps)))
+	} else {
+		cond(ConditionStepsReady, false, ReasonStepsNotReady, "waiting for "+strings.Join(notReady, "; "))
+	}
+
+	// The pipeline.
+	switch {
+	case p.DeletionTimestamp != nil:
+		st.Phase = inferencev1alpha1.PhaseDeleting
+	case worst == inferencev1alpha1.PhaseReady && !storageReady:
+		st.Phase = inferencev1alpha1.PhaseProgressing
+	default:
+		st.Phase = worst
+	}
+	if st.Phase == inferencev1alpha1.PhaseReady {
+		cond(ConditionReady, true, ReasonReady, "storage is bound and every step is ready at "+st.URL)
+	} else {
+		msg := fmt.Sprintf("pipeline is %s", st.Phase)
+		for _, c := range st.Conditions {
+			if c.Type != ConditionReady && c.Status != metav1.ConditionTrue {
+				msg += "; " + c.Message
+			}
+		}
+		cond(ConditionReady, false, ReasonNotReady, msg)
+	}
+	return st
+}
+
+// worse orders phases by how much they need attention.
+func worse(a, b inferencev1alpha1.Phase) inferencev1alpha1.Phase {
+	rank := map[inferencev1alpha1.Phase]int{inferencev1alpha1.PhaseReady: 0, inferencev1alpha1.PhaseProgressing: 1,
+		inferencev1alpha1.PhasePending: 2, inferencev1alpha1.PhaseDegraded: 3, inferencev1alpha1.PhaseFailed: 4}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none yet"
+	}
+	return s
+}
