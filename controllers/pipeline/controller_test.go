@@ -292,14 +292,16 @@ func TestNodeProblemsAreReported(t *testing.T) {
 	c := startController(t)
 	s.node(s.ns+"-cordoned", 0, true)
 	s.node(s.ns+"-cpu", 0, false)
+	s.node(s.ns+"-gpu", 2, false)
+	gpu := corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}
 	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "gpu", Namespace: s.ns},
 		Spec: inferencev1alpha1.PipelineSpec{
 			ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StoragePVC, ClaimName: "models"},
 			Steps: []inferencev1alpha1.Step{
 				{Name: "missing", Image: "x", Location: s.ns + "-ghost"},
 				{Name: "cordoned", Image: "x", Location: s.ns + "-cordoned"},
-				{Name: "nogpu", Image: "x", Location: s.ns + "-cpu", Resources: corev1.ResourceRequirements{
-					Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}},
+				{Name: "nogpu", Image: "x", Location: s.ns + "-cpu", Resources: gpu},
+				{Name: "gpuok", Image: "x", Location: s.ns + "-gpu", Resources: gpu},
 			}}}
 	s.g.Expect(env.Client.Create(s.ctx, p)).To(Succeed())
 	s.g.Eventually(s.phase("gpu"), timeout, poll).Should(Equal(inferencev1alpha1.PhaseDegraded))
@@ -307,6 +309,7 @@ func TestNodeProblemsAreReported(t *testing.T) {
 		"nogpu": pipeline.ReasonInsufficientGPU} {
 		s.g.Eventually(func() string { return s.stepStatus("gpu", step).Reason }, timeout, poll).Should(Equal(reason), step)
 	}
+	s.g.Expect(s.stepStatus("gpu", "gpuok").Phase).NotTo(Equal(inferencev1alpha1.PhaseDegraded), "a node with 2 GPUs fits")
 	quiet(s, c)
 	writes := c.Writes.Load()
 	s.g.Consistently(c.Writes.Load, time.Second, poll).Should(Equal(writes), "no loop on a node problem")
@@ -401,4 +404,42 @@ func TestSteadyStateWritesNothing(t *testing.T) {
 	s.g.Expect(env.Client.Patch(s.ctx, &svc, patch)).To(Succeed())
 	s.g.Eventually(c.Gets.Load, timeout, poll).Should(BeNumerically(">", gets), "the Service update woke the controller")
 	s.g.Consistently(c.Writes.Load, 2*time.Second, poll).Should(Equal(writes), "writes in steady state")
+}
+
+// A spec admitted while the webhook was down but impossible to run (a cycle) is reported, and nothing is created;
+// a pipeline on an existing claim creates no volume or claim of its own.
+func TestInvalidSpecAndExistingClaim(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "loop", Namespace: s.ns},
+		Spec: inferencev1alpha1.PipelineSpec{
+			ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StoragePVC, ClaimName: "shared-models"},
+			Steps:        []inferencev1alpha1.Step{{Name: "a", Image: "x", Next: []string{"b"}}, {Name: "b", Image: "x", Next: []string{"a"}}},
+		}}
+	s.g.Expect(env.Client.Create(s.ctx, p)).To(Succeed())
+	s.g.Eventually(s.phase("loop"), timeout, poll).Should(Equal(inferencev1alpha1.PhaseFailed))
+	c := meta.FindStatusCondition(s.get("loop").Status.Conditions, pipeline.ConditionStepsReady)
+	s.g.Expect(c.Reason).To(Equal(pipeline.ReasonInvalidSpec))
+	s.g.Expect(c.Message).To(ContainSubstring("a -> b -> a"))
+	var deps appsv1.DeploymentList
+	s.g.Expect(env.Client.List(s.ctx, &deps, client.InNamespace(s.ns))).To(Succeed())
+	s.g.Expect(deps.Items).To(BeEmpty())
+
+	// Fixed: the steps appear; the user's claim is used, none is created.
+	s.g.Eventually(func() error {
+		p := s.get("loop")
+		p.Spec.Steps[1].Next = nil
+		return env.Client.Update(s.ctx, p)
+	}, timeout, poll).Should(Succeed())
+	s.g.Eventually(func() int {
+		_ = env.Client.List(s.ctx, &deps, client.InNamespace(s.ns))
+		return len(deps.Items)
+	}, timeout, poll).Should(Equal(2))
+	s.g.Expect(deps.Items[0].Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName).To(Equal("shared-models"))
+	var pvcs corev1.PersistentVolumeClaimList
+	s.g.Expect(env.Client.List(s.ctx, &pvcs, client.InNamespace(s.ns))).To(Succeed())
+	s.g.Expect(pvcs.Items).To(BeEmpty())
+	var pvs corev1.PersistentVolumeList
+	s.g.Expect(env.Client.List(s.ctx, &pvs, client.MatchingLabels{pipeline.PipelineLabel: "loop"})).To(Succeed())
+	s.g.Expect(pvs.Items).To(BeEmpty())
 }

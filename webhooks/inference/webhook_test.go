@@ -1,0 +1,194 @@
+package inference_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/tools/testenv"
+	webhook "github.com/keelson-dev/keelson/webhooks/inference"
+)
+
+var withWebhook, withoutWebhook *testenv.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	pair, err := testenv.StartWebhookPair(testenv.Options{
+		AddToScheme: []func(*runtime.Scheme) error{inferencev1alpha1.AddToScheme},
+	}, "charts/keelson/files/webhooks/pipeline-controller.yaml")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = pair.Stop() }()
+	withWebhook, withoutWebhook = pair.With, pair.Without
+	return m.Run()
+}
+
+func serveWebhooks(t *testing.T) {
+	withWebhook.StartManager(t, testenv.ManagerOptions{Setup: func(mgr ctrl.Manager) error {
+		return webhook.SetupWithManager(mgr)
+	}})
+}
+
+func namespace(t *testing.T, env *testenv.Env) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ipl-wh-"}}
+	if err := env.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+func valid(name string) *inferencev1alpha1.Pipeline {
+	return &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: inferencev1alpha1.PipelineSpec{
+			ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StorageNFS,
+				CSIParameter: map[string]string{"server": "nfs", "share": "/m"}},
+			Steps: []inferencev1alpha1.Step{{Name: "a", Image: "x"}, {Name: "b", Image: "y"}},
+		}}
+}
+
+// Every invalid spec is rejected with its field path, with the webhook and (where CEL can express it) without.
+func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
+	serveWebhooks(t)
+	nsWith, nsWithout := namespace(t, withWebhook), namespace(t, withoutWebhook)
+	for name, tc := range map[string]struct {
+		mutate                      func(*inferencev1alpha1.Pipeline)
+		withWebhook, withoutWebhook string
+	}{
+		"no steps": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps = nil }, "spec.steps", "spec.steps"},
+		"step without image": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Image = "" },
+			"spec.steps[1].image", "spec.steps[1].image"},
+		"step name not DNS-1123": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Name = "Step_A" },
+			"spec.steps[0].name", "spec.steps[0].name"},
+		"duplicate step names": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Name = "a" },
+			"spec.steps[1].name: Duplicate value", ""},
+		"next step that does not exist": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Next = []string{"ghost"} },
+			"spec.steps[0].next[0]: Not found: \"ghost\"", ""},
+		"cycle": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Next = []string{"a"} },
+			"a -> b -> a", ""},
+		"nfs without share": {func(p *inferencev1alpha1.Pipeline) { delete(p.Spec.ModelStorage.CSIParameter, "share") },
+			"spec.modelStorage.csiParameter", "spec.modelStorage.csiParameter"},
+		"pvc without claim": {func(p *inferencev1alpha1.Pipeline) {
+			p.Spec.ModelStorage = inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StoragePVC}
+		}, "spec.modelStorage.claimName", "spec.modelStorage.claimName"},
+		"unknown storage type": {func(p *inferencev1alpha1.Pipeline) { p.Spec.ModelStorage.Type = "s3" },
+			"spec.modelStorage.type", "spec.modelStorage.type"},
+		"listenPort not a port": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Args = map[string]string{"listenPort": "http"} },
+			"spec.steps[0].args[listenPort]", ""},
+		"unknown strategy": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Strategy = "BlueGreen" },
+			"spec.steps[0].strategy", "spec.steps[0].strategy"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, side := range []struct {
+				env  *testenv.Env
+				ns   string
+				want string
+			}{{withWebhook, nsWith, tc.withWebhook}, {withoutWebhook, nsWithout, tc.withoutWebhook}} {
+				p := valid(strings.ReplaceAll(strings.ToLower(name), " ", "-"))
+				p.Name = strings.ReplaceAll(p.Name, "-1123", "")
+				p.Namespace = side.ns
+				tc.mutate(p)
+				err := side.env.Client.Create(context.Background(), p)
+				label := map[bool]string{true: "with the webhook", false: "without the webhook"}[side.env == withWebhook]
+				if side.want == "" {
+					if err != nil {
+						t.Errorf("%s: rejected, want admitted (the controller reports it): %v", label, err)
+					}
+					continue
+				}
+				if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), side.want) {
+					t.Errorf("%s: got %v, want an Invalid error containing %q", label, err, side.want)
+				}
+			}
+		})
+	}
+}
+
+func TestModelStorageIsImmutable(t *testing.T) {
+	serveWebhooks(t)
+	for _, env := range []*testenv.Env{withWebhook, withoutWebhook} {
+		g := NewWithT(t)
+		p := valid("moving")
+		p.Namespace = namespace(t, env)
+		g.Expect(env.Client.Create(context.Background(), p)).To(Succeed())
+		p.Spec.ModelStorage.CSIParameter["share"] = "/elsewhere"
+		err := env.Client.Update(context.Background(), p)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		g.Expect(err.Error()).To(ContainSubstring("create a new pipeline"))
+	}
+}
+
+// The webhook names the steps, sets ports from listenPort, and picks Recreate for a single GPU replica; a missing
+// node is a warning, not an error.
+func TestDefaultsAndWarnings(t *testing.T) {
+	serveWebhooks(t)
+	g := NewWithT(t)
+	p := valid("defaults")
+	p.Namespace = namespace(t, withWebhook)
+	p.Spec.Steps = []inferencev1alpha1.Step{
+		{Image: "x", Args: map[string]string{"listenPort": "9080"}, Location: "no-such-node"},
+		{Image: "y", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}},
+	}
+	var warnings []string
+	cfg := *withWebhook.Config
+	cfg.WarningHandlerWithContext = warningCollector{&warnings}
+	c, err := client.New(&cfg, client.Options{Scheme: withWebhook.Scheme})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.Create(context.Background(), p)).To(Succeed())
+	g.Expect(p.Spec.Steps[0].Name).To(Equal("step-0"))
+	g.Expect(p.Spec.Steps[0].Port).To(Equal(int32(9080)))
+	g.Expect(p.Spec.Steps[1].Port).To(Equal(int32(8080)))
+	g.Expect(p.Spec.Steps[1].Strategy).To(Equal(appsv1.RecreateDeploymentStrategyType))
+	g.Expect(p.Spec.Steps[0].Strategy).To(Equal(appsv1.RollingUpdateDeploymentStrategyType))
+	g.Expect(warnings).To(ContainElement(ContainSubstring("spec.steps[0].location: node no-such-node does not exist")))
+}
+
+type warningCollector struct{ out *[]string }
+
+func (w warningCollector) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, text string) {
+	*w.out = append(*w.out, text)
+}
+
+// The samples are admitted as they are, with and without the webhook.
+func TestSamplesAreValid(t *testing.T) {
+	serveWebhooks(t)
+	files, err := filepath.Glob(filepath.Join(withWebhook.Root, "docs", "samples", "pipeline-*.yaml"))
+	if err != nil || len(files) < 2 {
+		t.Fatalf("want the seed and GPU fan-out samples, found %v (%v)", files, err)
+	}
+	for _, f := range files {
+		for _, env := range []*testenv.Env{withWebhook, withoutWebhook} {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var p inferencev1alpha1.Pipeline
+			if err := yaml.UnmarshalStrict(b, &p); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			p.Namespace = namespace(t, env)
+			if err := env.Client.Create(context.Background(), &p); err != nil {
+				t.Errorf("%s rejected: %v", filepath.Base(f), err)
+			}
+		}
+	}
+}
