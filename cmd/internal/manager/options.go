@@ -42,6 +42,19 @@ type Options struct {
 	WebhookPort int
 	// WebhookCertDir holds the webhook server's tls.crt and tls.key.
 	WebhookCertDir string
+	// WebhookCertRotation makes the process run its own CA: it keeps the serving certificate in a Secret of its
+	// namespace, writes it to WebhookCertDir, and injects the CA into its webhook configurations.
+	WebhookCertRotation bool
+	// WebhookCertSecret is the Secret (in the pod's namespace) that holds the CA and serving certificate.
+	WebhookCertSecret string
+	// WebhookServiceName is the Service in front of the webhook server; the certificate is for its DNS names.
+	WebhookServiceName string
+	// WebhookConfigName names the validating and mutating webhook configurations the CA is injected into.
+	WebhookConfigName string
+
+	// CheckReadyURL, when set, makes the process GET that URL, exit 0 on a 2xx answer and 1 otherwise (the
+	// chart's helm test uses it, so no other image is needed).
+	CheckReadyURL string
 
 	// LogLevel is debug, info, error, or a number (higher is more verbose).
 	LogLevel string
@@ -78,6 +91,9 @@ func DefaultOptions(name string) Options {
 		EnableWebhooks:          true,
 		WebhookPort:             9443,
 		WebhookCertDir:          "/tmp/k8s-webhook-server/serving-certs",
+		WebhookCertSecret:       name + "-webhook-tls",
+		WebhookServiceName:      name,
+		WebhookConfigName:       "keelson-" + name,
 		LogLevel:                "info",
 		LogFormat:               "json",
 		Concurrency:             4,
@@ -115,6 +131,17 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port the admission webhook server listens on.")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir,
 		"Directory with the webhook server's tls.crt and tls.key.")
+	fs.BoolVar(&o.WebhookCertRotation, "webhook-cert-rotation", o.WebhookCertRotation,
+		"Run an own CA: keep the serving certificate in --webhook-cert-secret, write it to --webhook-cert-dir and "+
+			"inject the CA into --webhook-configuration-name. Off when certificates come from elsewhere (cert-manager).")
+	fs.StringVar(&o.WebhookCertSecret, "webhook-cert-secret", o.WebhookCertSecret,
+		"Secret in the pod's namespace holding the webhook CA and certificate (with --webhook-cert-rotation).")
+	fs.StringVar(&o.WebhookServiceName, "webhook-service-name", o.WebhookServiceName,
+		"Service in front of the webhook server: the certificate is issued for its DNS names.")
+	fs.StringVar(&o.WebhookConfigName, "webhook-configuration-name", o.WebhookConfigName,
+		"Name of the validating and mutating webhook configurations to inject the CA into.")
+	fs.StringVar(&o.CheckReadyURL, "check-ready-url", o.CheckReadyURL,
+		"GET this URL and exit 0 if it answers 2xx, 1 otherwise; nothing else runs (for helm test).")
 
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "Log level: debug, info, error, or a verbosity number (2 = more).")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format: json or console.")
@@ -196,4 +223,14 @@ func resolveLeaseNamespace(flagValue string, getenv func(string) string, readFil
 // leaseNamespace resolves the Lease namespace from the real environment.
 func (o *Options) leaseNamespace() (string, error) {
 	return resolveLeaseNamespace(o.LeaderElectionNamespace, os.Getenv, os.ReadFile)
+}
+
+// podNamespace is the namespace the process runs in (POD_NAMESPACE or the service account's), where its
+// certificate Secret lives.
+func podNamespace() (string, error) {
+	ns, err := resolveLeaseNamespace("", os.Getenv, os.ReadFile)
+	if err != nil {
+		return "", errors.New("--webhook-cert-rotation: not running in a pod and POD_NAMESPACE is unset")
+	}
+	return ns, nil
 }

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -147,11 +148,14 @@ func start(t *testing.T, binary string, extra ...string) *process {
 		"--leader-election-namespace=default",
 		"--webhook-port=" + strings.Split(freeAddr(t), ":")[1],
 	}
-	if !slices.ContainsFunc(extra, func(a string) bool { return strings.HasPrefix(a, "--webhook-cert-dir") }) {
+	if !slices.ContainsFunc(extra, func(a string) bool {
+		return strings.HasPrefix(a, "--webhook-cert-dir") || strings.HasPrefix(a, "--webhook-cert-rotation")
+	}) {
 		args = append(args, "--enable-webhooks=false") // no serving certificate unless the test makes one
 	}
 	args = append(args, extra...)
 	p.cmd = exec.Command(filepath.Join(binDir, binary), args...)
+	p.cmd.Env = append(os.Environ(), "POD_NAMESPACE=default")
 	p.cmd.Stdout, p.cmd.Stderr = p.output, p.output
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -261,6 +265,68 @@ func TestReadyzIncludesTheWebhookServer(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	// The validating webhook answers: an empty review comes back as an AdmissionReview refusing it.
 	g.Expect(string(body)).To(ContainSubstring("request body is empty"))
+}
+
+// With --webhook-cert-rotation the binary runs its own CA: it fills the Secret the chart creates empty, injects the
+// CA into its webhook configurations, and serves a certificate for its Service's DNS name signed by that CA.
+func TestWebhookCertRotation(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	name := "keelson-daemonset-controller"
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "daemonset-controller-webhook-tls", Namespace: "default"}}
+	g.Expect(env.Client.Create(ctx, secret)).To(Succeed())
+	hook := func(path string) (admissionregistrationv1.WebhookClientConfig, []admissionregistrationv1.RuleWithOperations) {
+		return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
+				Namespace: "default", Name: "daemonset-controller", Path: &path}},
+			[]admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{"CREATE"},
+				Rule: admissionregistrationv1.Rule{APIGroups: []string{"daemonset.keelson.dev"}, APIVersions: []string{"v1alpha1"}, Resources: []string{"daemonsets"}}}}
+	}
+	none := admissionregistrationv1.SideEffectClassNone
+	ignore := admissionregistrationv1.Ignore
+	vcc, rules := hook("/validate")
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "v.keelson.dev", ClientConfig: vcc, Rules: rules,
+			SideEffects: &none, FailurePolicy: &ignore, AdmissionReviewVersions: []string{"v1"}}}}
+	mcc, _ := hook("/mutate")
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "m.keelson.dev", ClientConfig: mcc, Rules: rules,
+			SideEffects: &none, FailurePolicy: &ignore, AdmissionReviewVersions: []string{"v1"}}}}
+	g.Expect(env.Client.Create(ctx, vwc)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, mwc)).To(Succeed())
+	t.Cleanup(func() {
+		_ = env.Client.Delete(ctx, vwc)
+		_ = env.Client.Delete(ctx, mwc)
+	})
+
+	webhookPort := strings.Split(freeAddr(t), ":")[1]
+	certDir := t.TempDir()
+	p := start(t, "daemonset-controller", "--metrics-bind-address=0", "--leader-election-id=rotation",
+		"--webhook-cert-rotation", "--webhook-cert-dir="+certDir, "--webhook-port="+webhookPort)
+	g.Eventually(func() map[string][]byte {
+		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(secret), secret)
+		return secret.Data
+	}, 30*time.Second, 100*time.Millisecond).Should(HaveKey("tls.crt"))
+	// In a pod the Secret is mounted at the cert dir; here the test plays the kubelet that projects it.
+	for _, f := range []string{"tls.crt", "tls.key"} {
+		g.Expect(os.WriteFile(filepath.Join(certDir, f), secret.Data[f], 0o600)).To(Succeed())
+	}
+	g.Eventually(func() (int, error) { return p.get("/readyz/webhooks") }, 60*time.Second, 100*time.Millisecond).
+		Should(Equal(http.StatusOK))
+	g.Expect(secret.Data).To(HaveKey("ca.crt"))
+	g.Eventually(func() []byte {
+		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(vwc), vwc)
+		return vwc.Webhooks[0].ClientConfig.CABundle
+	}, 30*time.Second, 100*time.Millisecond).Should(Equal(secret.Data["ca.crt"]))
+	g.Eventually(func() []byte {
+		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(mwc), mwc)
+		return mwc.Webhooks[0].ClientConfig.CABundle
+	}, 30*time.Second, 100*time.Millisecond).Should(Equal(secret.Data["ca.crt"]))
+
+	pool := x509.NewCertPool()
+	g.Expect(pool.AppendCertsFromPEM(secret.Data["ca.crt"])).To(BeTrue())
+	conn, err := tls.Dial("tcp", "127.0.0.1:"+webhookPort, &tls.Config{RootCAs: pool, ServerName: "daemonset-controller.default.svc"})
+	g.Expect(err).NotTo(HaveOccurred(), "the serving certificate is signed by the injected CA for the Service's name")
+	_ = conn.Close()
 }
 
 // writeSelfSignedCert writes tls.crt and tls.key for 127.0.0.1 into dir.

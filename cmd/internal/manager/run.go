@@ -75,6 +75,14 @@ func Run(ctx context.Context, b Binary, args []string, stdout, stderr io.Writer)
 		_, _ = fmt.Fprintf(stderr, "%s: invalid flags:\n%v\n", b.Name, err)
 		return exitUsage
 	}
+	if opts.CheckReadyURL != "" {
+		if err := checkReady(opts.CheckReadyURL); err != nil {
+			_, _ = fmt.Fprintf(stderr, "%s: not ready: %v\n", b.Name, err)
+			return exitError
+		}
+		_, _ = fmt.Fprintf(stdout, "%s: %s is ready\n", b.Name, opts.CheckReadyURL)
+		return exitOK
+	}
 
 	log := newLogger(opts.LogLevel, opts.LogFormat, stderr)
 	ctrl.SetLogger(log)
@@ -159,7 +167,12 @@ func newManager(b Binary, opts Options) (ctrl.Manager, error) {
 	if err := mgr.AddReadyzCheck("caches", cachesSynced(mgr.GetCache())); err != nil {
 		return nil, fmt.Errorf("adding the cache readiness check: %w", err)
 	}
-	if opts.EnableWebhooks && b.SetupWebhooks != nil {
+	switch {
+	case opts.EnableWebhooks && b.SetupWebhooks != nil && opts.WebhookCertRotation:
+		if err := setupWebhooksWithRotation(mgr, b, opts); err != nil {
+			return nil, err
+		}
+	case opts.EnableWebhooks && b.SetupWebhooks != nil:
 		if err := b.SetupWebhooks(mgr); err != nil {
 			return nil, fmt.Errorf("registering webhooks: %w", err)
 		}
