@@ -143,7 +143,12 @@ main() {
   case $1 in
     controller-gen) go_install controller-gen "$CONTROLLER_GEN_VERSION" sigs.k8s.io/controller-tools/cmd/controller-gen ;;
     golangci-lint) go_install golangci-lint "$GOLANGCI_LINT_VERSION" github.com/golangci/golangci-lint/v2/cmd/golangci-lint ;;
-    helm) go_install helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ;;
+    helm) # Stamp the Kubernetes version Helm assumes for `helm template` and lint (as Helm's own build does).
+          local kmaj kmin
+          kmaj=$(echo "${KUBE_VERSION#v}" | cut -d. -f1); kmin=$(echo "${KUBE_VERSION#v}" | cut -d. -f2)
+          go_install helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION \
+-X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=$kmaj -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$kmin \
+-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=$kmaj -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$kmin" ;;
     kwok) go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok >/dev/null
           go_install kwokctl "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwokctl ;;
     coredns) go_install coredns "$COREDNS_VERSION" github.com/coredns/coredns ;;
