@@ -20,6 +20,7 @@ webhook_dir_pipeline-controller := inference
 BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+HELM := $(BIN)/helm-$(HELM_VERSION)
 ENVTEST_DIR := $(BIN)/k8s/$(KUBE_VERSION)
 KUBECTL := $(ENVTEST_DIR)/kubectl
 
@@ -99,7 +100,7 @@ verify: ## Regenerate everything and fail on drift; then vet and lint. What CI r
 ##@ Test
 
 .PHONY: test
-test: envtest ## Run unit and integration tests (real kube-apiserver + etcd via envtest) of both modules.
+test: envtest $(HELM) ## Run unit, integration (real kube-apiserver + etcd via envtest) and chart tests of both modules.
 	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test $(GO_TEST_FLAGS) ./...
 	cd apis && go test $(GO_TEST_FLAGS) ./...
 
@@ -125,9 +126,17 @@ run-daemonset-controller run-workload-sizer run-pipeline-controller: run-%: ## R
 	go run -ldflags "$(LDFLAGS)" ./cmd/$* --log-format=console --leader-elect=false --enable-webhooks=false \
 		--metrics-bind-address=0 $(RUN_ARGS)
 
+.PHONY: chart-lint
+chart-lint: $(HELM) ## Lint charts/keelson strictly with the pinned helm.
+	$(HELM) lint --strict charts/keelson
+
+.PHONY: chart-template
+chart-template: $(HELM) ## Render charts/keelson with its defaults (VALUES='--set workloadSizer.enabled=false' to vary).
+	$(HELM) template keelson charts/keelson --namespace keelson-system $(VALUES)
+
 .PHONY: docker-build image-local
-docker-build image-local: ## Placeholder: container images arrive with the chart issue.
-	@echo "make $@ is not available yet: the images arrive with the chart issue." >&2; exit 1
+docker-build image-local: ## Placeholder: container images are not built yet (see docs/chart.md).
+	@echo "make $@ is not available yet: the container images are still to come." >&2; exit 1
 
 ##@ Deploy
 
@@ -148,12 +157,14 @@ dev dev-down cluster-up cluster-down cluster-status: ## Placeholder: the local c
 ##@ Tools
 
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) envtest ## Install every pinned tool the build and tests need into bin/.
+tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) envtest ## Install every pinned tool the build and tests need into bin/.
 
 $(CONTROLLER_GEN):
 	tools/install.sh controller-gen >/dev/null
 $(GOLANGCI_LINT):
 	tools/install.sh golangci-lint >/dev/null
+$(HELM):
+	tools/install.sh helm >/dev/null
 $(ENVTEST_DIR)/.envtest-ready:
 	tools/install.sh envtest >/dev/null
 

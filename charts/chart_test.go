@@ -1,0 +1,365 @@
+// Package charts_test tests charts/keelson with the Helm Go SDK: renders for a matrix of values asserted on typed
+// objects, the schema and the drain guard, RBAC least privilege, and a server-side dry-run of the render against a
+// real apiserver into a namespace that enforces Pod Security "restricted".
+package charts_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/keelson-dev/keelson/tools/testenv"
+)
+
+const (
+	chartDir  = "keelson"
+	namespace = "keelson-system"
+)
+
+var controllers = []string{"daemonset-controller", "workload-sizer", "pipeline-controller"}
+
+// render installs the chart in Helm's client-only dry-run mode and returns every object it renders, hooks included.
+func render(vals map[string]any) ([]*unstructured.Unstructured, error) {
+	chrt, err := loader.Load(chartDir)
+	if err != nil {
+		return nil, err
+	}
+	install := action.NewInstall(&action.Configuration{})
+	install.DryRun, install.ClientOnly, install.Replace = true, true, true
+	install.ReleaseName, install.Namespace = "keelson", namespace
+	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.36.3", Major: "1", Minor: "36"}
+	rel, err := install.Run(chrt, vals)
+	if err != nil {
+		return nil, err
+	}
+	manifest := rel.Manifest
+	for _, h := range rel.Hooks {
+		manifest += "\n---\n" + h.Manifest
+	}
+	var out []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, err
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
+}
+
+func mustRender(t *testing.T, vals map[string]any) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := render(vals)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	return objs
+}
+
+// ofKind converts every rendered object of kind into T.
+func ofKind[T any](t *testing.T, objs []*unstructured.Unstructured, kind string) []*T {
+	t.Helper()
+	var out []*T
+	for _, u := range objs {
+		if u.GetKind() != kind {
+			continue
+		}
+		var obj T
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &obj); err != nil {
+			t.Fatalf("%s %s: %v", kind, u.GetName(), err)
+		}
+		out = append(out, &obj)
+	}
+	return out
+}
+
+// controllerOf names the controller an object belongs to ("" for none).
+func controllerOf(u *unstructured.Unstructured) string {
+	return u.GetLabels()["app.kubernetes.io/name"]
+}
+
+func TestRenderMatrix(t *testing.T) {
+	off := func(keys ...string) map[string]any {
+		v := map[string]any{}
+		for _, k := range keys {
+			v[k] = map[string]any{"enabled": false}
+		}
+		return v
+	}
+	for name, tc := range map[string]struct {
+		vals    map[string]any
+		enabled []string
+	}{
+		"defaults":                {nil, controllers},
+		"daemonset off":           {off("daemonsetController"), []string{"workload-sizer", "pipeline-controller"}},
+		"sizer off":               {off("workloadSizer"), []string{"daemonset-controller", "pipeline-controller"}},
+		"pipeline off":            {off("pipelineController"), []string{"daemonset-controller", "workload-sizer"}},
+		"only the daemonset":      {off("workloadSizer", "pipelineController"), []string{"daemonset-controller"}},
+		"all off":                 {off("daemonsetController", "workloadSizer", "pipelineController"), nil},
+		"cert-manager":            {map[string]any{"webhooks": map[string]any{"certs": map[string]any{"mode": "certManager"}}}, controllers},
+		"one replica each":        {map[string]any{"daemonsetController": map[string]any{"replicas": 1}, "workloadSizer": map[string]any{"replicas": 1}, "pipelineController": map[string]any{"replicas": 1}}, controllers},
+		"pdb by minAvailable":     {map[string]any{"workloadSizer": map[string]any{"replicas": 3, "pdb": map[string]any{"minAvailable": 2, "maxUnavailable": nil}}}, controllers},
+		"pdb off":                 {map[string]any{"pipelineController": map[string]any{"pdb": map[string]any{"enabled": false}}}, controllers},
+		"override per controller": {map[string]any{"workloadSizer": map[string]any{"logLevel": "debug", "image": map[string]any{"tag": "v9"}}}, controllers},
+		"crds not kept":           {map[string]any{"crds": map[string]any{"keep": false}}, controllers},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			objs := mustRender(t, tc.vals)
+			perController := map[string]map[string]int{}
+			for _, u := range objs {
+				c := controllerOf(u)
+				if perController[c] == nil {
+					perController[c] = map[string]int{}
+				}
+				perController[c][u.GetKind()]++
+			}
+			certManager := strings.Contains(name, "cert-manager")
+			for _, c := range controllers {
+				kinds := perController[c]
+				if !contains(tc.enabled, c) {
+					g.Expect(kinds).To(BeEmpty(), "%s is off but renders objects", c)
+					continue
+				}
+				want := map[string]int{"Deployment": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
+					"Role": 1, "RoleBinding": 1, "Service": 1, "ValidatingWebhookConfiguration": 1,
+					"MutatingWebhookConfiguration": 1, "PodDisruptionBudget": 1, "Pod": 1, "Secret": 1}
+				if certManager {
+					delete(want, "Secret")
+					want["Certificate"] = 1
+				}
+				if strings.Contains(name, "pdb off") && c == "pipeline-controller" {
+					delete(want, "PodDisruptionBudget")
+				}
+				g.Expect(kinds).To(Equal(want), "objects of %s", c)
+			}
+			crds := ofKind[unstructured.Unstructured](t, objs, "CustomResourceDefinition")
+			g.Expect(crds).To(HaveLen(len(tc.enabled)), "one CRD per enabled controller")
+			for _, crd := range crds {
+				keep := crd.GetAnnotations()["helm.sh/resource-policy"] == "keep"
+				g.Expect(keep).To(Equal(!strings.Contains(name, "not kept")), "keep annotation on %s", crd.GetName())
+			}
+			for _, d := range ofKind[appsv1.Deployment](t, objs, "Deployment") {
+				checkDeployment(g, d, certManager)
+			}
+			for _, p := range ofKind[policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget") {
+				g.Expect(*p.Spec.UnhealthyPodEvictionPolicy).To(Equal(policyv1.AlwaysAllow))
+				g.Expect(p.Spec.MinAvailable == nil).NotTo(Equal(p.Spec.MaxUnavailable == nil), "exactly one of the two")
+			}
+			for _, w := range ofKind[admissionregistrationv1.ValidatingWebhookConfiguration](t, objs, "ValidatingWebhookConfiguration") {
+				for _, h := range w.Webhooks {
+					g.Expect(h.NamespaceSelector.MatchExpressions[0].Values).To(ConsistOf("kube-system", namespace))
+					g.Expect(*h.FailurePolicy).To(Equal(admissionregistrationv1.Fail))
+					g.Expect(h.ClientConfig.Service.Namespace).To(Equal(namespace))
+				}
+			}
+		})
+	}
+}
+
+func checkDeployment(g Gomega, d *appsv1.Deployment, certManager bool) {
+	g.Expect(*d.Spec.Replicas).To(BeNumerically(">=", 1))
+	g.Expect(d.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue()).To(Equal(0))
+	g.Expect(d.Spec.Strategy.RollingUpdate.MaxSurge.IntValue()).To(Equal(1))
+	pod := d.Spec.Template.Spec
+	g.Expect(*pod.SecurityContext.RunAsNonRoot).To(BeTrue())
+	g.Expect(pod.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
+	c := pod.Containers[0]
+	g.Expect(*c.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())
+	g.Expect(*c.SecurityContext.AllowPrivilegeEscalation).To(BeFalse())
+	g.Expect(c.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
+	g.Expect(c.Args).To(ContainElement("--leader-election-retry-period=1s"))
+	if certManager {
+		g.Expect(c.Args).NotTo(ContainElement("--webhook-cert-rotation"))
+	} else {
+		g.Expect(c.Args).To(ContainElement("--webhook-cert-rotation"))
+	}
+	g.Expect(pod.Affinity.PodAntiAffinity).NotTo(BeNil(), "replicas spread across nodes by default")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestOverridesReachOnlyTheirController(t *testing.T) {
+	g := NewWithT(t)
+	objs := mustRender(t, map[string]any{"workloadSizer": map[string]any{"logLevel": "debug", "image": map[string]any{"tag": "v9"}}})
+	for _, d := range ofKind[appsv1.Deployment](t, objs, "Deployment") {
+		c := d.Spec.Template.Spec.Containers[0]
+		if d.Name == "keelson-workload-sizer" {
+			g.Expect(c.Image).To(Equal("docker.io/keelson/workload-sizer:v9"))
+			g.Expect(c.Args).To(ContainElement("--log-level=debug"))
+		} else {
+			g.Expect(c.Image).To(HaveSuffix(":0.1.0"))
+			g.Expect(c.Args).To(ContainElement("--log-level=info"))
+		}
+	}
+}
+
+func TestSchemaRejectsTypos(t *testing.T) {
+	for _, vals := range []map[string]any{
+		{"daemonsetController": map[string]any{"enable": true}},
+		{"workloadSizer": map[string]any{"replicas": "two"}},
+		{"webhooks": map[string]any{"certs": map[string]any{"mode": "letsencrypt"}}},
+		{"pipelineController": map[string]any{"pdb": map[string]any{"minAvailable": "lots"}}},
+	} {
+		_, err := render(vals)
+		if err == nil || !strings.Contains(err.Error(), "schema") {
+			t.Errorf("values %v: got %v, want a schema error", vals, err)
+		}
+	}
+	if _, err := render(map[string]any{"global": map[string]any{"somethingNew": true}}); err != nil {
+		t.Errorf("global must stay open for forward compatibility: %v", err)
+	}
+}
+
+func TestBlockingBudgetIsRefused(t *testing.T) {
+	for _, pdb := range []map[string]any{
+		{"minAvailable": 2, "maxUnavailable": nil},
+		{"minAvailable": "100%", "maxUnavailable": nil},
+		{"maxUnavailable": 0},
+	} {
+		_, err := render(map[string]any{"daemonsetController": map[string]any{"replicas": 2, "pdb": pdb}})
+		if err == nil || !strings.Contains(err.Error(), "every node drain would wait forever") {
+			t.Errorf("pdb %v: got %v, want the drain guard", pdb, err)
+		}
+		pdb["allowBlockingDrains"] = true
+		if _, err := render(map[string]any{"daemonsetController": map[string]any{"replicas": 2, "pdb": pdb}}); err != nil {
+			t.Errorf("pdb %v with allowBlockingDrains: %v", pdb, err)
+		}
+	}
+}
+
+// RBAC: no wildcards, and Secrets only in the release namespace (and only update of the chart's own Secret).
+func TestRBACIsLeastPrivilege(t *testing.T) {
+	g := NewWithT(t)
+	objs := mustRender(t, nil)
+	for _, r := range ofKind[rbacv1.ClusterRole](t, objs, "ClusterRole") {
+		for _, rule := range r.Rules {
+			for _, list := range [][]string{rule.Verbs, rule.Resources, rule.APIGroups} {
+				g.Expect(list).NotTo(ContainElement("*"), "wildcard in %s", r.Name)
+			}
+			g.Expect(rule.Resources).NotTo(ContainElement("secrets"), "cluster-wide Secret access in %s", r.Name)
+		}
+	}
+	for _, r := range ofKind[rbacv1.Role](t, objs, "Role") {
+		g.Expect(r.Namespace).To(Equal(namespace))
+		for _, rule := range r.Rules {
+			if contains(rule.Resources, "secrets") && (contains(rule.Verbs, "update") || contains(rule.Verbs, "patch")) {
+				g.Expect(rule.ResourceNames).To(HaveLen(1), "updates only the controller's own certificate Secret")
+			}
+		}
+	}
+}
+
+var (
+	envOnce sync.Once
+	env     *testenv.Env
+	envErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if env != nil {
+		_ = env.Stop()
+	}
+	os.Exit(code)
+}
+
+// warnings collects the apiserver's warnings.
+type warnings struct {
+	mu  sync.Mutex
+	all []string
+}
+
+func (w *warnings) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.all = append(w.all, text)
+}
+
+// The default render is accepted by a real apiserver, server-side, into a namespace that enforces (and warns about)
+// Pod Security "restricted": no error and no warning.
+func TestServerSideDryRunUnderRestrictedPodSecurity(t *testing.T) {
+	g := NewWithT(t)
+	envOnce.Do(func() { env, envErr = testenv.Start(testenv.Options{}) })
+	g.Expect(envErr).NotTo(HaveOccurred())
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/warn": "restricted",
+		"pod-security.kubernetes.io/audit": "restricted"}}}
+	g.Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, ns))).To(Succeed())
+
+	w := &warnings{}
+	cfg := *env.Config
+	cfg.WarningHandlerWithContext = w
+	c, err := client.New(&cfg, client.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	objs := mustRender(t, nil)
+	g.Expect(len(objs)).To(BeNumerically(">", 30))
+	for _, u := range objs {
+		err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("chart-test"),
+			client.ForceOwnership, client.DryRunAll)
+		g.Expect(err).NotTo(HaveOccurred(), "%s %s", u.GetKind(), u.GetName())
+	}
+	g.Expect(w.all).To(BeEmpty(), "warnings from the apiserver")
+}
+
+// helm lint --strict passes with the pinned helm (skipped only when the binary is not installed: make test installs it).
+func TestHelmLintStrict(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, err := testenv.PinnedVersion(root, "HELM_VERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	helm := fmt.Sprintf("%s/bin/helm-%s", root, version)
+	if _, err := os.Stat(helm); err != nil {
+		t.Fatalf("%s is missing: run make test (it installs the pinned helm)", helm)
+	}
+	out, err := runCmd(helm, "lint", "--strict", chartDir)
+	if err != nil || !strings.Contains(out, "0 chart(s) failed") {
+		t.Fatalf("helm lint --strict: %v\n%s", err, out)
+	}
+}
+
+func runCmd(name string, args ...string) (string, error) {
+	var buf bytes.Buffer
+	cmd := execCommand(name, args...)
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	err := cmd.Run()
+	return buf.String(), err
+}
