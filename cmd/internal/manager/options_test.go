@@ -77,6 +77,8 @@ func TestBindFlagsParsesEveryFlag(t *testing.T) {
 		"--leader-election-retry-period=3s", "--enable-webhooks=false", "--webhook-port=9444",
 		"--webhook-cert-dir=/certs", "--log-level=debug", "--log-format=console", "--concurrency=8",
 		"--kube-api-qps=10", "--kube-api-burst=20", "--graceful-shutdown-timeout=5s", "--kubeconfig=/kc",
+		"--webhook-cert-rotation", "--webhook-cert-secret=s", "--webhook-service-name=svc",
+		"--webhook-configuration-name=cfg", "--check-ready-url=http://x/readyz",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +86,9 @@ func TestBindFlagsParsesEveryFlag(t *testing.T) {
 	want := Options{
 		MetricsAddr: ":9000", ProbeAddr: ":9001", LeaderElectionNamespace: "ops", LeaderElectionID: "lease-x",
 		LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 3 * time.Second,
-		WebhookPort: 9444, WebhookCertDir: "/certs", LogLevel: "debug", LogFormat: "console", Concurrency: 8,
+		WebhookPort: 9444, WebhookCertDir: "/certs", WebhookCertRotation: true, WebhookCertSecret: "s",
+		WebhookServiceName: "svc", WebhookConfigName: "cfg", CheckReadyURL: "http://x/readyz",
+		LogLevel: "debug", LogFormat: "console", Concurrency: 8,
 		KubeAPIQPS: 10, KubeAPIBurst: 20, GracefulShutdownTimeout: 5 * time.Second,
 	}
 	if o != want {

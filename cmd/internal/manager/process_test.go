@@ -188,7 +188,8 @@ func TestHelpListsEveryFlag(t *testing.T) {
 		"leader-election-namespace", "leader-election-id", "leader-election-lease-duration",
 		"leader-election-renew-deadline", "leader-election-retry-period", "enable-webhooks", "webhook-port",
 		"webhook-cert-dir", "log-level", "log-format", "kubeconfig", "concurrency", "kube-api-qps",
-		"kube-api-burst", "graceful-shutdown-timeout", "version"}
+		"kube-api-burst", "graceful-shutdown-timeout", "version", "webhook-cert-rotation", "webhook-cert-secret",
+		"webhook-service-name", "webhook-configuration-name", "check-ready-url"}
 	for _, b := range binaries {
 		out, err := exec.Command(filepath.Join(binDir, b), "--help").CombinedOutput()
 		if err != nil {
@@ -212,6 +213,17 @@ func TestVersionIsStamped(t *testing.T) {
 			t.Errorf("%s --version printed %q, want it to start with %q", b, out, b+" "+testVersion)
 		}
 	}
+}
+
+// --check-ready-url (the chart's helm test) exits 0 on a ready endpoint and 1 otherwise.
+func TestCheckReadyURL(t *testing.T) {
+	p := start(t, "pipeline-controller", "--metrics-bind-address=0", "--leader-election-id=check-ready")
+	g := NewWithT(t)
+	g.Eventually(func() (int, error) { return p.get("/readyz") }, 30*time.Second, 50*time.Millisecond).Should(Equal(http.StatusOK))
+	bin := filepath.Join(binDir, "pipeline-controller")
+	g.Expect(exec.Command(bin, "--check-ready-url=http://"+p.probeAddr+"/readyz").Run()).To(Succeed())
+	err := exec.Command(bin, "--check-ready-url=http://"+p.probeAddr+"/no-such-check").Run()
+	g.Expect(err).To(HaveOccurred(), "a failing endpoint must exit non-zero")
 }
 
 func TestInvalidFlagsExitWithUsageError(t *testing.T) {

@@ -20,7 +20,6 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -132,7 +131,7 @@ func newManager(b Binary, opts Options) (ctrl.Manager, error) {
 	metricsOpts := metricsserver.Options{BindAddress: opts.MetricsAddr, SecureServing: opts.MetricsSecure}
 	if opts.MetricsSecure {
 		// Only a caller whose token may GET /metrics (a TokenReview and a SubjectAccessReview) is served.
-		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+		metricsOpts.FilterProvider = metricsAuth
 		metricsOpts.CertDir = opts.MetricsCertDir
 	}
 
