@@ -100,7 +100,8 @@ verify: ## Regenerate everything and fail on drift; then vet and lint. What CI r
 ##@ Test
 
 .PHONY: test
-test: envtest $(HELM) ## Run unit, integration (real kube-apiserver + etcd via envtest) and chart tests of both modules.
+test: envtest $(HELM) ## Run unit, integration (real kube-apiserver + etcd via envtest), chart and image tests of both modules.
+	tools/install.sh tini >/dev/null
 	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test $(GO_TEST_FLAGS) ./...
 	cd apis && go test $(GO_TEST_FLAGS) ./...
 
@@ -134,9 +135,20 @@ chart-lint: $(HELM) ## Lint charts/keelson strictly with the pinned helm.
 chart-template: $(HELM) ## Render charts/keelson with its defaults (VALUES='--set workloadSizer.enabled=false' to vary).
 	$(HELM) template keelson charts/keelson --namespace keelson-system $(VALUES)
 
-.PHONY: docker-build image-local
-docker-build image-local: ## Placeholder: container images are not built yet (see docs/chart.md).
-	@echo "make $@ is not available yet: the container images are still to come." >&2; exit 1
+# Image names: $(IMAGE_REGISTRY)/$(IMAGE_REPOSITORY)/<binary>:$(IMAGE_TAG), as the chart's values compose them.
+IMAGE_REGISTRY ?= docker.io
+IMAGE_REPOSITORY ?= keelson
+IMAGE_TAG ?= $(VERSION)
+
+.PHONY: docker-build
+docker-build: ## Build the three images with Docker (needs a Docker engine and a registry for the base images).
+	$(foreach b,$(BINARIES),docker build --target $(b) --build-arg VERSION=$(VERSION) --build-arg GIT_COMMIT=$(GIT_COMMIT) \
+		--build-arg BUILD_DATE=$(BUILD_DATE) -t $(IMAGE_REGISTRY)/$(IMAGE_REPOSITORY)/$(b):$(IMAGE_TAG) . &&) true
+
+.PHONY: image-local
+image-local: build ## Build the same three images offline, as OCI archives in bin/images/ (no Docker, no registry).
+	TINI=$$(tools/install.sh tini) && $(foreach b,$(BINARIES),go run ./tools/image --binary $(BIN)/$(b) --tini $$TINI \
+		--ref $(IMAGE_REGISTRY)/$(IMAGE_REPOSITORY)/$(b):$(IMAGE_TAG) --out $(BIN)/images/$(b).tar &&) true
 
 ##@ Deploy
 

@@ -4,7 +4,7 @@
 #   tools/install.sh TOOL        TOOL is one of: controller-gen golangci-lint helm kwok chainsaw setup-envtest
 #                                envtest (kube-apiserver + etcd + kubectl, prints the directory for KUBEBUILDER_ASSETS)
 #                                kube (every Kubernetes binary a local cluster needs, prints the directory)
-#                                coredns
+#                                coredns, tini (Debian's tini-static, installed with apt)
 #
 # Versions come from tools/versions.env. Every tool lands under bin/ with its version in its path, so a version bump
 # installs the new one beside the old and nothing is ever stale. Nothing here is committed.
@@ -137,6 +137,19 @@ EOF
   echo "$dest"
 }
 
+# tini: Debian's static tini, the images' PID 1. Installed with apt when missing (these machines run as root).
+install_tini() {
+  local t=/usr/bin/tini-static
+  if [ ! -x "$t" ]; then
+    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+      log "$t is missing: install Debian's tini package (apt-get install tini)"; exit 1
+    fi
+    log "installing Debian's tini package"
+    (apt-get install -y -qq tini >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq tini; }) >&2
+  fi
+  echo "$t"
+}
+
 main() {
   [ $# -eq 1 ] || { sed -n '2,8p' "${BASH_SOURCE[0]}" >&2; exit 2; }
   mkdir -p "$BIN"
@@ -153,6 +166,7 @@ main() {
           go_install kwokctl "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwokctl ;;
     coredns) go_install coredns "$COREDNS_VERSION" github.com/coredns/coredns ;;
     chainsaw) install_chainsaw ;;
+    tini) install_tini ;;
     setup-envtest) go_install setup-envtest "$SETUP_ENVTEST_VERSION" sigs.k8s.io/controller-runtime/tools/setup-envtest ;;
     envtest) install_envtest ;;
     kube) install_kube ;;

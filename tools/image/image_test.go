@@ -1,0 +1,177 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var binaries = []string{"daemonset-controller", "workload-sizer", "pipeline-controller"}
+
+// The Dockerfile builds the same layout as this tool: tini at TiniPath, the binary at /<name>, user 65532, and
+// tini as PID 1 in the entrypoint. Docker cannot run on every machine, so the Dockerfile is checked as text.
+func TestDockerfileMatchesTheLayout(t *testing.T) {
+	b, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := string(b)
+	for _, want := range []string{"COPY --from=tini /tini " + TiniPath + "\n", "USER " + User + "\n", "cp /usr/bin/tini-static /tini"} {
+		if !strings.Contains(df, want) {
+			t.Errorf("the Dockerfile lacks %q", strings.TrimSpace(want))
+		}
+	}
+	for _, name := range binaries {
+		stage := regexp.MustCompile(`(?s)FROM base AS ` + name + `\n(.*?)(\n\n|$)`).FindStringSubmatch(df)
+		if stage == nil {
+			t.Errorf("no final stage %s", name)
+			continue
+		}
+		if !strings.Contains(stage[1], "COPY --from=build /out/"+name+" /"+name) {
+			t.Errorf("stage %s does not copy the binary to /%s", name, name)
+		}
+		entry, _ := json.Marshal(Entrypoint(name))
+		want := "ENTRYPOINT " + strings.ReplaceAll(string(entry), ",", ", ")
+		if !strings.Contains(stage[1], want) {
+			t.Errorf("stage %s: want %s", name, want)
+		}
+	}
+}
+
+// readArchive opens an OCI archive and returns its files.
+func readArchive(t *testing.T, archive []byte) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	tr := tar.NewReader(bytes.NewReader(archive))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(tr)
+		files[h.Name] = b
+	}
+}
+
+func blob(t *testing.T, files map[string][]byte, d string) []byte {
+	t.Helper()
+	b, ok := files["blobs/sha256/"+strings.TrimPrefix(d, "sha256:")]
+	if !ok {
+		t.Fatalf("blob %s missing", d)
+	}
+	if digest(b) != d {
+		t.Fatalf("blob %s has digest %s", d, digest(b))
+	}
+	return b
+}
+
+// The offline image of a real controller: a valid OCI layout whose config runs tini as PID 1 as user 65532, whose
+// layer holds /tini and the binary, executable; the extracted image runs the controller's --version under tini.
+func TestOfflineImage(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "daemonset-controller")
+	if out, err := exec.Command("go", "build", "-ldflags", "-s -w", "-o", bin,
+		"github.com/keelson-dev/keelson/cmd/daemonset-controller").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	binary, _ := os.ReadFile(bin)
+	tini, err := os.ReadFile("/usr/bin/tini-static")
+	if err != nil {
+		t.Fatalf("Debian's tini is missing (make test installs it): %v", err)
+	}
+	archive, err := Build("daemonset-controller", binary, tini, "docker.io/keelson/daemonset-controller:test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := Build("daemonset-controller", binary, tini, "docker.io/keelson/daemonset-controller:test")
+	if !bytes.Equal(archive, again) {
+		t.Error("the same inputs gave a different archive: the build is not reproducible")
+	}
+	t.Logf("archive %.1f MB", float64(len(archive))/1e6)
+
+	files := readArchive(t, archive)
+	var index struct {
+		Manifests []descriptor `json:"manifests"`
+	}
+	if err := json.Unmarshal(files["index.json"], &index); err != nil || len(index.Manifests) != 1 {
+		t.Fatalf("index.json: %v %s", err, files["index.json"])
+	}
+	if ref := index.Manifests[0].Annotations["io.containerd.image.name"]; ref != "docker.io/keelson/daemonset-controller:test" {
+		t.Errorf("image name %q", ref)
+	}
+	var manifest struct {
+		Config descriptor   `json:"config"`
+		Layers []descriptor `json:"layers"`
+	}
+	if err := json.Unmarshal(blob(t, files, index.Manifests[0].Digest), &manifest); err != nil {
+		t.Fatal(err)
+	}
+	var config struct {
+		Config struct {
+			User       string
+			Entrypoint []string
+		} `json:"config"`
+	}
+	if err := json.Unmarshal(blob(t, files, manifest.Config.Digest), &config); err != nil {
+		t.Fatal(err)
+	}
+	if config.Config.User != "65532:65532" {
+		t.Errorf("user %q", config.Config.User)
+	}
+	if diff := cmp.Diff([]string{"/tini", "--", "/daemonset-controller"}, config.Config.Entrypoint); diff != "" {
+		t.Errorf("entrypoint (-want +got):\n%s", diff)
+	}
+
+	layer := blob(t, files, manifest.Layers[0].Digest)
+	if len(layer) > 40<<20 {
+		t.Errorf("the image is %d MB compressed, over 40 MB", len(layer)>>20)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(layer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	tr := tar.NewReader(zr)
+	var total int64
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += h.Size
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		if h.Mode&0o111 == 0 {
+			t.Errorf("%s is not executable", h.Name)
+		}
+		b, _ := io.ReadAll(tr)
+		if err := os.WriteFile(filepath.Join(root, h.Name), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if total > 40<<20 {
+		t.Errorf("the image is %d MB uncompressed, over 40 MB", total>>20)
+	}
+	// tini -s: a subreaper, since the test is not PID 1 of a container.
+	out, err := exec.Command(filepath.Join(root, "tini"), "-s", "--", filepath.Join(root, "daemonset-controller"), "--version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "daemonset-controller ") {
+		t.Fatalf("tini -- daemonset-controller --version: %v\n%s", err, out)
+	}
+}
