@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	. "github.com/onsi/gomega"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -362,4 +363,56 @@ func runCmd(name string, args ...string) (string, error) {
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	err := cmd.Run()
 	return buf.String(), err
+}
+
+// Each controller's ClusterRole is exactly what its code uses (a change to a kubebuilder marker must change this
+// table too, so widened permissions are reviewed). Keys are "group/resource", values the verbs.
+func TestRBACIsExactlyWhatEachControllerUses(t *testing.T) {
+	shared := map[string]string{
+		"/events": "create,patch", "events.k8s.io/events": "create,patch",
+		"authentication.k8s.io/tokenreviews":                           "create",
+		"authorization.k8s.io/subjectaccessreviews":                    "create",
+		"admissionregistration.k8s.io/mutatingwebhookconfigurations":   "get,list,update,watch",
+		"admissionregistration.k8s.io/validatingwebhookconfigurations": "get,list,update,watch",
+	}
+	want := map[string]map[string]string{
+		"keelson-daemonset-controller": {
+			"/nodes": "get,list,watch", "/pods": "create,delete,get,list,watch",
+			"apps/controllerrevisions":         "create,delete,get,list,patch,watch",
+			"daemonset.keelson.dev/daemonsets": "get,list,watch", "daemonset.keelson.dev/daemonsets/status": "update",
+		},
+		"keelson-workload-sizer": {
+			"/pods": "get,list,watch", "/pods/resize": "update", "/services": "create,delete,get,list,patch,watch",
+			"apps/deployments": "create,get,list,patch,watch", "apps/statefulsets": "create,get,list,patch,watch",
+			"networking.k8s.io/ingresses":      "create,delete,get,list,patch,watch",
+			"policy/poddisruptionbudgets":      "create,delete,get,list,patch,watch",
+			"sizer.keelson.dev/workloadsizers": "get,list,update,watch", "sizer.keelson.dev/workloadsizers/status": "update",
+		},
+		"keelson-pipeline-controller": {
+			"/nodes": "get,list,watch", "/pods": "get,list,watch",
+			"/persistentvolumeclaims": "create,delete,get,list,patch,watch", "/persistentvolumes": "create,delete,get,list,patch,watch",
+			"/services": "create,delete,get,list,patch,watch", "apps/deployments": "create,delete,get,list,patch,watch",
+			"inference.keelson.dev/pipelines": "get,list,update,watch", "inference.keelson.dev/pipelines/status": "update",
+		},
+	}
+	for _, r := range ofKind[rbacv1.ClusterRole](t, mustRender(t, nil), "ClusterRole") {
+		got := map[string]string{}
+		for _, rule := range r.Rules {
+			for _, g := range rule.APIGroups {
+				for _, res := range rule.Resources {
+					got[g+"/"+res] = strings.Join(rule.Verbs, ",")
+				}
+			}
+		}
+		expected := map[string]string{}
+		for k, v := range shared {
+			expected[k] = v
+		}
+		for k, v := range want[r.Name] {
+			expected[k] = v
+		}
+		if diff := cmp.Diff(expected, got); diff != "" {
+			t.Errorf("ClusterRole %s (-want +got):\n%s", r.Name, diff)
+		}
+	}
 }

@@ -44,8 +44,8 @@ type Reconciler struct {
 }
 
 // RBAC of the pipeline-controller (make manifests turns these into its ClusterRole).
-// +kubebuilder:rbac:groups=inference.keelson.dev,resources=pipelines,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=inference.keelson.dev,resources=pipelines/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=inference.keelson.dev,resources=pipelines,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=inference.keelson.dev,resources=pipelines/status,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch;create;patch;delete

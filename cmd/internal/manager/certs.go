@@ -16,7 +16,7 @@ import (
 // RBAC for the certificate rotation. The Secret is read in the process's own namespace only (the rotator's cache is
 // namespaced); the chart binds these rules with a Role there, and limits the webhook configurations to its own by
 // name.
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;list;watch;update
 
 // setupWebhooksWithRotation runs the process's own CA: the rotator keeps the CA and serving certificate in a Secret
 // of the pod's namespace, writes them to the webhook cert dir and injects the CA into the webhook configurations.
