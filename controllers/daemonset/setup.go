@@ -8,8 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/internal/cachesel"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -33,8 +32,7 @@ const ownerIndex = "daemonset.keelson.dev/owner-uid"
 // CacheOptions narrows the manager's cache to what this controller needs: only pods and revisions that carry the
 // DaemonSet name label (never the cluster's other pods), and nodes without their image lists and other bulk.
 func CacheOptions() cache.Options {
-	owned, _ := labels.NewRequirement(NameLabel, selection.Exists, nil)
-	sel := labels.NewSelector().Add(*owned)
+	sel := cachesel.Has(NameLabel)
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{

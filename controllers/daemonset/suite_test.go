@@ -24,15 +24,8 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start(testenv.Options{AddToScheme: []func(*runtime.Scheme) error{daemonsetv1alpha1.AddToScheme}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	os.Exit(testenv.RunTests(m, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{daemonsetv1alpha1.AddToScheme}},
+		func(e *testenv.Env) { env = e }))
 }
 
 const (
@@ -49,20 +42,14 @@ type controller struct {
 // startController runs the controller in a manager with the binary's cache options.
 func startController(t *testing.T) *controller {
 	t.Helper()
-	c := &controller{}
-	c.mgr = env.StartManager(t, testenv.ManagerOptions{
-		Cache: daemonset.CacheOptions(),
-		Setup: func(mgr ctrl.Manager) error {
-			counting, counts := testenv.CountingClient(mgr.GetClient(), func(o client.Object) bool {
-				_, ok := o.(*daemonsetv1alpha1.DaemonSet)
-				return ok
-			})
-			c.Counts = counts
-			return (&daemonset.Reconciler{Client: counting}).SetupWithManager(mgr)
-		},
-	})
-	return c
+	mgr, counts := env.StartCountedManager(t, daemonset.CacheOptions(), isDaemonSet,
+		func(mgr ctrl.Manager, c client.Client) error {
+			return (&daemonset.Reconciler{Client: c}).SetupWithManager(mgr)
+		})
+	return &controller{Counts: counts, mgr: mgr}
 }
+
+func isDaemonSet(o client.Object) bool { _, ok := o.(*daemonsetv1alpha1.DaemonSet); return ok }
 
 // scenario is one test's world: a namespace and nodes labelled for this test only, so tests sharing the
 // cluster-scoped nodes do not see each other's.

@@ -26,15 +26,8 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start(testenv.Options{AddToScheme: []func(*runtime.Scheme) error{inferencev1alpha1.AddToScheme}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	os.Exit(testenv.RunTests(m, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{inferencev1alpha1.AddToScheme}},
+		func(e *testenv.Env) { env = e }))
 }
 
 const (
@@ -44,17 +37,11 @@ const (
 
 func startController(t *testing.T) *testenv.Counts {
 	t.Helper()
-	var counts *testenv.Counts
-	env.StartManager(t, testenv.ManagerOptions{
-		Cache: pipeline.CacheOptions(),
-		Setup: func(mgr ctrl.Manager) error {
-			var c client.Client
-			c, counts = testenv.CountingClient(mgr.GetClient(), func(o client.Object) bool {
-				_, ok := o.(*inferencev1alpha1.Pipeline)
-				return ok
-			})
-			return (&pipeline.Reconciler{Client: c}).SetupWithManager(mgr)
-		},
+	_, counts := env.StartCountedManager(t, pipeline.CacheOptions(), func(o client.Object) bool {
+		_, ok := o.(*inferencev1alpha1.Pipeline)
+		return ok
+	}, func(mgr ctrl.Manager, c client.Client) error {
+		return (&pipeline.Reconciler{Client: c}).SetupWithManager(mgr)
 	})
 	return counts
 }
@@ -67,11 +54,7 @@ type scenario struct {
 }
 
 func newScenario(t *testing.T) *scenario {
-	s := &scenario{t: t, g: NewWithT(t), ctx: context.Background()}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ipl-"}}
-	s.g.Expect(env.Client.Create(s.ctx, ns)).To(Succeed())
-	s.ns = ns.Name
-	return s
+	return &scenario{t: t, g: NewWithT(t), ctx: context.Background(), ns: env.Namespace(t, "ipl")}
 }
 
 // node creates a node (deleted when the test ends) with the given allocatable GPUs.

@@ -6,8 +6,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -18,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/internal/cachesel"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -29,8 +28,7 @@ const locationIndex = "inference.keelson.dev/location"
 // CacheOptions narrows the cache to the pipeline controller's own children (label-filtered Deployments, Services,
 // claims, volumes and pods), and keeps nodes without their image lists.
 func CacheOptions() cache.Options {
-	owned, _ := labels.NewRequirement(PipelineLabel, selection.Exists, nil)
-	sel := labels.NewSelector().Add(*owned)
+	sel := cachesel.Has(PipelineLabel)
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{

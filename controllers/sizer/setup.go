@@ -10,7 +10,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/internal/cachesel"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -34,8 +34,7 @@ const targetIndex = "sizer.keelson.dev/target"
 // CacheOptions narrows the cache: the PodDisruptionBudgets, Services and Ingresses it holds are only the sizer's
 // own; pods are watched as metadata only (names and labels for the status).
 func CacheOptions() cache.Options {
-	owned, _ := labels.NewRequirement(NameLabel, selection.Exists, nil)
-	sel := labels.NewSelector().Add(*owned)
+	sel := cachesel.Has(NameLabel)
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
@@ -107,16 +106,22 @@ func (r *Reconciler) sizersOf(kind string) handler.MapFunc {
 	}
 }
 
-// sizersSelecting maps a pod to the sizers whose target selects it (for the pod names in status).
+// sizersSelecting maps a pod to the sizers whose target selects it (for the pod names in status). The selector is
+// read from the target in the cache, not from the sizer's status: a pod created before the sizer's first status
+// write would otherwise be missed.
 func (r *Reconciler) sizersSelecting(ctx context.Context, obj client.Object) []reconcile.Request {
 	var list sizerv1alpha1.WorkloadSizerList
 	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
 		return nil
 	}
 	var match []sizerv1alpha1.WorkloadSizer
-	for _, w := range list.Items {
-		if sel, err := labels.Parse(w.Status.Selector); err == nil && w.Status.Selector != "" && sel.Matches(labels.Set(obj.GetLabels())) {
-			match = append(match, w)
+	for i := range list.Items {
+		t, err := getTarget(ctx, r.Client, &list.Items[i])
+		if err != nil || t == nil {
+			continue
+		}
+		if sel, err := metav1.LabelSelectorAsSelector(t.selector); err == nil && sel.Matches(labels.Set(obj.GetLabels())) {
+			match = append(match, list.Items[i])
 		}
 	}
 	return requests(match)

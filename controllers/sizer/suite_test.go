@@ -2,7 +2,6 @@ package sizer_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -24,15 +23,8 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start(testenv.Options{AddToScheme: []func(*runtime.Scheme) error{sizerv1alpha1.AddToScheme}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	os.Exit(testenv.RunTests(m, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{sizerv1alpha1.AddToScheme}},
+		func(e *testenv.Env) { env = e }))
 }
 
 const (
@@ -43,17 +35,11 @@ const (
 // startController runs the sizer in a manager with the binary's cache options; the counts are its API calls.
 func startController(t *testing.T) *testenv.Counts {
 	t.Helper()
-	var counts *testenv.Counts
-	env.StartManager(t, testenv.ManagerOptions{
-		Cache: sizer.CacheOptions(),
-		Setup: func(mgr ctrl.Manager) error {
-			var c client.Client
-			c, counts = testenv.CountingClient(mgr.GetClient(), func(o client.Object) bool {
-				_, ok := o.(*sizerv1alpha1.WorkloadSizer)
-				return ok
-			})
-			return (&sizer.Reconciler{Client: c}).SetupWithManager(mgr)
-		},
+	_, counts := env.StartCountedManager(t, sizer.CacheOptions(), func(o client.Object) bool {
+		_, ok := o.(*sizerv1alpha1.WorkloadSizer)
+		return ok
+	}, func(mgr ctrl.Manager, c client.Client) error {
+		return (&sizer.Reconciler{Client: c}).SetupWithManager(mgr)
 	})
 	return counts
 }
@@ -66,11 +52,7 @@ type scenario struct {
 }
 
 func newScenario(t *testing.T) *scenario {
-	s := &scenario{t: t, g: NewWithT(t), ctx: context.Background()}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "wls-"}}
-	s.g.Expect(env.Client.Create(s.ctx, ns)).To(Succeed())
-	s.ns = ns.Name
-	return s
+	return &scenario{t: t, g: NewWithT(t), ctx: context.Background(), ns: env.Namespace(t, "wls")}
 }
 
 // deployment creates a Deployment the way a user or a GitOps tool would, as field manager `manager`.

@@ -2,10 +2,8 @@ package daemonset_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -28,21 +26,13 @@ import (
 // as a cluster looks while the webhook is down.
 var withWebhook, withoutWebhook *testenv.Env
 
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
+var pair *testenv.WebhookPair
 
-func run(m *testing.M) int {
-	pair, err := testenv.StartWebhookPair(testenv.Options{
-		AddToScheme: []func(*runtime.Scheme) error{daemonsetv1alpha1.AddToScheme},
-	}, "charts/keelson/files/webhooks/daemonset-controller.yaml")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = pair.Stop() }()
-	withWebhook, withoutWebhook = pair.With, pair.Without
-	return m.Run()
+func TestMain(m *testing.M) {
+	os.Exit(testenv.RunWebhookTests(m, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{daemonsetv1alpha1.AddToScheme}},
+		"charts/keelson/files/webhooks/daemonset-controller.yaml", func(p *testenv.WebhookPair) {
+			pair, withWebhook, withoutWebhook = p, p.With, p.Without
+		}))
 }
 
 func serveWebhooks(t *testing.T) {
@@ -51,13 +41,7 @@ func serveWebhooks(t *testing.T) {
 	}})
 }
 
-func namespace(t *testing.T, env *testenv.Env) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "kds-wh-"}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
+func namespace(t *testing.T, env *testenv.Env) string { return env.Namespace(t, "wh") }
 
 func valid(name string) *daemonsetv1alpha1.DaemonSet {
 	return &daemonsetv1alpha1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -82,8 +66,7 @@ func rollingUpdate(ds *daemonsetv1alpha1.DaemonSet) *daemonsetv1alpha1.RollingUp
 // update time by the immutable selector and the template labels the webhook checks).
 func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 	serveWebhooks(t)
-	nsWith, nsWithout := namespace(t, withWebhook), namespace(t, withoutWebhook)
-	for name, tc := range map[string]struct {
+	table := map[string]struct {
 		mutate         func(*daemonsetv1alpha1.DaemonSet)
 		withWebhook    string
 		withoutWebhook string
@@ -127,31 +110,13 @@ func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 		"container without image": {func(ds *daemonsetv1alpha1.DaemonSet) {
 			withContainer(ds, corev1.Container{Name: "c"})
 		}, "spec.template.spec.containers[0].image: Required value", ""},
-	} {
-		t.Run(name, func(t *testing.T) {
-			for _, side := range []struct {
-				env  *testenv.Env
-				ns   string
-				want string
-			}{{withWebhook, nsWith, tc.withWebhook}, {withoutWebhook, nsWithout, tc.withoutWebhook}} {
-				ds := valid(strings.ReplaceAll(strings.ToLower(name), " ", "-"))
-				ds.Name = strings.NewReplacer("%", "", "(", "", ")", "").Replace(ds.Name)
-				ds.Namespace = side.ns
-				tc.mutate(ds)
-				err := side.env.Client.Create(context.Background(), ds)
-				label := map[bool]string{true: "with the webhook", false: "without the webhook"}[side.env == withWebhook]
-				if side.want == "" {
-					if err != nil {
-						t.Errorf("%s: rejected, want admitted: %v", label, err)
-					}
-					continue
-				}
-				if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), side.want) {
-					t.Errorf("%s: got %v, want an Invalid error containing %q", label, err, side.want)
-				}
-			}
-		})
 	}
+	cases := map[string]testenv.AdmissionCase{}
+	for name, tc := range table {
+		cases[name] = testenv.AdmissionCase{Mutate: func(o client.Object) { tc.mutate(o.(*daemonsetv1alpha1.DaemonSet)) },
+			WithWebhook: tc.withWebhook, WithoutWebhook: tc.withoutWebhook}
+	}
+	pair.CheckAdmissions(t, func(name string) client.Object { return valid(name) }, cases)
 }
 
 func TestSelectorIsImmutable(t *testing.T) {

@@ -2,10 +2,8 @@ package inference_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -26,21 +24,13 @@ import (
 
 var withWebhook, withoutWebhook *testenv.Env
 
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
+var pair *testenv.WebhookPair
 
-func run(m *testing.M) int {
-	pair, err := testenv.StartWebhookPair(testenv.Options{
-		AddToScheme: []func(*runtime.Scheme) error{inferencev1alpha1.AddToScheme},
-	}, "charts/keelson/files/webhooks/pipeline-controller.yaml")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = pair.Stop() }()
-	withWebhook, withoutWebhook = pair.With, pair.Without
-	return m.Run()
+func TestMain(m *testing.M) {
+	os.Exit(testenv.RunWebhookTests(m, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{inferencev1alpha1.AddToScheme}},
+		"charts/keelson/files/webhooks/pipeline-controller.yaml", func(p *testenv.WebhookPair) {
+			pair, withWebhook, withoutWebhook = p, p.With, p.Without
+		}))
 }
 
 func serveWebhooks(t *testing.T) {
@@ -49,13 +39,7 @@ func serveWebhooks(t *testing.T) {
 	}})
 }
 
-func namespace(t *testing.T, env *testenv.Env) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ipl-wh-"}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
+func namespace(t *testing.T, env *testenv.Env) string { return env.Namespace(t, "wh") }
 
 func valid(name string) *inferencev1alpha1.Pipeline {
 	return &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -69,8 +53,7 @@ func valid(name string) *inferencev1alpha1.Pipeline {
 // Every invalid spec is rejected with its field path, with the webhook and (where CEL can express it) without.
 func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 	serveWebhooks(t)
-	nsWith, nsWithout := namespace(t, withWebhook), namespace(t, withoutWebhook)
-	for name, tc := range map[string]struct {
+	table := map[string]struct {
 		mutate                      func(*inferencev1alpha1.Pipeline)
 		withWebhook, withoutWebhook string
 	}{
@@ -96,31 +79,13 @@ func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 			"spec.steps[0].args[listenPort]", ""},
 		"unknown strategy": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Strategy = "BlueGreen" },
 			"spec.steps[0].strategy", "spec.steps[0].strategy"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			for _, side := range []struct {
-				env  *testenv.Env
-				ns   string
-				want string
-			}{{withWebhook, nsWith, tc.withWebhook}, {withoutWebhook, nsWithout, tc.withoutWebhook}} {
-				p := valid(strings.ReplaceAll(strings.ToLower(name), " ", "-"))
-				p.Name = strings.ReplaceAll(p.Name, "-1123", "")
-				p.Namespace = side.ns
-				tc.mutate(p)
-				err := side.env.Client.Create(context.Background(), p)
-				label := map[bool]string{true: "with the webhook", false: "without the webhook"}[side.env == withWebhook]
-				if side.want == "" {
-					if err != nil {
-						t.Errorf("%s: rejected, want admitted (the controller reports it): %v", label, err)
-					}
-					continue
-				}
-				if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), side.want) {
-					t.Errorf("%s: got %v, want an Invalid error containing %q", label, err, side.want)
-				}
-			}
-		})
 	}
+	cases := map[string]testenv.AdmissionCase{}
+	for name, tc := range table {
+		cases[name] = testenv.AdmissionCase{Mutate: func(o client.Object) { tc.mutate(o.(*inferencev1alpha1.Pipeline)) },
+			WithWebhook: tc.withWebhook, WithoutWebhook: tc.withoutWebhook}
+	}
+	pair.CheckAdmissions(t, func(name string) client.Object { return valid(name) }, cases)
 }
 
 func TestModelStorageIsImmutable(t *testing.T) {
@@ -148,24 +113,14 @@ func TestDefaultsAndWarnings(t *testing.T) {
 		{Image: "x", Args: map[string]string{"listenPort": "9080"}, Location: "no-such-node"},
 		{Image: "y", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}},
 	}
-	var warnings []string
-	cfg := *withWebhook.Config
-	cfg.WarningHandlerWithContext = warningCollector{&warnings}
-	c, err := client.New(&cfg, client.Options{Scheme: withWebhook.Scheme})
-	g.Expect(err).NotTo(HaveOccurred())
+	c, recorded := withWebhook.ClientWithWarnings(t)
 	g.Expect(c.Create(context.Background(), p)).To(Succeed())
 	g.Expect(p.Spec.Steps[0].Name).To(Equal("step-0"))
 	g.Expect(p.Spec.Steps[0].Port).To(Equal(int32(9080)))
 	g.Expect(p.Spec.Steps[1].Port).To(Equal(int32(8080)))
 	g.Expect(p.Spec.Steps[1].Strategy).To(Equal(appsv1.RecreateDeploymentStrategyType))
 	g.Expect(p.Spec.Steps[0].Strategy).To(Equal(appsv1.RollingUpdateDeploymentStrategyType))
-	g.Expect(warnings).To(ContainElement(ContainSubstring("spec.steps[0].location: node no-such-node does not exist")))
-}
-
-type warningCollector struct{ out *[]string }
-
-func (w warningCollector) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, text string) {
-	*w.out = append(*w.out, text)
+	g.Expect(recorded.All()).To(ContainElement(ContainSubstring("spec.steps[0].location: node no-such-node does not exist")))
 }
 
 // The samples are admitted as they are, with and without the webhook.

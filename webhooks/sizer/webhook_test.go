@@ -2,7 +2,6 @@ package sizer_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,21 +26,13 @@ import (
 
 var withWebhook, withoutWebhook *testenv.Env
 
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
+var pair *testenv.WebhookPair
 
-func run(m *testing.M) int {
-	pair, err := testenv.StartWebhookPair(testenv.Options{
-		AddToScheme: []func(*runtime.Scheme) error{sizerv1alpha1.AddToScheme},
-	}, "charts/keelson/files/webhooks/workload-sizer.yaml")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = pair.Stop() }()
-	withWebhook, withoutWebhook = pair.With, pair.Without
-	return m.Run()
+func TestMain(m *testing.M) {
+	os.Exit(testenv.RunWebhookTests(m, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{sizerv1alpha1.AddToScheme}},
+		"charts/keelson/files/webhooks/workload-sizer.yaml", func(p *testenv.WebhookPair) {
+			pair, withWebhook, withoutWebhook = p, p.With, p.Without
+		}))
 }
 
 func serveWebhooks(t *testing.T) {
@@ -50,13 +41,7 @@ func serveWebhooks(t *testing.T) {
 	}})
 }
 
-func namespace(t *testing.T, env *testenv.Env) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "wls-wh-"}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
+func namespace(t *testing.T, env *testenv.Env) string { return env.Namespace(t, "wh") }
 
 func valid(name string) *sizerv1alpha1.WorkloadSizer {
 	return &sizerv1alpha1.WorkloadSizer{ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -68,8 +53,7 @@ func q(s string) resource.Quantity { return resource.MustParse(s) }
 // Every invalid spec is rejected with its field path, with the webhook and (where CEL can express the rule) without.
 func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 	serveWebhooks(t)
-	nsWith, nsWithout := namespace(t, withWebhook), namespace(t, withoutWebhook)
-	for name, tc := range map[string]struct {
+	table := map[string]struct {
 		mutate                      func(*sizerv1alpha1.WorkloadSizer)
 		withWebhook, withoutWebhook string
 	}{
@@ -112,31 +96,13 @@ func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 		"template without containers": {func(w *sizerv1alpha1.WorkloadSizer) {
 			w.Spec.Template = &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"a": "b"}}}
 		}, "spec.template.spec.containers", "spec.template.spec.containers"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			for _, side := range []struct {
-				env  *testenv.Env
-				ns   string
-				want string
-			}{{withWebhook, nsWith, tc.withWebhook}, {withoutWebhook, nsWithout, tc.withoutWebhook}} {
-				w := valid(strings.ReplaceAll(strings.ToLower(name), " ", "-"))
-				w.Name = strings.NewReplacer("%", "").Replace(w.Name)
-				w.Namespace = side.ns
-				tc.mutate(w)
-				err := side.env.Client.Create(context.Background(), w)
-				label := map[bool]string{true: "with the webhook", false: "without the webhook"}[side.env == withWebhook]
-				if side.want == "" {
-					if err != nil {
-						t.Errorf("%s: rejected, want admitted: %v", label, err)
-					}
-					continue
-				}
-				if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), side.want) {
-					t.Errorf("%s: got %v, want an Invalid error containing %q", label, err, side.want)
-				}
-			}
-		})
 	}
+	cases := map[string]testenv.AdmissionCase{}
+	for name, tc := range table {
+		cases[name] = testenv.AdmissionCase{Mutate: func(o client.Object) { tc.mutate(o.(*sizerv1alpha1.WorkloadSizer)) },
+			WithWebhook: tc.withWebhook, WithoutWebhook: tc.withoutWebhook}
+	}
+	pair.CheckAdmissions(t, func(name string) client.Object { return valid(name) }, cases)
 }
 
 func TestTargetIsImmutable(t *testing.T) {
@@ -160,21 +126,11 @@ func TestDefaultsAndWarnings(t *testing.T) {
 	w.Namespace = namespace(t, withWebhook)
 	w.Spec.Expose = &sizerv1alpha1.ExposeSpec{Service: &sizerv1alpha1.ServiceExpose{Enabled: true, Port: 8080}}
 	w.Spec.Disruption = &sizerv1alpha1.DisruptionSpec{Profile: sizerv1alpha1.ProfileSingleInstance}
-	var warnings []string
-	cfg := *withWebhook.Config
-	cfg.WarningHandlerWithContext = warningCollector{&warnings}
-	c, err := client.New(&cfg, client.Options{Scheme: withWebhook.Scheme})
-	g.Expect(err).NotTo(HaveOccurred())
+	c, recorded := withWebhook.ClientWithWarnings(t)
 	g.Expect(c.Create(context.Background(), w)).To(Succeed())
 	g.Expect(w.Spec.UpdateMode).To(Equal(sizerv1alpha1.UpdateModeRolling))
 	g.Expect(w.Spec.Expose.Service.TargetPort).To(Equal(int32(8080)), "targetPort defaults to the port")
-	g.Expect(warnings).To(ContainElement(ContainSubstring("SingleInstance profile blocks node drains")))
-}
-
-type warningCollector struct{ out *[]string }
-
-func (w warningCollector) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, text string) {
-	*w.out = append(*w.out, text)
+	g.Expect(recorded.All()).To(ContainElement(ContainSubstring("SingleInstance profile blocks node drains")))
 }
 
 // The samples in docs/samples are admitted as they are, with and without the webhook.
