@@ -18,6 +18,9 @@ import (
 // name.
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;list;watch;update
 
+// caInjectInterval is how often the CA bundles are checked against the certificate Secret.
+const caInjectInterval = 30 * time.Second
+
 // setupWebhooksWithRotation runs the process's own CA: the rotator keeps the CA and serving certificate in a Secret
 // of the pod's namespace, writes them to the webhook cert dir and injects the CA into the webhook configurations.
 // The webhooks are registered (and their server started) only once the certificate is on disk, and /readyz stays
@@ -37,15 +40,20 @@ func setupWebhooksWithRotation(mgr ctrl.Manager, b Binary, opts Options) error {
 		DNSName:        fmt.Sprintf("%s.%s.svc", svc, ns),
 		ExtraDNSNames:  []string{svc, fmt.Sprintf("%s.%s", svc, ns), fmt.Sprintf("%s.%s.svc.cluster.local", svc, ns)},
 		IsReady:        ready,
-		Webhooks: []rotator.WebhookInfo{
-			{Name: opts.WebhookConfigName, Type: rotator.Validating},
-			{Name: opts.WebhookConfigName, Type: rotator.Mutating},
-		},
+		// The rotator issues and rotates; it injects nothing: caInjector does, keeping the previous CA in the
+		// bundle while it is valid, so a CA rotation never breaks replicas still serving an older certificate.
+		Webhooks:              nil,
 		FieldOwner:            b.Name,
 		RequireLeaderElection: false,
 	})
 	if err != nil {
 		return fmt.Errorf("setting up certificate rotation: %w", err)
+	}
+	injector := &caInjector{reader: mgr.GetAPIReader(), writer: mgr.GetClient(),
+		secret:     types.NamespacedName{Namespace: ns, Name: opts.WebhookCertSecret},
+		configName: opts.WebhookConfigName, interval: caInjectInterval}
+	if err := mgr.Add(injector); err != nil {
+		return err
 	}
 	if err := mgr.Add(&webhooksWhenReady{ready: ready, setup: func() error { return b.SetupWebhooks(mgr) }}); err != nil {
 		return err
@@ -53,10 +61,13 @@ func setupWebhooksWithRotation(mgr ctrl.Manager, b Binary, opts Options) error {
 	return mgr.AddReadyzCheck("webhooks", func(req *http.Request) error {
 		select {
 		case <-ready:
-			return mgr.GetWebhookServer().StartedChecker()(req)
 		default:
 			return errors.New("the webhook certificate is not ready yet")
 		}
+		if !injector.injected.Load() {
+			return errors.New("the webhook CA bundle is not injected yet")
+		}
+		return mgr.GetWebhookServer().StartedChecker()(req)
 	})
 }
 

@@ -28,6 +28,9 @@ func Hash(obj client.Object) (string, error) {
 	if md, ok := u["metadata"].(map[string]any); ok {
 		if ann, ok := md["annotations"].(map[string]any); ok {
 			delete(ann, HashAnnotation)
+			if len(ann) == 0 {
+				delete(md, "annotations") // no annotations and only the hash one must hash the same
+			}
 		}
 	}
 	b, err := json.Marshal(u)
