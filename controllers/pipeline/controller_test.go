@@ -219,7 +219,8 @@ func TestFailingStepIsExplained(t *testing.T) {
 	s.g.Expect(st.Reason).To(Equal(pipeline.ReasonCrashLooping))
 	s.g.Expect(st.Message).To(ContainSubstring("model dir not found"))
 	s.g.Expect(*st.LastFailure).To(Equal(inferencev1alpha1.Failure{Container: "server", ExitCode: 2, Reason: "Error", Message: "model dir not found"}))
-	s.g.Expect(s.stepStatus("face-detection", "step-0").Phase).To(Equal(inferencev1alpha1.PhaseReady))
+	s.g.Eventually(func() inferencev1alpha1.Phase { return s.stepStatus("face-detection", "step-0").Phase },
+		timeout, poll).Should(Equal(inferencev1alpha1.PhaseReady), "the healthy step stays Ready")
 }
 
 // Changing one step rewrites only that step's Deployment; the other steps and the storage see no write.

@@ -174,7 +174,12 @@ func TestDisruptionBudget(t *testing.T) {
 	s.g.Expect(p.Spec.MinAvailable.String()).To(Equal("60%"))
 	s.g.Expect(*p.Spec.UnhealthyPodEvictionPolicy).To(Equal(policyv1.AlwaysAllow))
 	s.g.Expect(p.Spec.Selector.MatchLabels).To(Equal(map[string]string{sizer.NameLabel: "pdb"}))
-	s.g.Expect(s.get("pdb").Status.DisruptionBudget.Name).To(Equal("pdb"))
+	s.g.Eventually(func() string {
+		if db := s.get("pdb").Status.DisruptionBudget; db != nil {
+			return db.Name
+		}
+		return ""
+	}, timeout, poll).Should(Equal("pdb"), "the status names the budget")
 
 	// One replica: 60% of 1 leaves nothing to evict; the budget goes and the condition says why.
 	s.update("pdb", func(w *sizerv1alpha1.WorkloadSizer) { w.Spec.Size = ptr.To[int32](1) })
