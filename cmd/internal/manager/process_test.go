@@ -284,9 +284,11 @@ func TestReadyzIncludesTheWebhookServer(t *testing.T) {
 func TestWebhookCertRotation(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	name := "keelson-daemonset-controller"
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "daemonset-controller-webhook-tls", Namespace: "default"}}
+	suffix := fmt.Sprint(rand.IntN(1 << 30)) // the apiserver outlives a test run with -count
+	name := "keelson-daemonset-controller-" + suffix
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "webhook-tls-" + suffix, Namespace: "default"}}
 	g.Expect(env.Client.Create(ctx, secret)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, secret) })
 	hook := func(path string) (admissionregistrationv1.WebhookClientConfig, []admissionregistrationv1.RuleWithOperations) {
 		return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
 				Namespace: "default", Name: "daemonset-controller", Path: &path}},
@@ -312,8 +314,9 @@ func TestWebhookCertRotation(t *testing.T) {
 
 	webhookPort := strings.Split(freeAddr(t), ":")[1]
 	certDir := t.TempDir()
-	p := start(t, "daemonset-controller", "--metrics-bind-address=0", "--leader-election-id=rotation",
-		"--webhook-cert-rotation", "--webhook-cert-dir="+certDir, "--webhook-port="+webhookPort)
+	p := start(t, "daemonset-controller", "--metrics-bind-address=0", "--leader-election-id=rotation-"+suffix,
+		"--webhook-cert-rotation", "--webhook-cert-dir="+certDir, "--webhook-port="+webhookPort,
+		"--webhook-cert-secret="+secret.Name, "--webhook-configuration-name="+name)
 	g.Eventually(func() map[string][]byte {
 		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(secret), secret)
 		return secret.Data
@@ -406,6 +409,7 @@ func serviceAccountToken(t *testing.T, name string, allowed bool) string {
 	g := NewWithT(t)
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
 	g.Expect(env.Client.Create(ctx, sa)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), sa) })
 	if allowed {
 		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
@@ -414,6 +418,10 @@ func serviceAccountToken(t *testing.T, name string, allowed bool) string {
 			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: "default"}}}
 		g.Expect(env.Client.Create(ctx, role)).To(Succeed())
 		g.Expect(env.Client.Create(ctx, binding)).To(Succeed())
+		t.Cleanup(func() {
+			_ = env.Client.Delete(context.Background(), binding)
+			_ = env.Client.Delete(context.Background(), role)
+		})
 	}
 	cs, err := kubernetes.NewForConfig(env.Config)
 	g.Expect(err).NotTo(HaveOccurred())
