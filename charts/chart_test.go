@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -359,7 +360,7 @@ func TestHelmLintStrict(t *testing.T) {
 
 func runCmd(name string, args ...string) (string, error) {
 	var buf bytes.Buffer
-	cmd := execCommand(name, args...)
+	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = &buf, &buf
 	err := cmd.Run()
 	return buf.String(), err

@@ -133,10 +133,10 @@ type podHandler struct{ r *Reconciler }
 var _ handler.TypedEventHandler[client.Object, reconcile.Request] = &podHandler{}
 
 func (h *podHandler) owner(obj client.Object) (reconcile.Request, bool) {
-	ref := metav1.GetControllerOf(obj)
 	if controllerUID(obj) == "" {
 		return reconcile.Request{}, false
 	}
+	ref := metav1.GetControllerOf(obj) // controllerUID found it
 	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}}, true
 }
 

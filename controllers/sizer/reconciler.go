@@ -173,18 +173,15 @@ func (r *Reconciler) size(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer,
 	st.Resources = applied
 
 	// In place: resize the running pods; when a resize is infeasible, fall back to the template.
-	inPlacePending := false
+	inPlacePending, fellBack := false, false
 	if mode == sizerv1alpha1.UpdateModeInPlace && !t.created && len(applied) > 0 {
 		pending, infeasible, err := r.resizePods(ctx, wls, t, applied)
 		if err != nil {
 			return err
 		}
-		inPlacePending = pending
-		if infeasible {
+		inPlacePending, fellBack = pending, infeasible
+		if fellBack {
 			patches, _ = patchesFor(wls, t.template, ownedEnv(t.obj), true, false)
-			setCondition(st, ConditionSized, false, ReasonInPlaceFallback,
-				"a pod cannot be resized in place (the node lacks room, or the resize policy forbids it): falling "+
-					"back to a rolling update of the template")
 		}
 	}
 
@@ -214,11 +211,12 @@ func (r *Reconciler) size(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer,
 	case mode == sizerv1alpha1.UpdateModeOff && !t.created:
 		setCondition(st, ConditionSized, true, ReasonModeOff,
 			"replicas applied; resources are reported, not written (updateMode Off leaves running pods alone)")
+	case fellBack:
+		setCondition(st, ConditionSized, false, ReasonInPlaceFallback,
+			"a pod cannot be resized in place (the node lacks room, or the resize policy forbids it): falling "+
+				"back to a rolling update of the template")
 	case inPlacePending:
 		setCondition(st, ConditionSized, false, ReasonResizing, "pods are being resized in place")
-	case meta.IsStatusConditionFalse(st.Conditions, ConditionSized) &&
-		meta.FindStatusCondition(st.Conditions, ConditionSized).Reason == ReasonInPlaceFallback:
-		// keep the fallback explanation
 	default:
 		setCondition(st, ConditionSized, true, ReasonApplied, "replicas, resources and environment are applied")
 	}

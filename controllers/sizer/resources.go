@@ -91,12 +91,12 @@ func effectiveLimits(c corev1.Container, applied []sizerv1alpha1.AppliedResource
 // resourcesEqual reports whether a container already has exactly the applied requests (and limits, when the
 // sizer writes them).
 func resourcesEqual(c corev1.Container, a sizerv1alpha1.AppliedResources) bool {
-	return listEqual(c.Resources.Requests, a.Requests, a.Requests) && (a.Limits == nil || listEqual(c.Resources.Limits, a.Limits, a.Limits))
+	return listEqual(c.Resources.Requests, a.Requests) && (a.Limits == nil || listEqual(c.Resources.Limits, a.Limits))
 }
 
-// listEqual compares the quantities of keys in have and want.
-func listEqual(have, want, keys corev1.ResourceList) bool {
-	for name := range keys {
+// listEqual reports whether have holds every quantity of want (other resources in have are someone else's).
+func listEqual(have, want corev1.ResourceList) bool {
+	for name := range want {
 		h, ok1 := have[name]
 		w, ok2 := want[name]
 		if ok1 != ok2 || (ok1 && h.Cmp(w) != 0) {

@@ -23,8 +23,6 @@ type target struct {
 	replicas      int32 // spec.replicas (defaulted to 1)
 	statusReplica int32
 	ready         int32
-	updated       int32
-	generationOK  bool // the workload controller has seen the current spec
 	selector      *metav1.LabelSelector
 	template      corev1.PodTemplateSpec
 	// created: the sizer created it (it controls it), so the sizer owns all of it.
@@ -42,16 +40,16 @@ func getTarget(ctx context.Context, reader client.Reader, wls *sizerv1alpha1.Wor
 			return nil, client.IgnoreNotFound(err)
 		}
 		t = target{obj: &s, replicas: ptr.Deref(s.Spec.Replicas, 1), statusReplica: s.Status.Replicas,
-			ready: s.Status.ReadyReplicas, updated: s.Status.UpdatedReplicas,
-			generationOK: s.Status.ObservedGeneration >= s.Generation, selector: s.Spec.Selector, template: s.Spec.Template}
+			ready:    s.Status.ReadyReplicas,
+			selector: s.Spec.Selector, template: s.Spec.Template}
 	default:
 		var d appsv1.Deployment
 		if err := reader.Get(ctx, key, &d); err != nil {
 			return nil, client.IgnoreNotFound(err)
 		}
 		t = target{obj: &d, replicas: ptr.Deref(d.Spec.Replicas, 1), statusReplica: d.Status.Replicas,
-			ready: d.Status.ReadyReplicas, updated: d.Status.UpdatedReplicas,
-			generationOK: d.Status.ObservedGeneration >= d.Generation, selector: d.Spec.Selector, template: d.Spec.Template}
+			ready:    d.Status.ReadyReplicas,
+			selector: d.Spec.Selector, template: d.Spec.Template}
 	}
 	t.created = metav1.IsControlledBy(t.obj, wls)
 	return &t, nil

@@ -1,6 +1,11 @@
 package testenv
 
-import "errors"
+import (
+	"errors"
+	"testing"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+)
 
 // WebhookPair is two control planes for admission tests: With calls the webhooks of a generated webhook
 // configuration (served by a manager the test starts with StartManager), Without has only the CRDs, as a cluster
@@ -29,4 +34,11 @@ func StartWebhookPair(opts Options, webhookManifest string) (*WebhookPair, error
 // Stop stops both control planes.
 func (p *WebhookPair) Stop() error {
 	return errors.Join(p.With.Stop(), p.Without.Stop())
+}
+
+// Serve runs a manager that serves the webhooks setup registers, for the control plane that calls them, until the
+// test ends.
+func (p *WebhookPair) Serve(t testing.TB, setup func(ctrl.Manager) error) {
+	t.Helper()
+	p.With.StartManager(t, ManagerOptions{Setup: setup})
 }

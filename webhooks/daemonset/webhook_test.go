@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -35,11 +34,7 @@ func TestMain(m *testing.M) {
 		}))
 }
 
-func serveWebhooks(t *testing.T) {
-	withWebhook.StartManager(t, testenv.ManagerOptions{Setup: func(mgr ctrl.Manager) error {
-		return webhook.SetupWithManager(mgr)
-	}})
-}
+func serveWebhooks(t *testing.T) { pair.Serve(t, webhook.SetupWithManager) }
 
 func namespace(t *testing.T, env *testenv.Env) string { return env.Namespace(t, "wh") }
 
