@@ -17,7 +17,7 @@ ARG GIT_COMMIT=unknown
 ARG BUILD_DATE=unknown
 RUN CGO_ENABLED=0 go build -trimpath \
       -ldflags "-s -w -X github.com/keelson-dev/keelson/cmd/internal/version.Version=${VERSION} -X github.com/keelson-dev/keelson/cmd/internal/version.GitCommit=${GIT_COMMIT} -X github.com/keelson-dev/keelson/cmd/internal/version.BuildDate=${BUILD_DATE}" \
-      -o /out/ ./cmd/daemonset-controller ./cmd/workload-sizer ./cmd/pipeline-controller
+      -o /out/ ./cmd/daemonset-controller ./cmd/workload-sizer ./cmd/pipeline-controller ./e2e/echo
 
 FROM debian:${DEBIAN_VERSION}-slim AS tini
 RUN apt-get update && apt-get install -y --no-install-recommends tini && cp /usr/bin/tini-static /tini
@@ -25,6 +25,12 @@ RUN apt-get update && apt-get install -y --no-install-recommends tini && cp /usr
 FROM scratch AS base
 COPY --from=tini /tini /tini
 USER 65532:65532
+
+# The end-to-end suites' workload (make e2e loads it into kind): an HTTP server that names the pod it runs in.
+FROM scratch AS e2e-echo
+COPY --from=build /out/echo /echo
+USER 65532:65532
+ENTRYPOINT ["/echo"]
 
 FROM base AS daemonset-controller
 COPY --from=build /out/daemonset-controller /daemonset-controller

@@ -162,9 +162,83 @@ uninstall: envtest ## Delete the CRDs, and with them every Keelson object, from 
 	@ls $(CRD_DIR)/*.yaml >/dev/null 2>&1 || { echo "no CRDs generated yet" >&2; exit 1; }
 	$(KUBECTL) delete --ignore-not-found -f $(CRD_DIR)
 
-.PHONY: dev dev-down cluster-up cluster-down cluster-status
-dev dev-down cluster-up cluster-down cluster-status: ## Placeholder: the local cluster and `make dev` arrive with the local cluster issue.
-	@echo "make $@ is not available yet: the local cluster arrives with the local cluster issue." >&2; exit 1
+##@ Local cluster
+
+# The local cluster: one real node on this host plus FAKE_NODES simulated (kwok) nodes; see docs/local-cluster.md.
+CLUSTER_DIR ?= $(CURDIR)/.cluster
+# Simulated nodes cluster-up keeps (empty: leave the pool as it is; make dev uses 3).
+FAKE_NODES ?=
+LOCAL_KUBECONFIG := $(CLUSTER_DIR)/kubeconfig
+CLUSTER_TOOL := $(BIN)/keelson-cluster
+CLUSTER_FLAGS := --dir $(CLUSTER_DIR) --bin-dir $(ENVTEST_DIR) --kwok $(BIN)/kwok-$(KWOK_VERSION) \
+	--kwok-stages $(BIN)/kwok-stages-$(KWOK_VERSION).yaml \
+	--images-dir $(BIN)/images
+KUBECTL_LOCAL := $(KUBECTL) --kubeconfig $(LOCAL_KUBECONFIG)
+HELM_LOCAL := $(HELM) --kubeconfig $(LOCAL_KUBECONFIG)
+# The end-to-end workload image (e2e/echo), the same name on kind and on the local cluster.
+ECHO_IMAGE := localhost/keelson-echo:e2e
+RELEASE ?= keelson
+RELEASE_NAMESPACE ?= keelson-system
+# The chart's values for locally built images: imported into the node, never pulled.
+LOCAL_IMAGE_VALUES := --set global.image.registry=$(IMAGE_REGISTRY) --set global.image.repository=$(IMAGE_REPOSITORY) \
+	--set global.image.tag=$(IMAGE_TAG) --set global.image.pullPolicy=IfNotPresent
+
+.PHONY: $(CLUSTER_TOOL)
+$(CLUSTER_TOOL):
+	CGO_ENABLED=0 go build -o $@ ./tools/cluster
+
+.PHONY: cluster-tools
+cluster-tools: envtest $(HELM) $(CLUSTER_TOOL) ## Install everything the local cluster runs: node binaries, kwok, CoreDNS, pause (pinned, cached in bin/).
+	tools/install.sh kube >/dev/null
+	tools/install.sh kwok >/dev/null
+
+.PHONY: cluster-images
+cluster-images: ## Build the node's own images offline: pause, CoreDNS and the e2e echo server (bin/images/).
+	PAUSE=$$(tools/install.sh pause) && COREDNS=$$(tools/install.sh coredns) && mkdir -p $(BIN)/images && \
+	go run ./tools/image --tini= --user=65535:65535 --binary $(BIN)/pause --ref registry.k8s.io/pause:$(PAUSE_VERSION) \
+		--out $(BIN)/images/pause.tar >/dev/null && \
+	go run ./tools/image --tini= --user=0:0 --binary $(BIN)/coredns --ref localhost/keelson/coredns:local \
+		--out $(BIN)/images/coredns.tar >/dev/null
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN)/echo ./e2e/echo
+	go run ./tools/image --tini= --binary $(BIN)/echo --ref $(ECHO_IMAGE) --out $(BIN)/images/keelson-echo.tar >/dev/null
+
+.PHONY: cluster-up
+cluster-up: cluster-tools cluster-images ## Start the local cluster (idempotent; FAKE_NODES=N adds simulated nodes). Needs root.
+	$(CLUSTER_TOOL) up $(CLUSTER_FLAGS) $(if $(FAKE_NODES),--fake-nodes $(FAKE_NODES))
+
+.PHONY: cluster-down
+cluster-down: $(CLUSTER_TOOL) ## Stop the local cluster and remove every trace of it from the host (keeps .cluster/pki and logs).
+	$(CLUSTER_TOOL) down $(CLUSTER_FLAGS)
+
+.PHONY: cluster-status
+cluster-status: $(CLUSTER_TOOL) ## Show the local cluster's processes and nodes; fails unless it is up.
+	$(CLUSTER_TOOL) status $(CLUSTER_FLAGS)
+
+.PHONY: images-local
+images-local: image-local $(CLUSTER_TOOL) ## Build the controller images offline and import them into the running local cluster.
+	$(CLUSTER_TOOL) load $(CLUSTER_FLAGS) $(addprefix $(BIN)/images/,$(addsuffix .tar,$(BINARIES)))
+
+# The samples make dev applies: one of each kind, runnable on the local cluster (docs/samples/dev/).
+DEV_SAMPLES := docs/samples/dev
+
+.PHONY: dev
+dev: ## Bring everything up: local cluster, images, the chart, one Ready sample of each kind. Run it again any time.
+	$(MAKE) cluster-up FAKE_NODES=$(or $(FAKE_NODES),3)
+	$(MAKE) images-local
+	$(MAKE) deploy-local
+	$(KUBECTL_LOCAL) apply --server-side --field-manager=keelson-dev -f $(DEV_SAMPLES)
+	$(KUBECTL_LOCAL) wait --for=condition=Ready --timeout=180s -f $(DEV_SAMPLES)
+	@$(KUBECTL_LOCAL) get kds,wls,ipl -A
+	@echo; echo "The cluster is up. Point kubectl at it:"; echo "  export KUBECONFIG=$(LOCAL_KUBECONFIG)"
+
+.PHONY: deploy-local
+deploy-local: $(HELM) ## helm upgrade --install the chart into the local cluster with the local images, and wait until Ready.
+	$(HELM_LOCAL) upgrade --install $(RELEASE) charts/keelson --namespace $(RELEASE_NAMESPACE) --create-namespace \
+		$(LOCAL_IMAGE_VALUES) $(VALUES) --wait --timeout 5m
+	$(KUBECTL_LOCAL) -n $(RELEASE_NAMESPACE) rollout status deployment --timeout=180s
+
+.PHONY: dev-down
+dev-down: cluster-down ## Remove everything make dev made (the cluster with all it ran).
 
 ##@ Tools
 

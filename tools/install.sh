@@ -4,7 +4,7 @@
 #   tools/install.sh TOOL        TOOL is one of: controller-gen golangci-lint helm kwok chainsaw setup-envtest
 #                                envtest (kube-apiserver + etcd + kubectl, prints the directory for KUBEBUILDER_ASSETS)
 #                                kube (every Kubernetes binary a local cluster needs, prints the directory)
-#                                coredns, tini (Debian's tini-static, installed with apt)
+#                                coredns, tini (Debian's tini-static, installed with apt), pause (compiled with gcc)
 #
 # Versions come from tools/versions.env. Every tool lands under bin/ with its version in its path, so a version bump
 # installs the new one beside the old and nothing is ever stale. Nothing here is committed.
@@ -137,6 +137,41 @@ EOF
   echo "$dest"
 }
 
+# kwok's stages (node Ready and heartbeat by lease; pods Ready, completed, deleted) as the pinned kwok release ships
+# them, gathered into one config file: bin/kwok-stages-<version>.yaml. The kwok controller needs them to act.
+install_kwok_stages() {
+  local dest=$BIN/kwok-stages-$KWOK_VERSION.yaml
+  if [ ! -f "$dest" ]; then
+    local src tmp
+    src=$(cd "$ROOT/tools/modules/kube" && GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" |
+      sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    tmp=$(mktemp "$BIN/.kwok-stages.XXXXXX")
+    for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+      pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+      [ -f "$src/kustomize/stage/$f" ] || { log "kwok stage $f not found in $src"; exit 1; }
+      { echo "---"; cat "$src/kustomize/stage/$f"; } >>"$tmp"
+    done
+    mv "$tmp" "$dest"
+  fi
+  echo "$dest"
+}
+
+# pause: the pod sandbox's process, compiled (static) from pause.c in the pinned k8s.io/kubernetes module, as the
+# official pause image is. No registry serves the image here, so the local cluster builds it from this binary.
+install_pause() {
+  local dest=$BIN/pause-$PAUSE_VERSION
+  if [ ! -x "$dest" ]; then
+    local src
+    src=$(cd "$ROOT/tools/modules/kube" && go mod download -json k8s.io/kubernetes | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    [ -f "$src/build/pause/linux/pause.c" ] || { log "pause.c not found in the k8s.io/kubernetes module ($src)"; exit 1; }
+    command -v gcc >/dev/null || { log "gcc is missing: install Debian's gcc and libc6-dev"; exit 1; }
+    log "compiling pause $PAUSE_VERSION"
+    gcc -Os -Wall -Werror -static -DVERSION="$PAUSE_VERSION" -o "$dest" "$src/build/pause/linux/pause.c"
+  fi
+  ln -sfn "pause-$PAUSE_VERSION" "$BIN/pause"
+  echo "$dest"
+}
+
 # tini: Debian's static tini, the images' PID 1. Installed with apt when missing (these machines run as root).
 install_tini() {
   local t=/usr/bin/tini-static
@@ -163,10 +198,12 @@ main() {
 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=$kmaj -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$kmin \
 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=$kmaj -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$kmin" ;;
     kwok) go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok >/dev/null
+          install_kwok_stages >/dev/null
           go_install kwokctl "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwokctl ;;
     coredns) go_install coredns "$COREDNS_VERSION" github.com/coredns/coredns ;;
     chainsaw) install_chainsaw ;;
     tini) install_tini ;;
+    pause) install_pause ;;
     setup-envtest) go_install setup-envtest "$SETUP_ENVTEST_VERSION" sigs.k8s.io/controller-runtime/tools/setup-envtest ;;
     envtest) install_envtest ;;
     kube) install_kube ;;

@@ -214,6 +214,7 @@ func DesiredDeployment(p *inferencev1alpha1.Pipeline, i int, w Wiring) *appsv1.D
 		}},
 		Volumes: []corev1.Volume{{Name: modelsVolume, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
 			ClaimName: ClaimName(p), ReadOnly: readOnly}}}},
+		Tolerations: s.Tolerations,
 	}
 	if s.Location != "" {
 		pod.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{

@@ -131,6 +131,14 @@ func TestDesiredStep(t *testing.T) {
 	if d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
 		t.Fatalf("strategy %s", d.Spec.Strategy.Type)
 	}
+	if d.Spec.Template.Spec.Tolerations != nil {
+		t.Fatalf("tolerations nobody asked for: %v", d.Spec.Template.Spec.Tolerations)
+	}
+	gpuTaint := []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+	p.Spec.Steps[0].Tolerations = gpuTaint
+	if got := DesiredDeployment(p, 0, w).Spec.Template.Spec.Tolerations; !cmp.Equal(gpuTaint, got) {
+		t.Fatalf("a step's tolerations reach its pods: %v", got)
+	}
 	last := DesiredDeployment(p, 1, w)
 	for _, e := range last.Spec.Template.Spec.Containers[0].Env {
 		if strings.HasPrefix(e.Name, "NEXT_STEP") {

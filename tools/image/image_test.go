@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/keelson-dev/keelson/tools/internal/oci"
 )
 
 var binaries = []string{"daemonset-controller", "workload-sizer", "pipeline-controller"}
@@ -72,8 +74,8 @@ func blob(t *testing.T, files map[string][]byte, d string) []byte {
 	if !ok {
 		t.Fatalf("blob %s missing", d)
 	}
-	if digest(b) != d {
-		t.Fatalf("blob %s has digest %s", d, digest(b))
+	if oci.Digest(b) != d {
+		t.Fatalf("blob %s has digest %s", d, oci.Digest(b))
 	}
 	return b
 }
@@ -104,7 +106,7 @@ func TestOfflineImage(t *testing.T) {
 
 	files := readArchive(t, archive)
 	var index struct {
-		Manifests []descriptor `json:"manifests"`
+		Manifests []oci.Descriptor `json:"manifests"`
 	}
 	if err := json.Unmarshal(files["index.json"], &index); err != nil || len(index.Manifests) != 1 {
 		t.Fatalf("index.json: %v %s", err, files["index.json"])
@@ -113,8 +115,8 @@ func TestOfflineImage(t *testing.T) {
 		t.Errorf("image name %q", ref)
 	}
 	var manifest struct {
-		Config descriptor   `json:"config"`
-		Layers []descriptor `json:"layers"`
+		Config oci.Descriptor   `json:"config"`
+		Layers []oci.Descriptor `json:"layers"`
 	}
 	if err := json.Unmarshal(blob(t, files, index.Manifests[0].Digest), &manifest); err != nil {
 		t.Fatal(err)

@@ -100,6 +100,11 @@ type Step struct {
 	// ReadinessProbe of the step. Defaults to a TCP check of the port.
 	// +optional
 	ReadinessProbe *corev1.Probe `json:"readinessProbe,omitempty"`
+	// Tolerations let the step's pods onto tainted nodes, such as GPU nodes tainted nvidia.com/gpu:NoSchedule.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 	// Strategy of the step's Deployment: RollingUpdate, or Recreate (the default for a step that asks for a GPU
 	// with one replica: a rolling update would wait forever for the GPU the old pod holds).
 	// +optional

@@ -227,6 +227,13 @@ func (in *Step) DeepCopyInto(out *Step) {
 		*out = new(v1.Probe)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.Tolerations != nil {
+		in, out := &in.Tolerations, &out.Tolerations
+		*out = make([]v1.Toleration, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
 	if in.Next != nil {
 		in, out := &in.Next, &out.Next
 		*out = make([]string, len(*in))

@@ -1,0 +1,22 @@
+package main
+
+import "testing"
+
+func TestPort(t *testing.T) {
+	env := func(v string) func(string) string { return func(string) string { return v } }
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{nil, "", "8080"},
+		{nil, "9000", "9000"},
+		{[]string{"--model=x", "--listenPort=9080"}, "9000", "9080"},
+		{[]string{"--port=7000"}, "", "7000"},
+		{[]string{"--listenPort="}, "", "8080"},
+	} {
+		if got := port(tc.args, env(tc.env)); got != tc.want {
+			t.Errorf("port(%v, PORT=%q) = %s, want %s", tc.args, tc.env, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,130 @@
+// Command cluster runs Keelson's local Kubernetes cluster: one real node on this host (etcd, the control plane,
+// containerd, a kubelet and kube-proxy as host processes, CoreDNS as a pod) plus, on request, simulated nodes
+// managed by kwok. Every binary is pinned (tools/install.sh kube, kwok); every file it writes lives under --dir.
+//
+//	cluster up [--fake-nodes N]   start (or check) the cluster; clean up a killed earlier run first
+//	cluster down                   stop everything and leave the host clean
+//	cluster status                 show the processes and nodes; fails unless the cluster is up
+//	cluster nodes --fake-nodes N   resize the pool of simulated nodes
+//	cluster load ARCHIVE...        import OCI image archives into the node's containerd
+//
+// The Makefile drives it: make cluster-up, cluster-down, cluster-status, images-local, dev.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "cluster:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: cluster up|down|status|nodes|load [flags]")
+	}
+	cmd := args[0]
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	dir := fs.String("dir", ".cluster", "the cluster's directory: PKI, configs, data, logs, PIDs, kubeconfig")
+	binDir := fs.String("bin-dir", "", "directory of the pinned Kubernetes binaries and etcd (tools/install.sh kube)")
+	kwok := fs.String("kwok", "bin/kwok", "the pinned kwok binary (tools/install.sh kwok)")
+	kwokStages := fs.String("kwok-stages", "bin/kwok-stages.yaml", "the pinned kwok release's stages (tools/install.sh kwok)")
+	images := fs.String("images-dir", "bin/images", "OCI archives imported into the node on every start")
+	fakeNodes := fs.Int("fake-nodes", envInt("FAKE_NODES", -1), "simulated nodes to keep (FAKE_NODES; -1 leaves the pool as it is)")
+	hostIP := fs.String("host-ip", "", "the host address the cluster uses (default: the source address of the default route)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	abs := func(p string) string {
+		if p == "" {
+			return ""
+		}
+		a, _ := filepath.Abs(p)
+		return a
+	}
+	if *hostIP == "" {
+		ip, err := defaultHostIP()
+		if err != nil {
+			return err
+		}
+		*hostIP = ip
+	}
+	c := &Cluster{
+		L:    Layout{Dir: abs(*dir), BinDir: abs(*binDir), KwokBinary: abs(*kwok), KwokStages: abs(*kwokStages), ImagesDir: abs(*images)},
+		S:    DefaultSettings(*hostIP),
+		Logf: func(f string, a ...any) { fmt.Fprintf(os.Stderr, "cluster: "+f+"\n", a...) },
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	switch cmd {
+	case "up":
+		if *binDir == "" {
+			return fmt.Errorf("--bin-dir is required")
+		}
+		return c.Up(ctx, *fakeNodes)
+	case "down":
+		if err := c.Down(ctx); err != nil {
+			return err
+		}
+		c.Logf("down: no process, mount, bridge, iptables chain or cgroup of the cluster is left")
+		return nil
+	case "status":
+		return c.Status(ctx, func(f string, a ...any) { fmt.Printf(f, a...) })
+	case "nodes":
+		cs, err := c.client()
+		if err != nil {
+			return err
+		}
+		if *fakeNodes < 0 {
+			return fmt.Errorf("--fake-nodes (or FAKE_NODES) is required")
+		}
+		return EnsureFakeNodes(ctx, cs, *fakeNodes, c.Logf)
+	case "load":
+		if _, ok := c.L.Running("containerd"); !ok {
+			return fmt.Errorf("the cluster is not up (make cluster-up)")
+		}
+		return ImportImages(ctx, c.L.Socket(), fs.Args())
+	default:
+		return fmt.Errorf("unknown command %q: want up, down, status, nodes or load", cmd)
+	}
+}
+
+// envInt reads an integer environment variable, or returns def.
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+// defaultHostIP returns the source address of the default route (a UDP "dial" sends nothing), else the first
+// non-loopback IPv4 address. The apiserver advertises it; a loopback address would not do (EndpointSlices refuse it).
+func defaultHostIP() (string, error) {
+	if conn, err := net.Dial("udp4", "192.0.2.1:9"); err == nil {
+		defer func() { _ = conn.Close() }()
+		if a, ok := conn.LocalAddr().(*net.UDPAddr); ok && !a.IP.IsLoopback() {
+			return a.IP.String(), nil
+		}
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return "", err
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			return n.IP.String(), nil
+		}
+	}
+	return "", fmt.Errorf("no non-loopback IPv4 address on this host: pass --host-ip")
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Proc is one host process of the cluster.
+type Proc struct {
+	// Name names its PID file and log.
+	Name string
+	// Path is the binary.
+	Path string
+	// Args are its arguments.
+	Args []string
+}
+
+// pidFile holds "<pid> <binary>": the binary lets stop tell our process from an unrelated one that reused the PID.
+func (l Layout) pidFile(name string) string { return filepath.Join(l.PIDsDir(), name+".pid") }
+
+// logFile is the process's combined output.
+func (l Layout) logFile(name string) string { return filepath.Join(l.LogsDir(), name+".log") }
+
+// Start runs p detached from this process (its own session, so it outlives the command and a Ctrl-C of make
+// does not reach it), output in its log, and records its PID.
+func (l Layout) Start(p Proc) error {
+	if err := os.MkdirAll(l.PIDsDir(), 0o755); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(l.LogsDir(), 0o755); err != nil {
+		return err
+	}
+	log, err := os.OpenFile(l.logFile(p.Name), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Close() }()
+	path, err := exec.LookPath(p.Path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.Name, err)
+	}
+	if path, err = filepath.Abs(path); err != nil {
+		return err
+	}
+	cmd := exec.Command(path, p.Args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", p.Name, err)
+	}
+	if err := os.WriteFile(l.pidFile(p.Name), fmt.Appendf(nil, "%d %s\n", cmd.Process.Pid, path), 0o644); err != nil {
+		return err
+	}
+	return cmd.Process.Release()
+}
+
+// ParsePIDFile reads "<pid> <binary>".
+func ParsePIDFile(b []byte) (int, string, error) {
+	fields := strings.Fields(string(b))
+	if len(fields) != 2 {
+		return 0, "", fmt.Errorf("want \"<pid> <binary>\", got %q", strings.TrimSpace(string(b)))
+	}
+	pid, err := strconv.Atoi(fields[0])
+	if err != nil || pid <= 1 {
+		return 0, "", fmt.Errorf("bad PID %q", fields[0])
+	}
+	return pid, fields[1], nil
+}
+
+// Running returns the PID of the named process when its PID file names a live process running the recorded binary.
+// A dead process, a zombie (nobody reaps the detached processes on some hosts) or a reused PID counts as not running.
+func (l Layout) Running(name string) (int, bool) {
+	b, err := os.ReadFile(l.pidFile(name))
+	if err != nil {
+		return 0, false
+	}
+	pid, binary, err := ParsePIDFile(b)
+	if err != nil {
+		return 0, false
+	}
+	return pid, processRuns(pid, binary)
+}
+
+// processRuns says whether pid is alive, not a zombie, and runs binary.
+func processRuns(pid int, binary string) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil || processState(string(stat)) == "Z" {
+		return false
+	}
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	return err == nil && strings.TrimSuffix(exe, " (deleted)") == binary
+}
+
+// processState returns the state letter of a /proc/<pid>/stat line; the command name in parentheses may itself
+// hold spaces and parentheses, so the state is found after the last ')'.
+func processState(stat string) string {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 || i+2 >= len(stat) {
+		return ""
+	}
+	return stat[i+2 : i+3]
+}
+
+// Stop sends SIGTERM to the named process, waits up to grace for it to exit, then sends SIGKILL, and removes its
+// PID file. Only the recorded PID is signalled, and only while it still runs the recorded binary.
+func (l Layout) Stop(name string, grace time.Duration) error {
+	b, err := os.ReadFile(l.pidFile(name))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	pid, binary, err := ParsePIDFile(b)
+	if err == nil && processRuns(pid, binary) {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		ctx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		if pollErr := poll(ctx, 100*time.Millisecond, func() (bool, error) { return !processRuns(pid, binary), nil }); pollErr != nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	return os.Remove(l.pidFile(name))
+}
+
+// poll calls cond every interval until it returns true, an error, or ctx ends.
+func poll(ctx context.Context, interval time.Duration, cond func() (bool, error)) error {
+	for {
+		ok, err := cond()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+}
