@@ -7,6 +7,7 @@
 //	cluster status                 show the processes and nodes; fails unless the cluster is up
 //	cluster nodes --fake-nodes N   resize the pool of simulated nodes
 //	cluster load ARCHIVE...        import OCI image archives into the node's containerd
+//	cluster check-clean            fail if anything of the cluster is left on the host (after down)
 //
 // The Makefile drives it: make cluster-up, cluster-down, cluster-status, images-local, dev.
 package main
@@ -20,6 +21,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -32,7 +34,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: cluster up|down|status|nodes|load [flags]")
+		return fmt.Errorf("usage: cluster up|down|status|nodes|load|check-clean [flags]")
 	}
 	cmd := args[0]
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
@@ -95,8 +97,14 @@ func run(args []string) error {
 			return fmt.Errorf("the cluster is not up (make cluster-up)")
 		}
 		return ImportImages(ctx, c.L.Socket(), fs.Args())
+	case "check-clean":
+		if left := c.Leftovers(); len(left) > 0 {
+			return fmt.Errorf("the host still holds:\n  %s", strings.Join(left, "\n  "))
+		}
+		c.Logf("the host is clean")
+		return nil
 	default:
-		return fmt.Errorf("unknown command %q: want up, down, status, nodes or load", cmd)
+		return fmt.Errorf("unknown command %q: want up, down, status, nodes, load or check-clean", cmd)
 	}
 }
 
