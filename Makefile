@@ -108,9 +108,49 @@ test: envtest $(HELM) ## Run unit, integration (real kube-apiserver + etcd via e
 .PHONY: envtest
 envtest: $(ENVTEST_DIR)/.envtest-ready ## Install the pinned kube-apiserver, etcd and kubectl into bin/ (downloaded or built).
 
-.PHONY: e2e e2e-local
-e2e e2e-local: ## Placeholder: chainsaw end-to-end suites (kind and local cluster) arrive with the local cluster issue.
-	@echo "make $@ is not available yet: the e2e suites arrive with the local cluster issue." >&2; exit 1
+##@ End-to-end
+
+CHAINSAW := $(BIN)/chainsaw-$(CHAINSAW_VERSION)
+# Suites: e2e/<suite>/. The controller suites run against the installed chart; chart and upgrade reinstall it.
+E2E_SUITES ?= daemonset sizer pipeline chart upgrade
+CHAINSAW_FLAGS ?=
+# The previous revision the upgrade suite starts from: the latest tag, else the first commit that builds images.
+PREVIOUS ?= $(shell git describe --tags --abbrev=0 2>/dev/null || git log --reverse --format=%H -- tools/image/main.go | head -1)
+PREVIOUS_DIR := $(BIN)/previous
+PREVIOUS_TAG := e2e-previous
+
+$(CHAINSAW):
+	tools/install.sh chainsaw >/dev/null
+
+.PHONY: e2e-previous
+e2e-previous: ## Build the chart and images of PREVIOUS (a git revision) for the upgrade suite, into bin/previous/.
+	rm -rf $(PREVIOUS_DIR) && mkdir -p $(PREVIOUS_DIR)
+	git archive $(PREVIOUS) | tar -x -C $(PREVIOUS_DIR)
+	$(MAKE) -C $(PREVIOUS_DIR) image-local IMAGE_TAG=$(PREVIOUS_TAG) VERSION=$(PREVIOUS_TAG) GIT_COMMIT=$$(git rev-parse $(PREVIOUS)) >/dev/null
+	echo $$(git rev-parse --short $(PREVIOUS)) > $(PREVIOUS_DIR)/.revision
+
+# The environment every suite's scripts read: tools on PATH, the chart and image tags to install.
+E2E_ENV = KUBECONFIG=$(KUBECONFIG) PATH=$(ENVTEST_DIR):$(BIN):$$PATH KEELSON_CHART=$(CURDIR)/charts/keelson KEELSON_RELEASE=$(RELEASE) \
+	KEELSON_NAMESPACE=$(RELEASE_NAMESPACE) KEELSON_VALUES="$(LOCAL_IMAGE_VALUES)" \
+	KEELSON_PREVIOUS_CHART=$(PREVIOUS_DIR)/charts/keelson KEELSON_PREVIOUS_TAG=$(PREVIOUS_TAG)
+
+.PHONY: e2e-local
+e2e-local: $(CHAINSAW) ## Run every chainsaw suite on the local cluster: up, images, chart, suites. Leaves it up (make cluster-down).
+	$(MAKE) cluster-up
+	$(MAKE) images-local
+	$(if $(filter upgrade,$(E2E_SUITES)),$(MAKE) e2e-previous && $(CLUSTER_TOOL) load $(CLUSTER_FLAGS) $(PREVIOUS_DIR)/bin/images/*.tar)
+	$(MAKE) e2e-run KUBECONFIG=$(LOCAL_KUBECONFIG)
+
+# e2e-run runs the suites against $(KUBECONFIG): the upgrade suite first (it starts from the previous release),
+# then the controller suites against HEAD's chart, then the chart suite, which toggles and uninstalls.
+.PHONY: e2e-run
+e2e-run: $(CHAINSAW) $(HELM)
+	$(if $(filter upgrade,$(E2E_SUITES)),$(E2E_ENV) $(CHAINSAW) test --config e2e/.chainsaw.yaml e2e/upgrade $(CHAINSAW_FLAGS))
+	$(E2E_ENV) $(HELM) --kubeconfig $(KUBECONFIG) upgrade --install $(RELEASE) charts/keelson -n $(RELEASE_NAMESPACE) \
+		--create-namespace $(LOCAL_IMAGE_VALUES) --wait --timeout 5m
+	$(E2E_ENV) $(CHAINSAW) test --config e2e/.chainsaw.yaml \
+		$(addprefix e2e/,$(filter daemonset sizer pipeline,$(E2E_SUITES))) $(CHAINSAW_FLAGS)
+	$(if $(filter chart,$(E2E_SUITES)),$(E2E_ENV) $(CHAINSAW) test --config e2e/.chainsaw.yaml e2e/chart $(CHAINSAW_FLAGS))
 
 .PHONY: bench bench-quick
 bench bench-quick: ## Placeholder: benchmarks against the built-in controllers arrive with the benchmark issue.
