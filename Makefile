@@ -148,8 +148,8 @@ e2e-run: $(CHAINSAW) $(HELM)
 	$(if $(filter upgrade,$(E2E_SUITES)),$(E2E_ENV) $(CHAINSAW) test --config e2e/.chainsaw.yaml e2e/upgrade $(CHAINSAW_FLAGS))
 	$(E2E_ENV) $(HELM) --kubeconfig $(KUBECONFIG) upgrade --install $(RELEASE) charts/keelson -n $(RELEASE_NAMESPACE) \
 		--create-namespace $(LOCAL_IMAGE_VALUES) --wait --timeout 5m
-	$(E2E_ENV) $(CHAINSAW) test --config e2e/.chainsaw.yaml \
-		$(addprefix e2e/,$(filter daemonset sizer pipeline,$(E2E_SUITES))) $(CHAINSAW_FLAGS)
+	$(if $(filter daemonset sizer pipeline,$(E2E_SUITES)),$(E2E_ENV) $(CHAINSAW) test --config e2e/.chainsaw.yaml \
+		$(addprefix e2e/,$(filter daemonset sizer pipeline,$(E2E_SUITES))) $(CHAINSAW_FLAGS))
 	$(if $(filter chart,$(E2E_SUITES)),$(E2E_ENV) $(CHAINSAW) test --config e2e/.chainsaw.yaml e2e/chart $(CHAINSAW_FLAGS))
 
 .PHONY: bench bench-quick

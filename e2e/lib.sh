@@ -48,3 +48,18 @@ YAML
 node_ready() {
   [ "$(kubectl get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
 }
+
+# release_objects: every object of the release ($KEELSON_RELEASE), cluster-scoped or in its namespace, as sorted
+# kind.group/name lines. CRDs are left out: they are kept on purpose.
+release_objects() {
+  local types
+  types=$(kubectl api-resources --verbs=list -o name | grep -v -e '^events' -e '^customresourcedefinitions' | paste -sd, -)
+  kubectl get "$types" -n "$KEELSON_NAMESPACE" -l "app.kubernetes.io/instance=$KEELSON_RELEASE" -o name 2>/dev/null | sort
+}
+
+# helm_release ARGS...: helm upgrade --install the chart under test with the images under test, and wait.
+helm_release() {
+  # shellcheck disable=SC2086 # KEELSON_VALUES holds several flags
+  helm upgrade --install "$KEELSON_RELEASE" "$KEELSON_CHART" -n "$KEELSON_NAMESPACE" --create-namespace $KEELSON_VALUES \
+    --wait --timeout 5m "$@"
+}

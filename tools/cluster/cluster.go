@@ -60,7 +60,9 @@ func (c *Cluster) procs() map[string]Proc {
 			"--allow-privileged=true", "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
 			"--tls-cert-file=" + pki("apiserver.crt"), "--tls-private-key-file=" + pki("apiserver.key"),
 			"--client-ca-file=" + pki("ca.crt"), "--kubelet-client-certificate=" + pki("apiserver-kubelet-client.crt"),
-			"--kubelet-client-key=" + pki("apiserver-kubelet-client.key"), "--service-account-key-file=" + pki("sa.pub"),
+			"--kubelet-client-key=" + pki("apiserver-kubelet-client.key"),
+			// The node's name does not resolve on the host: logs, exec and debug reach the kubelet by its IP.
+			"--kubelet-preferred-address-types=InternalIP,Hostname", "--service-account-key-file=" + pki("sa.pub"),
 			"--service-account-signing-key-file=" + pki("sa.key"),
 			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 			"--audit-policy-file=" + l.EtcFile(auditPolicy), "--audit-log-path=" + l.AuditLog(),
