@@ -20,7 +20,7 @@ func main() {
 		AddToScheme: []func(*runtime.Scheme) error{inferencev1alpha1.AddToScheme},
 		Cache:       func(manager.Options) cache.Options { return pipeline.CacheOptions() },
 		SetupControllers: func(mgr ctrl.Manager, _ manager.Options) error {
-			return (&pipeline.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
+			return (&pipeline.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
 		},
 		SetupWebhooks: inferencewebhook.SetupWithManager,
 	})

@@ -41,7 +41,7 @@ func startController(t *testing.T) *testenv.Counts {
 		_, ok := o.(*inferencev1alpha1.Pipeline)
 		return ok
 	}, func(mgr ctrl.Manager, c client.Client) error {
-		return (&pipeline.Reconciler{Client: c}).SetupWithManager(mgr)
+		return (&pipeline.Reconciler{Client: c, APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
 	})
 	return counts
 }
@@ -426,4 +426,32 @@ func TestInvalidSpecAndExistingClaim(t *testing.T) {
 	var pvs corev1.PersistentVolumeList
 	s.g.Expect(env.Client.List(s.ctx, &pvs, client.MatchingLabels{pipeline.PipelineLabel: "loop"})).To(Succeed())
 	s.g.Expect(pvs.Items).To(BeEmpty())
+}
+
+// A pipeline on the user's own claim (which the controller's cache does not hold) becomes Ready once the claim is
+// Bound, though no event of that claim reaches the controller.
+func TestExistingClaimBindsLater(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "user-models", Namespace: s.ns},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	s.g.Expect(env.Client.Create(s.ctx, pvc)).To(Succeed())
+	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "byo", Namespace: s.ns},
+		Spec: inferencev1alpha1.PipelineSpec{
+			ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StoragePVC, ClaimName: "user-models"},
+			Steps:        []inferencev1alpha1.Step{{Name: "a", Image: "x"}},
+		}}
+	s.g.Expect(env.Client.Create(s.ctx, p)).To(Succeed())
+	storage := func() metav1.ConditionStatus {
+		c := meta.FindStatusCondition(s.get("byo").Status.Conditions, pipeline.ConditionStorageReady)
+		if c == nil {
+			return ""
+		}
+		return c.Status
+	}
+	s.g.Eventually(storage, timeout, poll).Should(Equal(metav1.ConditionFalse))
+	pvc.Status.Phase = corev1.ClaimBound
+	s.g.Expect(env.Client.Status().Update(s.ctx, pvc)).To(Succeed())
+	s.g.Eventually(storage, timeout, poll).Should(Equal(metav1.ConditionTrue))
 }

@@ -41,7 +41,14 @@ const (
 // Reconciler reconciles Pipelines.
 type Reconciler struct {
 	client.Client
+	// APIReader reads what the cache does not hold: the user's own claim of a type-pvc pipeline (the cache keeps
+	// only the controller's labelled objects). Nil reads through Client.
+	APIReader client.Reader
 }
+
+// claimPoll is how often a pipeline on the user's own claim looks again while the claim is not Bound: no watch
+// sees that claim, since the cache holds only the controller's own objects.
+const claimPoll = 5 * time.Second
 
 // RBAC of the pipeline-controller (make manifests turns these into its ClusterRole).
 // +kubebuilder:rbac:groups=inference.keelson.dev,resources=pipelines,verbs=get;list;watch;update
@@ -86,7 +93,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			errs = append(errs, fmt.Errorf("writing status: %w", err))
 		}
 	}
-	return ctrl.Result{}, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return ctrl.Result{}, err
+	}
+	if p.Spec.ModelStorage.Type == inferencev1alpha1.StoragePVC && (o.pvc == nil || o.pvc.Status.Phase != corev1.ClaimBound) {
+		return ctrl.Result{RequeueAfter: claimPoll}, nil
+	}
+	return ctrl.Result{}, nil
 }
 
 // syncChildren applies the storage and every step's Deployment and Service whose desired spec changed, and deletes
@@ -162,7 +175,11 @@ func (r *Reconciler) observe(ctx context.Context, p *inferencev1alpha1.Pipeline,
 		}
 	}
 	var pvc corev1.PersistentVolumeClaim
-	if err := r.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: ClaimName(p)}, &pvc); err == nil {
+	var claims client.Reader = r.Client
+	if p.Spec.ModelStorage.Type == inferencev1alpha1.StoragePVC && r.APIReader != nil {
+		claims = r.APIReader // the user's claim carries no label of ours: the cache cannot hold it
+	}
+	if err := claims.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: ClaimName(p)}, &pvc); err == nil {
 		o.pvc = &pvc
 	} else if !apierrors.IsNotFound(err) {
 		return err

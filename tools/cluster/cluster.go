@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,6 +90,36 @@ func (c *Cluster) procs() map[string]Proc {
 	}
 }
 
+// fingerprintFile records the configuration the running cluster was started with.
+func (c *Cluster) fingerprintFile() string { return filepath.Join(c.L.PIDsDir(), "fingerprint") }
+
+// fingerprint digests everything that shapes the running cluster: every process's binary (path, size, time) and
+// flags, and every config file. A cluster started with another fingerprint is restarted by Up.
+func (c *Cluster) fingerprint() (string, error) {
+	h := sha256.New()
+	procs := c.procs()
+	for _, n := range procOrder {
+		p := procs[n]
+		fmt.Fprintf(h, "%s %s %q\n", n, p.Path, p.Args)
+		if info, err := os.Stat(p.Path); err == nil {
+			fmt.Fprintf(h, "%d %d\n", info.Size(), info.ModTime().UnixNano())
+		}
+	}
+	files, err := Render(c.S, c.L)
+	if err != nil {
+		return "", err
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(h, "%s\n%s\n", n, files[n])
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
 // Running says whether every process runs.
 func (c *Cluster) allRunning() bool {
 	for _, n := range procOrder {
@@ -146,8 +179,14 @@ func (c *Cluster) Up(ctx context.Context, fakeNodes int) error {
 			return fmt.Errorf("%s is missing: run tools/install.sh kwok (make cluster-up does)", f)
 		}
 	}
+	fingerprint, err := c.fingerprint()
+	if err != nil {
+		return err
+	}
 	if c.allRunning() {
-		if cs, err := c.client(); err == nil && healthy(ctx, cs) {
+		if old, _ := os.ReadFile(c.fingerprintFile()); string(old) != fingerprint {
+			c.Logf("the cluster's configuration changed (flags, config files or binaries): restarting it")
+		} else if cs, err := c.client(); err == nil && healthy(ctx, cs) {
 			c.Logf("already up")
 			return c.finish(ctx, cs, fakeNodes, t0)
 		}
@@ -159,6 +198,9 @@ func (c *Cluster) Up(ctx context.Context, fakeNodes int) error {
 		}
 	}
 	if err := c.prepare(); err != nil {
+		return err
+	}
+	if err := os.WriteFile(c.fingerprintFile(), []byte(fingerprint), 0o644); err != nil {
 		return err
 	}
 	if err := c.L.Start(c.procs()["containerd"]); err != nil {
