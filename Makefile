@@ -30,7 +30,8 @@ CRD_DIR := $(CHART_FILES)/crds
 # Version information stamped into the binaries.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 GIT_COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
-BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+# The commit's date, not the clock's: the same source builds the same binaries, and so the same image digests.
+BUILD_DATE ?= $(shell git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo unknown)
 VERSION_PKG := github.com/keelson-dev/keelson/cmd/internal/version
 LDFLAGS := -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).GitCommit=$(GIT_COMMIT) \
 	-X $(VERSION_PKG).BuildDate=$(BUILD_DATE)
@@ -132,7 +133,8 @@ e2e-previous: ## Build the chart and images of PREVIOUS (a git revision) for the
 # The environment every suite's scripts read: tools on PATH, the chart and image tags to install.
 E2E_ENV = KUBECONFIG=$(KUBECONFIG) PATH=$(ENVTEST_DIR):$(BIN):$$PATH KEELSON_CHART=$(CURDIR)/charts/keelson KEELSON_RELEASE=$(RELEASE) \
 	KEELSON_NAMESPACE=$(RELEASE_NAMESPACE) KEELSON_VALUES="$(LOCAL_IMAGE_VALUES)" \
-	KEELSON_PREVIOUS_CHART=$(PREVIOUS_DIR)/charts/keelson KEELSON_PREVIOUS_TAG=$(PREVIOUS_TAG)
+	KEELSON_PREVIOUS_CHART=$(PREVIOUS_DIR)/charts/keelson KEELSON_PREVIOUS_VALUES="--set global.image.registry=$(IMAGE_REGISTRY) \
+	--set global.image.repository=$(IMAGE_REPOSITORY) --set global.image.tag=$(PREVIOUS_TAG) --set global.image.pullPolicy=IfNotPresent"
 
 .PHONY: e2e-local
 e2e-local: $(CHAINSAW) ## Run every chainsaw suite on the local cluster: up, images, chart, suites. Leaves it up (make cluster-down).
@@ -219,9 +221,13 @@ HELM_LOCAL := $(HELM) --kubeconfig $(LOCAL_KUBECONFIG)
 ECHO_IMAGE := localhost/keelson-echo:e2e
 RELEASE ?= keelson
 RELEASE_NAMESPACE ?= keelson-system
-# The chart's values for locally built images: imported into the node, never pulled.
-LOCAL_IMAGE_VALUES := --set global.image.registry=$(IMAGE_REGISTRY) --set global.image.repository=$(IMAGE_REPOSITORY) \
-	--set global.image.tag=$(IMAGE_TAG) --set global.image.pullPolicy=IfNotPresent
+# Locally built images carry a fixed tag (imported into the node, never pulled); the pods carry the images' digest,
+# so a rebuilt image rolls them and an unchanged one does not.
+LOCAL_IMAGE_TAG := local
+LOCAL_IMAGES_DIGEST = $$(cat $(addprefix $(BIN)/images/,$(addsuffix .tar,$(BINARIES))) | sha256sum | cut -c1-16)
+LOCAL_IMAGE_VALUES = --set global.image.registry=$(IMAGE_REGISTRY) --set global.image.repository=$(IMAGE_REPOSITORY) \
+	--set global.image.tag=$(LOCAL_IMAGE_TAG) --set global.image.pullPolicy=IfNotPresent \
+	--set-string global.podAnnotations.keelson\\.dev/images-digest=$(LOCAL_IMAGES_DIGEST)
 
 .PHONY: $(CLUSTER_TOOL)
 $(CLUSTER_TOOL):
@@ -255,7 +261,8 @@ cluster-status: $(CLUSTER_TOOL) ## Show the local cluster's processes and nodes;
 	$(CLUSTER_TOOL) status $(CLUSTER_FLAGS)
 
 .PHONY: images-local
-images-local: image-local $(CLUSTER_TOOL) ## Build the controller images offline and import them into the running local cluster.
+images-local: $(CLUSTER_TOOL) ## Build the controller images offline and import them into the running local cluster.
+	$(MAKE) image-local IMAGE_TAG=$(LOCAL_IMAGE_TAG)
 	$(CLUSTER_TOOL) load $(CLUSTER_FLAGS) $(addprefix $(BIN)/images/,$(addsuffix .tar,$(BINARIES)))
 
 # The samples make dev applies: one of each kind, runnable on the local cluster (docs/samples/dev/).

@@ -216,15 +216,18 @@ func contains(list []string, s string) bool {
 
 func TestOverridesReachOnlyTheirController(t *testing.T) {
 	g := NewWithT(t)
-	objs := mustRender(t, map[string]any{"workloadSizer": map[string]any{"logLevel": "debug", "image": map[string]any{"tag": "v9"}}})
+	objs := mustRender(t, map[string]any{"workloadSizer": map[string]any{"logLevel": "debug", "image": map[string]any{"tag": "v9"},
+		"podAnnotations": map[string]any{"example.com/team": "platform"}}})
 	for _, d := range ofKind[appsv1.Deployment](t, objs, "Deployment") {
 		c := d.Spec.Template.Spec.Containers[0]
 		if d.Name == "keelson-workload-sizer" {
 			g.Expect(c.Image).To(Equal("docker.io/keelson/workload-sizer:v9"))
 			g.Expect(c.Args).To(ContainElement("--log-level=debug"))
+			g.Expect(d.Spec.Template.Annotations).To(Equal(map[string]string{"example.com/team": "platform"}))
 		} else {
 			g.Expect(c.Image).To(HaveSuffix(":0.1.0"))
 			g.Expect(c.Args).To(ContainElement("--log-level=info"))
+			g.Expect(d.Spec.Template.Annotations).To(BeEmpty())
 		}
 	}
 }
