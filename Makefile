@@ -143,6 +143,43 @@ e2e-local: $(CHAINSAW) ## Run every chainsaw suite on the local cluster: up, ima
 	$(if $(filter upgrade,$(E2E_SUITES)),$(MAKE) e2e-previous && $(CLUSTER_TOOL) load $(CLUSTER_FLAGS) $(PREVIOUS_DIR)/bin/images/*.tar)
 	$(MAKE) e2e-run KUBECONFIG=$(LOCAL_KUBECONFIG)
 
+# The kind path, for users with Docker and internet: a kind cluster from e2e/kind-config.yaml, the images built
+# with Docker and loaded into it, kwok installed in it (the suites create simulated nodes), then the same suites.
+KIND := $(BIN)/kind-$(KIND_VERSION)
+KIND_CLUSTER ?= keelson-e2e
+KIND_NODE_IMAGE ?= kindest/node:$(KUBE_VERSION)
+KIND_KUBECONFIG := $(BIN)/kind-$(KIND_CLUSTER).kubeconfig
+KWOK_RELEASE_URL := https://github.com/kubernetes-sigs/kwok/releases/download/$(KWOK_VERSION)
+
+$(KIND):
+	tools/install.sh kind >/dev/null
+
+.PHONY: e2e
+e2e: $(KIND) $(CHAINSAW) $(HELM) envtest ## Run every chainsaw suite on kind (needs Docker and internet): cluster, images, kwok, suites.
+	$(KIND) get clusters | grep -qx $(KIND_CLUSTER) || \
+		$(KIND) create cluster --name $(KIND_CLUSTER) --image $(KIND_NODE_IMAGE) --config e2e/kind-config.yaml --wait 2m
+	$(KIND) get kubeconfig --name $(KIND_CLUSTER) > $(KIND_KUBECONFIG)
+	$(MAKE) docker-build IMAGE_TAG=$(LOCAL_IMAGE_TAG)
+	docker build --target e2e-echo -t $(ECHO_IMAGE) .
+	$(MAKE) e2e-previous-docker
+	$(foreach i,$(addprefix $(IMAGE_REGISTRY)/$(IMAGE_REPOSITORY)/,$(addsuffix :$(LOCAL_IMAGE_TAG),$(BINARIES))) \
+		$(addprefix $(IMAGE_REGISTRY)/$(IMAGE_REPOSITORY)/,$(addsuffix :$(PREVIOUS_TAG),$(BINARIES))) $(ECHO_IMAGE), \
+		$(KIND) load docker-image --name $(KIND_CLUSTER) $(i) &&) true
+	$(KUBECTL) --kubeconfig $(KIND_KUBECONFIG) apply -f $(KWOK_RELEASE_URL)/kwok.yaml -f $(KWOK_RELEASE_URL)/stage-fast.yaml
+	$(MAKE) e2e-run KUBECONFIG=$(KIND_KUBECONFIG) \
+		LOCAL_IMAGES_DIGEST="\$$(docker image inspect -f '{{.Id}}' $(addprefix $(IMAGE_REGISTRY)/$(IMAGE_REPOSITORY)/,$(addsuffix :$(LOCAL_IMAGE_TAG),$(BINARIES))) | sha256sum | cut -c1-16)"
+
+# e2e-previous-docker builds the previous revision's images with Docker, for kind.
+.PHONY: e2e-previous-docker
+e2e-previous-docker:
+	rm -rf $(PREVIOUS_DIR) && mkdir -p $(PREVIOUS_DIR)
+	git archive $(PREVIOUS) | tar -x -C $(PREVIOUS_DIR)
+	$(MAKE) -C $(PREVIOUS_DIR) docker-build IMAGE_TAG=$(PREVIOUS_TAG) VERSION=$(PREVIOUS_TAG)
+
+.PHONY: e2e-down
+e2e-down: $(KIND) ## Delete the kind cluster of make e2e.
+	$(KIND) delete cluster --name $(KIND_CLUSTER)
+
 # e2e-run runs the suites against $(KUBECONFIG): the upgrade suite first (it starts from the previous release),
 # then the controller suites against HEAD's chart, then the chart suite, which toggles and uninstalls.
 .PHONY: e2e-run
@@ -259,6 +296,10 @@ cluster-down: $(CLUSTER_TOOL) ## Stop the local cluster and remove every trace o
 .PHONY: cluster-status
 cluster-status: $(CLUSTER_TOOL) ## Show the local cluster's processes and nodes; fails unless it is up.
 	$(CLUSTER_TOOL) status $(CLUSTER_FLAGS)
+
+.PHONY: cluster-check-clean
+cluster-check-clean: $(CLUSTER_TOOL) ## Fail if any process, mount, bridge, iptables chain or cgroup of the local cluster is left.
+	$(CLUSTER_TOOL) check-clean $(CLUSTER_FLAGS)
 
 .PHONY: images-local
 images-local: $(CLUSTER_TOOL) ## Build the controller images offline and import them into the running local cluster.

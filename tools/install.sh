@@ -4,7 +4,7 @@
 #   tools/install.sh TOOL        TOOL is one of: controller-gen golangci-lint helm kwok chainsaw setup-envtest
 #                                envtest (kube-apiserver + etcd + kubectl, prints the directory for KUBEBUILDER_ASSETS)
 #                                kube (every Kubernetes binary a local cluster needs, prints the directory)
-#                                coredns, tini (Debian's tini-static, installed with apt), pause (compiled with gcc)
+#                                kind, coredns, tini (Debian's tini-static, installed with apt), pause (compiled with gcc)
 #
 # Versions come from tools/versions.env. Every tool lands under bin/ with its version in its path, so a version bump
 # installs the new one beside the old and nothing is ever stale. Nothing here is committed.
@@ -200,6 +200,7 @@ main() {
     kwok) go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok >/dev/null
           install_kwok_stages >/dev/null
           go_install kwokctl "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwokctl ;;
+    kind) go_install kind "$KIND_VERSION" sigs.k8s.io/kind ;;
     coredns) go_install coredns "$COREDNS_VERSION" github.com/coredns/coredns ;;
     chainsaw) install_chainsaw ;;
     tini) install_tini ;;
