@@ -100,9 +100,9 @@ func (c *Cluster) fingerprint() (string, error) {
 	procs := c.procs()
 	for _, n := range procOrder {
 		p := procs[n]
-		fmt.Fprintf(h, "%s %s %q\n", n, p.Path, p.Args)
+		_, _ = fmt.Fprintf(h, "%s %s %q\n", n, p.Path, p.Args)
 		if info, err := os.Stat(p.Path); err == nil {
-			fmt.Fprintf(h, "%d %d\n", info.Size(), info.ModTime().UnixNano())
+			_, _ = fmt.Fprintf(h, "%d %d\n", info.Size(), info.ModTime().UnixNano())
 		}
 	}
 	files, err := Render(c.S, c.L)
@@ -115,7 +115,7 @@ func (c *Cluster) fingerprint() (string, error) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(h, "%s\n%s\n", n, files[n])
+		_, _ = fmt.Fprintf(h, "%s\n%s\n", n, files[n])
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -207,7 +207,7 @@ func cleanIptables() []error {
 			deletes, chains := IptablesCleanup(string(out))
 			for _, d := range deletes {
 				if out, err := exec.Command(bin, append([]string{"-w", "-t", table}, d...)...).CombinedOutput(); err != nil {
-					errs = append(errs, fmt.Errorf("%s -t %s %s: %v: %s", bin, table, strings.Join(d, " "), err, bytes.TrimSpace(out)))
+					errs = append(errs, fmt.Errorf("%s -t %s %s: %w: %s", bin, table, strings.Join(d, " "), err, bytes.TrimSpace(out)))
 				}
 			}
 			for _, c := range chains {
@@ -215,7 +215,7 @@ func cleanIptables() []error {
 			}
 			for _, c := range chains {
 				if out, err := exec.Command(bin, "-w", "-t", table, "-X", c).CombinedOutput(); err != nil {
-					errs = append(errs, fmt.Errorf("%s -t %s -X %s: %v: %s", bin, table, c, err, bytes.TrimSpace(out)))
+					errs = append(errs, fmt.Errorf("%s -t %s -X %s: %w: %s", bin, table, c, err, bytes.TrimSpace(out)))
 				}
 			}
 		}
