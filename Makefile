@@ -192,8 +192,15 @@ e2e-run: $(CHAINSAW) $(HELM)
 	$(if $(filter chart,$(E2E_SUITES)),$(E2E_ENV) $(CHAINSAW) test --config e2e/.chainsaw.yaml e2e/chart $(CHAINSAW_FLAGS))
 
 .PHONY: bench bench-quick
-bench bench-quick: ## Placeholder: benchmarks against the built-in controllers arrive with the benchmark issue.
-	@echo "make $@ is not available yet: the benchmarks arrive with the benchmark issue." >&2; exit 1
+bench-quick: ## Benchmarks at small sizes (under 5 minutes) on the local cluster: prints the tables. Needs make cluster-up.
+	$(MAKE) images-local deploy-local
+	go run ./tools/bench --quick --cluster-tool $(CLUSTER_TOOL) --cluster-dir $(CLUSTER_DIR) --kubeconfig $(LOCAL_KUBECONFIG) \
+		--audit-log $(CLUSTER_DIR)/logs/audit.log --release $(RELEASE) --release-namespace $(RELEASE_NAMESPACE)
+
+bench: ## The full benchmarks (N up to 1000) against the built-in controllers; rewrites docs/benchmarks.md, plots, JSON.
+	$(MAKE) images-local deploy-local
+	go run ./tools/bench --cluster-tool $(CLUSTER_TOOL) --cluster-dir $(CLUSTER_DIR) --kubeconfig $(LOCAL_KUBECONFIG) \
+		--audit-log $(CLUSTER_DIR)/logs/audit.log --release $(RELEASE) --release-namespace $(RELEASE_NAMESPACE) --out docs
 
 ##@ Build
 
@@ -300,6 +307,12 @@ cluster-status: $(CLUSTER_TOOL) ## Show the local cluster's processes and nodes;
 .PHONY: cluster-check-clean
 cluster-check-clean: $(CLUSTER_TOOL) ## Fail if any process, mount, bridge, iptables chain or cgroup of the local cluster is left.
 	$(CLUSTER_TOOL) check-clean $(CLUSTER_FLAGS)
+
+.PHONY: cluster-crash-test
+cluster-crash-test: $(CLUSTER_TOOL) ## Kill every process of the running local cluster with SIGKILL, then check that cluster-up recovers.
+	$(CLUSTER_TOOL) kill $(CLUSTER_FLAGS)
+	$(MAKE) cluster-up
+	$(CLUSTER_TOOL) status $(CLUSTER_FLAGS)
 
 .PHONY: images-local
 images-local: $(CLUSTER_TOOL) ## Build the controller images offline and import them into the running local cluster.

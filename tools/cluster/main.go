@@ -8,6 +8,7 @@
 //	cluster nodes --fake-nodes N   resize the pool of simulated nodes
 //	cluster load ARCHIVE...        import OCI image archives into the node's containerd
 //	cluster check-clean            fail if anything of the cluster is left on the host (after down)
+//	cluster kill                   SIGKILL every process of the cluster, as a crash would (to test recovery)
 //
 // The Makefile drives it: make cluster-up, cluster-down, cluster-status, images-local, dev.
 package main
@@ -34,7 +35,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: cluster up|down|status|nodes|load|check-clean [flags]")
+		return fmt.Errorf("usage: cluster up|down|status|nodes|load|check-clean|kill [flags]")
 	}
 	cmd := args[0]
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
@@ -97,6 +98,14 @@ func run(args []string) error {
 			return fmt.Errorf("the cluster is not up (make cluster-up)")
 		}
 		return ImportImages(ctx, c.L.Socket(), fs.Args())
+	case "kill":
+		for _, n := range procOrder {
+			if pid, ok := c.L.Running(n); ok {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				c.Logf("killed %s (pid %d)", n, pid)
+			}
+		}
+		return nil
 	case "check-clean":
 		if left := c.Leftovers(); len(left) > 0 {
 			return fmt.Errorf("the host still holds:\n  %s", strings.Join(left, "\n  "))
@@ -104,7 +113,7 @@ func run(args []string) error {
 		c.Logf("the host is clean")
 		return nil
 	default:
-		return fmt.Errorf("unknown command %q: want up, down, status, nodes, load or check-clean", cmd)
+		return fmt.Errorf("unknown command %q: want up, down, status, nodes, load, check-clean or kill", cmd)
 	}
 }
 

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestCountWrites(t *testing.T) {
+	at := func(s string) time.Time { ts, _ := time.Parse(time.RFC3339, s); return ts }
+	log := strings.Join([]string{
+		`{"stage":"ResponseComplete","verb":"create","user":{"username":"ds"},"objectRef":{"resource":"pods"},"stageTimestamp":"2026-01-01T00:00:01Z"}`,
+		`{"stage":"ResponseComplete","verb":"create","user":{"username":"ds"},"objectRef":{"resource":"pods"},"stageTimestamp":"2026-01-01T00:00:02Z"}`,
+		`{"stage":"ResponseComplete","verb":"update","user":{"username":"ds"},"objectRef":{"resource":"daemonsets","subresource":"status"},"stageTimestamp":"2026-01-01T00:00:03Z"}`,
+		`{"stage":"ResponseStarted","verb":"create","user":{"username":"ds"},"objectRef":{"resource":"pods"},"stageTimestamp":"2026-01-01T00:00:03Z"}`,
+		`{"stage":"ResponseComplete","verb":"get","user":{"username":"ds"},"objectRef":{"resource":"pods"},"stageTimestamp":"2026-01-01T00:00:03Z"}`,
+		`{"stage":"ResponseComplete","verb":"patch","user":{"username":"kubelet"},"objectRef":{"resource":"pods","subresource":"status"},"stageTimestamp":"2026-01-01T00:00:04Z"}`,
+		`{"stage":"ResponseComplete","verb":"create","user":{"username":"ds"},"objectRef":{"resource":"pods"},"stageTimestamp":"2026-01-01T00:00:09Z"}`,
+		`not json`,
+	}, "\n")
+	got, err := CountWrites(strings.NewReader(log), at("2026-01-01T00:00:00Z"), at("2026-01-01T00:00:05Z"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Writes{"ds": {"create pods": 2, "update daemonsets/status": 1}, "kubelet": {"patch pods/status": 1}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("writes (-want +got):\n%s", diff)
+	}
+	if got.Total("ds") != 3 || got.Total("nobody") != 0 {
+		t.Fatalf("totals %d %d", got.Total("ds"), got.Total("nobody"))
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	s := Summarize([]time.Duration{3 * time.Second, time.Second, 2 * time.Second})
+	if s.Median != 2*time.Second || s.Min != time.Second || s.Max != 3*time.Second {
+		t.Fatalf("%+v", s)
+	}
+	if e := Summarize([]time.Duration{time.Second, 3 * time.Second}); e.Median != 2*time.Second {
+		t.Fatalf("even count: %v", e.Median)
+	}
+	if Ratio(time.Second, 2*time.Second) != 0.5 || Ratio(time.Second, 0) != 0 {
+		t.Fatal("ratio")
+	}
+}
+
+func TestOrderAlternates(t *testing.T) {
+	impls := []string{"keelson", "builtin"}
+	if diff := cmp.Diff([][]string{{"keelson", "builtin"}, {"builtin", "keelson"}, {"keelson", "builtin"}},
+		[][]string{Order(0, impls), Order(1, impls), Order(2, impls)}); diff != "" {
+		t.Fatal(diff)
+	}
+}
+
+func TestBuildReport(t *testing.T) {
+	s := time.Second
+	trials := []trial{
+		{Impl: implKeelson, Nodes: 100, Duration: 2 * s, Writes: map[string]int{"create pods": 100, "update daemonsets/status": 4}},
+		{Impl: implBuiltin, Nodes: 100, Duration: 4 * s, Writes: map[string]int{"create pods": 100, "update daemonsets/status": 10}},
+		{Impl: implBuiltin, Nodes: 100, Duration: 6 * s, Writes: map[string]int{"create pods": 100}},
+		{Impl: implKeelson, Nodes: 100, Duration: 3 * s, Writes: map[string]int{"create pods": 100}},
+	}
+	r := buildReport(trials)
+	if len(r) != 1 || r[0].Nodes != 100 {
+		t.Fatalf("%+v", r)
+	}
+	if r[0].Keelson.Median != 2500*time.Millisecond || r[0].Builtin.Median != 5*s || r[0].Ratio != 0.5 {
+		t.Fatalf("medians and ratio: %+v", r[0])
+	}
+	if r[0].KeelsonWritesPerNode != 1.02 || r[0].BuiltinWritesPerNode != 1.05 {
+		t.Fatalf("writes per node: %v %v", r[0].KeelsonWritesPerNode, r[0].BuiltinWritesPerNode)
+	}
+	if !strings.Contains(r.Table(), "| 100 | 2.50s (2.00s–3.00s) | 5.00s (4.00s–6.00s) | 0.50 |") {
+		t.Fatalf("table:\n%s", r.Table())
+	}
+}
+
+func TestParseVMRSS(t *testing.T) {
+	if got := ParseVMRSS("Name:\tx\nVmRSS:\t   34816 kB\nVmSwap:\t0 kB\n"); got != 34816 {
+		t.Fatalf("VmRSS %d", got)
+	}
+	if ParseVMRSS("Name:\tx\n") != 0 {
+		t.Fatal("no VmRSS line must give 0")
+	}
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+)
+
+// The two implementations compared.
+const (
+	implKeelson = "keelson"
+	implBuiltin = "builtin"
+)
+
+// benchPodTemplate is the same for both: a pause container on every simulated node (kwok runs nothing, so the
+// image is never pulled), tolerating their taint.
+func benchPodTemplate(name string) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"bench": name}},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{"keelson.dev/fake-node": "true"},
+			Tolerations:  []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+			Containers:   []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10.2"}},
+		},
+	}
+}
+
+// newDaemonSet returns the implementation's DaemonSet named name; both roll with maxUnavailable 10%.
+func newDaemonSet(impl, ns, name string) client.Object {
+	tenPercent := intstr.FromString("10%")
+	if impl == implBuiltin {
+		return &appsv1.DaemonSet{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"bench": name}},
+				Template: benchPodTemplate(name),
+				UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType,
+					RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: &tenPercent}}},
+		}
+	}
+	return &daemonsetv1alpha1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: daemonsetv1alpha1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"bench": name}},
+			Template: benchPodTemplate(name),
+			UpdateStrategy: daemonsetv1alpha1.DaemonSetUpdateStrategy{Type: daemonsetv1alpha1.RollingUpdateStrategyType,
+				RollingUpdate: &daemonsetv1alpha1.RollingUpdateDaemonSet{MaxUnavailable: &tenPercent}}},
+	}
+}
+
+// converged says whether the DaemonSet's own status reports n pods updated and available, for its current
+// generation.
+func converged(obj client.Object, n int32) bool {
+	switch d := obj.(type) {
+	case *appsv1.DaemonSet:
+		return d.Status.ObservedGeneration >= d.Generation && d.Status.DesiredNumberScheduled == n &&
+			d.Status.NumberAvailable == n && d.Status.UpdatedNumberScheduled == n
+	case *daemonsetv1alpha1.DaemonSet:
+		return d.Status.ObservedGeneration >= d.Generation && d.Status.DesiredNumberScheduled == n &&
+			d.Status.NumberAvailable == n && d.Status.UpdatedNumberScheduled == n
+	}
+	return false
+}
+
+// trial is one measured phase of one implementation.
+type trial struct {
+	// Bench names the benchmark: convergence or rolling-update.
+	Bench    string        `json:"bench"`
+	Impl     string        `json:"impl"`
+	Nodes    int           `json:"nodes"`
+	Rep      int           `json:"rep"`
+	Duration time.Duration `json:"duration"`
+	// Writes are the controller's write requests during the phase, from the audit log.
+	Writes map[string]int `json:"writes"`
+	start  time.Time
+	end    time.Time
+}
+
+// daemonSetTrial creates a DaemonSet and times it from create to its status saying n pods available; with roll,
+// it then changes the template and times the rolling update the same way. Then it deletes the DaemonSet and waits
+// until its pods are gone, so the next trial starts from an empty cluster. hold runs between convergence and
+// deletion (the steady-state and memory benchmarks measure there).
+func daemonSetTrial(ctx context.Context, c client.Client, impl, ns string, n, rep int, roll bool, hold func() error) ([]trial, error) {
+	name := fmt.Sprintf("%s-%d-%d", impl, n, rep)
+	obj := newDaemonSet(impl, ns, name)
+	wait := func(bench string, start time.Time) (trial, error) {
+		t := trial{Bench: bench, Impl: impl, Nodes: n, Rep: rep, start: start}
+		err := poll(ctx, 15*time.Minute, func() (bool, error) {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				return false, err
+			}
+			return converged(obj, int32(n)), nil
+		})
+		t.end = time.Now()
+		t.Duration = t.end.Sub(t.start)
+		if err != nil {
+			return t, fmt.Errorf("%s %s with %d nodes did not converge: %w", impl, bench, n, err)
+		}
+		return t, nil
+	}
+	start := time.Now()
+	if err := c.Create(ctx, obj); err != nil {
+		return nil, err
+	}
+	t, err := wait("convergence", start)
+	if err != nil {
+		return nil, err
+	}
+	out := []trial{t}
+	if roll {
+		before := obj.DeepCopyObject().(client.Object)
+		setTemplateAnnotation(obj, "bench/version", "2")
+		start := time.Now()
+		if err := c.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
+			return nil, err
+		}
+		t, err := wait("rolling-update", start)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	if hold != nil {
+		if err := hold(); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		return nil, err
+	}
+	return out, poll(ctx, 10*time.Minute, func() (bool, error) {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"bench": name}); err != nil {
+			return false, err
+		}
+		return len(pods.Items) == 0, nil
+	})
+}
+
+// setTemplateAnnotation changes the pod template of either implementation.
+func setTemplateAnnotation(obj client.Object, k, v string) {
+	var meta *metav1.ObjectMeta
+	switch d := obj.(type) {
+	case *appsv1.DaemonSet:
+		meta = &d.Spec.Template.ObjectMeta
+	case *daemonsetv1alpha1.DaemonSet:
+		meta = &d.Spec.Template.ObjectMeta
+	}
+	if meta.Annotations == nil {
+		meta.Annotations = map[string]string{}
+	}
+	meta.Annotations[k] = v
+}
+
+// poll calls cond every 200ms until it holds, fails, or timeout passes.
+func poll(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		ok, err := cond()
+		if err != nil || ok {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// Machine describes where a run happened.
+type Machine struct {
+	CPUs      int    `json:"cpus"`
+	MemoryGiB int    `json:"memoryGiB"`
+	Kernel    string `json:"kernel"`
+	Commit    string `json:"commit"`
+	Go        string `json:"go"`
+}
+
+func describeMachine() Machine {
+	m := Machine{CPUs: runtime.NumCPU(), Go: runtime.Version()}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int
+		_, _ = fmt.Sscanf(strings.SplitN(string(b), "\n", 2)[0], "MemTotal: %d kB", &kb)
+		m.MemoryGiB = (kb + 1<<19) >> 20
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := exec.Command("git", "describe", "--always", "--dirty").Output(); err == nil {
+		m.Commit = strings.TrimSpace(string(b))
+	}
+	return m
+}
+
+// verdict says whether a target is met.
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "**missed**"
+}
+
+// summaryText is the tables and the targets, as Markdown.
+func summaryText(r Results) string {
+	var b strings.Builder
+	sec := func(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+	fmt.Fprintf(&b, "### DaemonSet convergence (create → all N pods available)\n\n%s\n", r.Convergence.Table())
+	fmt.Fprintf(&b, "### DaemonSet rolling update (N = %d, maxUnavailable 10%%)\n\n%s\n", r.Plan.RollingNodes, r.RollingUpdate.Table())
+	// The worst ratio, and the largest excess of Keelson's writes per node over the built-in's, across every N.
+	worstRatio, keelsonWrites := 0.0, -1e9
+	for _, row := range append(append(Report{}, r.Convergence...), r.RollingUpdate...) {
+		worstRatio = max(worstRatio, row.Ratio)
+		keelsonWrites = max(keelsonWrites, row.KeelsonWritesPerNode-row.BuiltinWritesPerNode)
+	}
+	steadyTotal := 0
+	fmt.Fprintf(&b, "### Steady state (N = %d, %s idle after convergence)\n\n| controller | writes |\n|---|---|\n", r.Plan.RollingNodes, sec(r.SteadyWindow))
+	for u, w := range r.SteadyWrites {
+		fmt.Fprintf(&b, "| %s | %d |\n", u, sumWrites(w))
+		steadyTotal += sumWrites(w)
+	}
+	fmt.Fprintf(&b, "\n### Memory (N = %d nodes, a Keelson object of every kind, %d unrelated pods)\n\n| controller | RSS |\n|---|---|\n", r.Plan.RollingNodes, r.Plan.Unrelated)
+	maxRSS := int64(0)
+	for _, name := range []string{"daemonset-controller", "workload-sizer", "pipeline-controller"} {
+		fmt.Fprintf(&b, "| %s | %.1f MiB |\n", name, float64(r.RSS[name])/(1<<20))
+		maxRSS = max(maxRSS, r.RSS[name])
+	}
+	fmt.Fprintf(&b, "\n### Leader handover (workload-sizer, %d rolls)\n\nmedian %s (min %s, max %s); lease duration %s\n",
+		len(r.Handovers), sec(r.HandoverMedian.Median), sec(r.HandoverMedian.Min), sec(r.HandoverMedian.Max), leaseOf(r))
+	fmt.Fprintf(&b, "\n### WorkloadSizer\n\n%d sizers over existing Deployments: all Sized in %s; %d writes in the %s idle window after\n",
+		r.Sizer.Sizers, sec(r.Sizer.ToSized), r.SizerSteady, sec(r.Sizer.SteadyWindow))
+	fmt.Fprintf(&b, "\n### Pipeline\n\n%d pipelines × %d steps Ready in %s; the same Deployments and Services applied directly: %s; overhead per step %s\n",
+		r.Pipeline.Pipelines, r.Pipeline.Steps, sec(r.Pipeline.Keelson), sec(r.Pipeline.Bare), sec(r.Pipeline.OverheadPerStep))
+	fmt.Fprintf(&b, "\n### Targets\n\n| target | result | |\n|---|---|---|\n")
+	fmt.Fprintf(&b, "| DaemonSet Keelson / built-in ≤ 1.0 at every N | worst %.2f | %s |\n", worstRatio, verdict(worstRatio <= 1.0))
+	fmt.Fprintf(&b, "| writes per node ≤ built-in | worst difference %+.2f | %s |\n", keelsonWrites, verdict(keelsonWrites <= 0))
+	fmt.Fprintf(&b, "| steady-state writes = 0 | %d | %s |\n", steadyTotal, verdict(steadyTotal == 0))
+	fmt.Fprintf(&b, "| RSS ≤ 100 MiB per controller | largest %.1f MiB | %s |\n", float64(maxRSS)/(1<<20), verdict(maxRSS <= 100<<20))
+	fmt.Fprintf(&b, "| leader handover < 2 s | median %s | %s |\n", sec(r.HandoverMedian.Median), verdict(r.HandoverMedian.Median < 2*time.Second))
+	fmt.Fprintf(&b, "| %d sizers Sized < 60 s | %s | %s |\n", r.Sizer.Sizers, sec(r.Sizer.ToSized), verdict(r.Sizer.ToSized < time.Minute))
+	fmt.Fprintf(&b, "| sizer steady-state writes = 0 | %d | %s |\n", r.SizerSteady, verdict(r.SizerSteady == 0))
+	fmt.Fprintf(&b, "| pipeline overhead < 1 s per step | %s | %s |\n", sec(r.Pipeline.OverheadPerStep), verdict(r.Pipeline.OverheadPerStep < time.Second))
+	return b.String()
+}
+
+func leaseOf(r Results) string {
+	if len(r.Handovers) == 0 {
+		return "-"
+	}
+	return r.Handovers[0].LeaseDuration.String()
+}
+
+func sumWrites(w map[string]int) int {
+	n := 0
+	for _, c := range w {
+		n += c
+	}
+	return n
+}
+
+// writeDocs writes docs/benchmarks.md, the plots and the raw results.
+func writeDocs(r Results, dir string) error {
+	bdir := filepath.Join(dir, "benchmarks")
+	if err := writeJSON(filepath.Join(bdir, "results.json"), r); err != nil {
+		return err
+	}
+	if err := linePlot(filepath.Join(bdir, "convergence.png"), "DaemonSet convergence", "seconds", r.Convergence,
+		func(row Row) (float64, float64) { return row.Keelson.Median.Seconds(), row.Builtin.Median.Seconds() }); err != nil {
+		return err
+	}
+	if err := linePlot(filepath.Join(bdir, "writes-per-node.png"), "DaemonSet writes per converged node", "writes per node", r.Convergence,
+		func(row Row) (float64, float64) { return row.KeelsonWritesPerNode, row.BuiltinWritesPerNode }); err != nil {
+		return err
+	}
+	doc := fmt.Sprintf(benchmarksDoc, r.Started.UTC().Format("2006-01-02"), r.Machine.CPUs, r.Machine.MemoryGiB, r.Machine.Kernel,
+		r.Machine.Commit, r.Machine.Go, summaryText(r))
+	return os.WriteFile(filepath.Join(dir, "benchmarks.md"), []byte(doc), 0o644)
+}
+
+// linePlot draws Keelson and the built-in against N.
+func linePlot(path, title, yLabel string, rows Report, y func(Row) (float64, float64)) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "nodes"
+	p.Y.Label.Text = yLabel
+	k, b := make(plotter.XYs, len(rows)), make(plotter.XYs, len(rows))
+	for i, row := range rows {
+		ky, by := y(row)
+		k[i] = plotter.XY{X: float64(row.Nodes), Y: ky}
+		b[i] = plotter.XY{X: float64(row.Nodes), Y: by}
+	}
+	if err := plotutil.AddLinePoints(p, "Keelson", k, "apps/v1 (kube-controller-manager)", b); err != nil {
+		return err
+	}
+	p.Legend.Top = true
+	return p.Save(6*vg.Inch, 4*vg.Inch, path)
+}
+
+// benchmarksDoc is docs/benchmarks.md; make bench rewrites it.
+const benchmarksDoc = `# Benchmarks
+
+What does Keelson cost a cluster, next to what it replaces? Every number here comes from one run of ` + "`make bench`" + `
+(run %s) on the local cluster ([local-cluster.md](local-cluster.md)): Keelson and the built-in controller on the
+same simulated nodes, in the same run, alternating which goes first across three repetitions. The machine is
+noisy (%d cores, %d GiB, kernel %s; commit %s, %s): trust the ratios within the run more than the absolute times.
+
+## Method
+
+- **Nodes** are kwok nodes (` + "`cluster nodes --fake-nodes N`" + `), Ready and free of the not-ready taint before each
+  measurement. Their pods are marked Running and Ready by kwok; nothing is pulled or run.
+- **DaemonSet convergence**: create → the DaemonSet's own status says N pods updated and available, polled every
+  200 ms; then the DaemonSet is deleted and its pods waited out before the next trial. Keelson's DaemonSet and
+  apps/v1's have the same pod template (a pause container, a toleration of the simulated nodes' taint, a node
+  selector for them) and both roll with maxUnavailable 10%%.
+- **Writes** are counted in the apiserver's audit log (creates, updates, patches, deletes), attributed to the user
+  that made them: kube-controller-manager runs with per-controller service accounts
+  (` + "`system:serviceaccount:kube-system:daemon-set-controller`" + `), Keelson with its chart's. Nothing inside Keelson counts.
+- **Steady state** is an idle window after convergence; **memory** is each controller process's VmRSS on the node,
+  the largest replica's, with the largest pool, a Keelson object of every kind and unrelated pods in the cluster;
+  **leader handover** runs from the old leader pod's deletion (its SIGTERM) to the new leader holding the lease and
+  having reconciled a probe object changed at that moment.
+- Raw results: [benchmarks/results.json](benchmarks/results.json). Rerun with ` + "`make bench`" + ` (` + "`make bench-quick`" + `: small
+  sizes, prints the tables).
+
+![convergence](benchmarks/convergence.png)
+![writes per node](benchmarks/writes-per-node.png)
+
+## Results
+
+%s
+`

@@ -1,0 +1,357 @@
+// Command bench measures Keelson against the built-in controllers on the local cluster, side by side in one run
+// (ratios within a run are trustworthy on a noisy machine; absolute times are not). Writes are attributed from the
+// apiserver's audit log, never from counters inside Keelson.
+//
+//	go run ./tools/bench --quick     (make bench-quick: small N, prints the ratio table)
+//	go run ./tools/bench             (make bench: N = 100, 500, 1000; writes docs/benchmarks.md, plots and JSON)
+//
+// The cluster must be up with the chart installed (make dev does both).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+)
+
+// Who writes: kube-controller-manager runs with per-controller service accounts, Keelson with its chart's.
+const builtinDaemonSetUser = "system:serviceaccount:kube-system:daemon-set-controller"
+
+// keelsonUser is the service account of one of the chart's controllers.
+func keelsonUser(releaseNS, release, binary string) string {
+	return "system:serviceaccount:" + releaseNS + ":" + release + "-" + binary
+}
+
+// Plan sizes one run.
+type Plan struct {
+	Nodes        []int         `json:"nodes"`
+	Reps         int           `json:"reps"`
+	Idle         time.Duration `json:"idle"`
+	Sizers       int           `json:"sizers"`
+	Pipelines    int           `json:"pipelines"`
+	Unrelated    int           `json:"unrelatedPods"`
+	Handovers    int           `json:"handovers"`
+	SizerIdle    time.Duration `json:"sizerIdle"`
+	RollingNodes int           `json:"rollingNodes"`
+}
+
+// plans: the full run of the issue, and a quick one under five minutes.
+var (
+	fullPlan  = Plan{Nodes: []int{100, 500, 1000}, Reps: 3, Idle: 120 * time.Second, Sizers: 1000, Pipelines: 20, Unrelated: 10000, Handovers: 3, SizerIdle: 60 * time.Second}
+	quickPlan = Plan{Nodes: []int{100}, Reps: 3, Idle: 20 * time.Second, Sizers: 100, Pipelines: 4, Unrelated: 1000, Handovers: 1, SizerIdle: 10 * time.Second}
+)
+
+// Results is everything a run measured; docs/benchmarks/results.json holds the last full run's.
+type Results struct {
+	Plan    Plan      `json:"plan"`
+	Started time.Time `json:"started"`
+	Machine Machine   `json:"machine"`
+	// DaemonSet holds convergence and rolling-update trials, and the table built from them.
+	DaemonSet      []trial          `json:"daemonSetTrials"`
+	Convergence    Report           `json:"convergence"`
+	RollingUpdate  Report           `json:"rollingUpdate"`
+	SteadyWrites   Writes           `json:"steadyWrites"`
+	SteadyWindow   time.Duration    `json:"steadyWindow"`
+	Sizer          sizerResult      `json:"sizer"`
+	SizerSteady    int              `json:"sizerSteadyWrites"`
+	Pipeline       pipelineResult   `json:"pipeline"`
+	RSS            map[string]int64 `json:"rssBytes"`
+	Handovers      []handoverResult `json:"handovers"`
+	HandoverMedian Summary          `json:"handoverSummary"`
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	kubeconfig := flag.String("kubeconfig", ".cluster/kubeconfig", "the local cluster's kubeconfig")
+	auditLog := flag.String("audit-log", ".cluster/logs/audit.log", "the apiserver's audit log")
+	clusterTool := flag.String("cluster-tool", "bin/keelson-cluster", "the cluster tool, to resize the simulated node pool")
+	clusterDir := flag.String("cluster-dir", ".cluster", "the cluster's directory")
+	release := flag.String("release", "keelson", "the chart's release name")
+	releaseNS := flag.String("release-namespace", "keelson-system", "the chart's namespace")
+	quick := flag.Bool("quick", false, "small sizes, under five minutes; prints the tables, writes nothing under docs/")
+	out := flag.String("out", "docs", "where docs/benchmarks.md, its plots and JSON go (full runs only)")
+	flag.Parse()
+	plan := fullPlan
+	if *quick {
+		plan = quickPlan
+	}
+	plan.RollingNodes = plan.Nodes[len(plan.Nodes)-1]
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, daemonsetv1alpha1.AddToScheme,
+		sizerv1alpha1.AddToScheme, inferencev1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	if err := reset(ctx, c); err != nil {
+		return err
+	}
+	res := Results{Plan: plan, Started: time.Now(), Machine: describeMachine(), RSS: map[string]int64{}}
+	ns := func(name string) (string, error) {
+		err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		return name, client.IgnoreAlreadyExists(err)
+	}
+	users := map[string]string{implKeelson: keelsonUser(*releaseNS, *release, "daemonset-controller"), implBuiltin: builtinDaemonSetUser}
+	allKeelson := []string{users[implKeelson], keelsonUser(*releaseNS, *release, "workload-sizer"), keelsonUser(*releaseNS, *release, "pipeline-controller")}
+	var events []WriteEvent // read once, when every measurement is done
+
+	// 1–4: DaemonSet convergence at each N, the rolling update at the largest, steady state after Keelson's.
+	dsNS, err := ns("bench-daemonset")
+	if err != nil {
+		return err
+	}
+	var steadyFrom, steadyTo time.Time
+	for _, n := range plan.Nodes {
+		if err := resizePool(ctx, c, *clusterTool, *clusterDir, n); err != nil {
+			return err
+		}
+		for rep := range plan.Reps {
+			for _, impl := range Order(rep, []string{implKeelson, implBuiltin}) {
+				var hold func() error
+				if n == plan.RollingNodes && rep == 0 && impl == implKeelson {
+					hold = func() error {
+						steadyFrom = time.Now()
+						idleWait(ctx, plan.Idle)
+						steadyTo = time.Now()
+						return nil
+					}
+				}
+				ts, err := daemonSetTrial(ctx, c, impl, dsNS, n, rep, n == plan.RollingNodes, hold)
+				if err != nil {
+					return err
+				}
+				for _, t := range ts {
+					fmt.Printf("%-8s %-15s N=%-5d rep %d: %.2fs\n", impl, t.Bench, n, rep, t.Duration.Seconds())
+				}
+				res.DaemonSet = append(res.DaemonSet, ts...)
+			}
+		}
+	}
+	// 5–8 need the pool at its largest, which it is now.
+	largest := plan.RollingNodes
+
+	// 7: WorkloadSizer.
+	szNS, err := ns("bench-sizer")
+	if err != nil {
+		return err
+	}
+	if res.Sizer, err = sizerBench(ctx, c, szNS, plan.Sizers, plan.SizerIdle); err != nil {
+		return err
+	}
+	fmt.Printf("sizer: %d sizers Sized in %.2fs\n", plan.Sizers, res.Sizer.ToSized.Seconds())
+
+	// 8: Pipeline.
+	plNS, err := ns("bench-pipeline")
+	if err != nil {
+		return err
+	}
+	if err := modelsClaim(ctx, c, plNS); err != nil {
+		return err
+	}
+	if res.Pipeline, err = pipelineBench(ctx, c, plNS, plan.Pipelines); err != nil {
+		return err
+	}
+	fmt.Printf("pipeline: %d×5 Ready in %.2fs, bare objects %.2fs\n", plan.Pipelines, res.Pipeline.Keelson.Seconds(), res.Pipeline.Bare.Seconds())
+
+	// 5: memory with the largest pool, Keelson objects of every kind, a DaemonSet on every node, unrelated pods.
+	unNS, err := ns("bench-unrelated")
+	if err != nil {
+		return err
+	}
+	if err := unrelatedPods(ctx, c, unNS, plan.Unrelated, largest); err != nil {
+		return err
+	}
+	ds := newDaemonSet(implKeelson, dsNS, "memory")
+	if err := client.IgnoreAlreadyExists(c.Create(ctx, ds)); err != nil {
+		return err
+	}
+	if err := poll(ctx, 15*time.Minute, func() (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(ds), ds); err != nil {
+			return false, err
+		}
+		return converged(ds, int32(largest)), nil
+	}); err != nil {
+		return err
+	}
+	for _, b := range []string{"daemonset-controller", "workload-sizer", "pipeline-controller"} {
+		rss, err := RSS(b)
+		if err != nil {
+			return err
+		}
+		for _, v := range rss {
+			res.RSS[b] = max(res.RSS[b], v)
+		}
+		fmt.Printf("rss %s: %.1f MiB (largest of %d processes)\n", b, float64(res.RSS[b])/(1<<20), len(rss))
+	}
+
+	// 6: leader handover of the workload-sizer.
+	if err := ensureProbe(ctx, c, szNS); err != nil {
+		return err
+	}
+	for i := range plan.Handovers {
+		h, err := handover(ctx, c, szNS, *releaseNS, *release+"-workload-sizer", int32(i%2+1))
+		if err != nil {
+			return err
+		}
+		fmt.Printf("handover %d: %.2fs (lease duration %s)\n", i, h.Duration.Seconds(), h.LeaseDuration)
+		res.Handovers = append(res.Handovers, h)
+	}
+
+	// Attribute writes now that the log holds everything.
+	f, err := os.Open(*auditLog)
+	if err != nil {
+		return fmt.Errorf("the audit log (the local cluster writes it): %w", err)
+	}
+	events, err = ReadWrites(f)
+	_ = f.Close()
+	if err != nil {
+		return err
+	}
+	for i := range res.DaemonSet {
+		w := Count(events, res.DaemonSet[i].start, res.DaemonSet[i].end.Add(time.Second))
+		res.DaemonSet[i].Writes = w[users[res.DaemonSet[i].Impl]]
+	}
+	res.SteadyWrites = Count(events, steadyFrom, steadyTo)
+	steady := Writes{}
+	for _, u := range allKeelson {
+		steady[u] = res.SteadyWrites[u]
+	}
+	res.SteadyWrites, res.SteadyWindow = steady, steadyTo.Sub(steadyFrom)
+	res.SizerSteady = Count(events, res.Sizer.idleFrom, res.Sizer.idleTo).Total(allKeelson[1])
+	var hs []time.Duration
+	for _, h := range res.Handovers {
+		hs = append(hs, h.Duration)
+	}
+	res.HandoverMedian = Summarize(hs)
+	res.Convergence = buildReport(filterBench(res.DaemonSet, "convergence"))
+	res.RollingUpdate = buildReport(filterBench(res.DaemonSet, "rolling-update"))
+
+	fmt.Println()
+	fmt.Print(summaryText(res))
+	if *quick {
+		return nil
+	}
+	return writeDocs(res, *out)
+}
+
+// benchNamespaces hold everything a run makes; reset removes what an earlier run left.
+var benchNamespaces = []string{"bench-daemonset", "bench-sizer", "bench-pipeline", "bench-unrelated"}
+
+// reset deletes an earlier run's namespaces and volume and waits until they are gone.
+func reset(ctx context.Context, c client.Client) error {
+	for _, n := range benchNamespaces {
+		if err := client.IgnoreNotFound(c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}})); err != nil {
+			return err
+		}
+	}
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "keelson-bench-models"}}
+	if err := client.IgnoreNotFound(c.Delete(ctx, pv)); err != nil {
+		return err
+	}
+	return poll(ctx, 10*time.Minute, func() (bool, error) {
+		for _, n := range benchNamespaces {
+			err := c.Get(ctx, client.ObjectKey{Name: n}, &corev1.Namespace{})
+			if err == nil {
+				return false, nil
+			}
+			if client.IgnoreNotFound(err) != nil {
+				return false, err
+			}
+		}
+		err := c.Get(ctx, client.ObjectKey{Name: pv.Name}, pv)
+		return err != nil, client.IgnoreNotFound(err)
+	})
+}
+
+// filterBench keeps one benchmark's trials.
+func filterBench(ts []trial, bench string) []trial {
+	var out []trial
+	for _, t := range ts {
+		if t.Bench == bench {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// resizePool makes the simulated node pool hold exactly n nodes and waits until all are Ready and free of the
+// not-ready taint, so that neither implementation meets nodes still joining.
+func resizePool(ctx context.Context, c client.Client, tool, dir string, n int) error {
+	if out, err := exec.CommandContext(ctx, tool, "nodes", "--dir", dir, "--fake-nodes", strconv.Itoa(n)).CombinedOutput(); err != nil {
+		return fmt.Errorf("resizing the simulated nodes: %w\n%s", err, out)
+	}
+	return poll(ctx, 5*time.Minute, func() (bool, error) {
+		var list corev1.NodeList
+		if err := c.List(ctx, &list, client.MatchingLabels{"keelson.dev/fake-node": "true"}); err != nil {
+			return false, err
+		}
+		ready := 0
+		for _, node := range list.Items {
+			if nodeSchedulable(&node) {
+				ready++
+			}
+		}
+		return ready == n && len(list.Items) == n, nil
+	})
+}
+
+// nodeSchedulable says whether a node is Ready and carries no not-ready or unreachable taint.
+func nodeSchedulable(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
+			return false
+		}
+	}
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// writeJSON writes v, indented, to path.
+func writeJSON(path string, v any) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+)
+
+// RSS returns the resident set size in bytes of every host process whose command starts with /<binary> (the
+// controllers run as containers on the local cluster's real node, so they are host processes).
+func RSS(binary string) ([]int64, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []int64
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		cl, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.HasPrefix(string(cl), "/"+binary+"\x00") {
+			continue
+		}
+		status, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		if kb := ParseVMRSS(string(status)); kb > 0 {
+			out = append(out, kb*1024)
+		}
+	}
+	return out, nil
+}
+
+// ParseVMRSS returns the VmRSS line of /proc/<pid>/status in kB, or 0.
+func ParseVMRSS(status string) int64 {
+	for _, line := range strings.Split(status, "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// unrelatedPods creates n pods on the simulated nodes that no Keelson controller owns: the filtered caches must
+// not hold them.
+func unrelatedPods(ctx context.Context, c client.Client, ns string, n, nodes int) error {
+	return parallel(n, func(i int) error {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("unrelated-%d", i), Namespace: ns, Labels: map[string]string{"bench": "unrelated"}},
+			Spec: corev1.PodSpec{NodeName: fmt.Sprintf("kwok-node-%d", i%nodes), Tolerations: fakeTolerations,
+				Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10.2"}}}}
+		return client.IgnoreAlreadyExists(c.Create(ctx, p))
+	})
+}
+
+// handoverResult is one leader handover.
+type handoverResult struct {
+	// Duration runs from the old leader's SIGTERM (its pod's deletion) until the new leader holds the lease and has
+	// reconciled a probe object changed at that moment.
+	Duration      time.Duration `json:"duration"`
+	LeaseDuration time.Duration `json:"leaseDuration"`
+}
+
+// handover rolls the workload-sizer's pods (as a helm upgrade that changes the pod template does) and measures
+// the leader handover with a probe sizer (made by ensureProbe) whose size is changed the moment the old leader is
+// told to stop.
+func handover(ctx context.Context, c client.Client, ns, releaseNS, name string, size int32) (handoverResult, error) {
+	r := handoverResult{LeaseDuration: 15 * time.Second}
+	var lease coordinationv1.Lease
+	if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: name}, &lease); err != nil {
+		return r, err
+	}
+	oldHolder := ptr.Deref(lease.Spec.HolderIdentity, "")
+	oldPod, _, _ := strings.Cut(oldHolder, "_")
+	if lease.Spec.LeaseDurationSeconds != nil {
+		r.LeaseDuration = time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
+	}
+	var d appsv1.Deployment
+	if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: name}, &d); err != nil {
+		return r, err
+	}
+	before := d.DeepCopy()
+	if d.Spec.Template.Annotations == nil {
+		d.Spec.Template.Annotations = map[string]string{}
+	}
+	d.Spec.Template.Annotations["keelson.dev/bench-restart"] = time.Now().Format(time.RFC3339Nano)
+	if err := c.Patch(ctx, &d, client.MergeFrom(before)); err != nil {
+		return r, err
+	}
+	// The old leader's SIGTERM: its pod gets a deletion timestamp.
+	var sigterm time.Time
+	if err := poll(ctx, 5*time.Minute, func() (bool, error) {
+		var p corev1.Pod
+		if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: oldPod}, &p); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		if p.DeletionTimestamp != nil {
+			sigterm = time.Now()
+			return true, nil
+		}
+		return false, nil
+	}); err != nil {
+		return r, fmt.Errorf("the old leader %s was never stopped: %w", oldPod, err)
+	}
+	var probe sizerv1alpha1.WorkloadSizer
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "probe"}, &probe); err != nil {
+		return r, err
+	}
+	pb := probe.DeepCopy()
+	probe.Spec.Size = ptr.To(size)
+	if err := c.Patch(ctx, &probe, client.MergeFrom(pb)); err != nil {
+		return r, err
+	}
+	if err := poll(ctx, 5*time.Minute, func() (bool, error) {
+		var l coordinationv1.Lease
+		if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: name}, &l); err != nil {
+			return false, err
+		}
+		if h := ptr.Deref(l.Spec.HolderIdentity, ""); h == "" || h == oldHolder {
+			return false, nil
+		}
+		var target appsv1.Deployment
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "probe"}, &target); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return ptr.Deref(target.Spec.Replicas, 0) == size, nil
+	}); err != nil {
+		return r, fmt.Errorf("no new leader reconciled the probe: %w", err)
+	}
+	r.Duration = time.Since(sigterm)
+	// Wait for the rollout to finish, so the next handover starts from two running replicas.
+	return r, poll(ctx, 5*time.Minute, func() (bool, error) {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: name}, &d); err != nil {
+			return false, err
+		}
+		want := ptr.Deref(d.Spec.Replicas, 1)
+		return d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == want &&
+			d.Status.AvailableReplicas == want && d.Status.Replicas == want, nil
+	})
+}
+
+// ensureProbe makes the probe sizer the handover benchmark changes: it creates the Deployment "probe" (no pods:
+// size 0) and keeps it at its size.
+func ensureProbe(ctx context.Context, c client.Client, ns string) error {
+	p := &sizerv1alpha1.WorkloadSizer{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns},
+		Spec: sizerv1alpha1.WorkloadSizerSpec{TargetRef: sizerv1alpha1.TargetRef{Kind: "Deployment", Name: "probe"},
+			Image: "registry.k8s.io/pause:3.10.2", Size: ptr.To[int32](0)}}
+	if err := client.IgnoreAlreadyExists(c.Create(ctx, p)); err != nil {
+		return err
+	}
+	return poll(ctx, 2*time.Minute, func() (bool, error) {
+		var d appsv1.Deployment
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "probe"}, &d)
+		return err == nil, client.IgnoreNotFound(err)
+	})
+}

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+)
+
+// fakeTolerations let a pod onto the simulated nodes.
+var fakeTolerations = []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+
+// parallel runs f(i) for i in [0, n) on 16 workers and returns the first error.
+func parallel(n int, f func(i int) error) error {
+	var mu sync.Mutex
+	var first error
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				if err := f(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return first
+}
+
+// benchDeployment is a one-replica Deployment on the simulated nodes.
+func benchDeployment(ns, name string) *appsv1.Deployment {
+	labels := map[string]string{"bench-app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+				Tolerations: fakeTolerations, NodeSelector: map[string]string{"keelson.dev/fake-node": "true"},
+				Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10.2"}}}}},
+	}
+}
+
+// sizerResult is the WorkloadSizer benchmark's outcome.
+type sizerResult struct {
+	Sizers  int           `json:"sizers"`
+	ToSized time.Duration `json:"toSized"`
+	// SteadyWrites are the sizer's writes during the idle window after all are Sized.
+	SteadyWrites int           `json:"steadyWrites"`
+	SteadyWindow time.Duration `json:"steadyWindow"`
+	start, end   time.Time
+	idleFrom     time.Time
+	idleTo       time.Time
+}
+
+// sizerBench creates n Deployments, waits until they are available, then n WorkloadSizers over them (size 2,
+// resources), and times until every sizer says Sized=True; then it stays idle for idle.
+func sizerBench(ctx context.Context, c client.Client, ns string, n int, idle time.Duration) (sizerResult, error) {
+	r := sizerResult{Sizers: n, SteadyWindow: idle}
+	if err := parallel(n, func(i int) error {
+		return client.IgnoreAlreadyExists(c.Create(ctx, benchDeployment(ns, fmt.Sprintf("app-%d", i))))
+	}); err != nil {
+		return r, err
+	}
+	if err := poll(ctx, 10*time.Minute, func() (bool, error) {
+		var list appsv1.DeploymentList
+		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		ready := 0
+		for _, d := range list.Items {
+			if d.Status.AvailableReplicas == 1 {
+				ready++
+			}
+		}
+		return ready >= n, nil
+	}); err != nil {
+		return r, fmt.Errorf("the Deployments did not become available: %w", err)
+	}
+	r.start = time.Now()
+	if err := parallel(n, func(i int) error {
+		name := fmt.Sprintf("app-%d", i)
+		return c.Create(ctx, &sizerv1alpha1.WorkloadSizer{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: sizerv1alpha1.WorkloadSizerSpec{TargetRef: sizerv1alpha1.TargetRef{Kind: "Deployment", Name: name},
+				Size: ptr.To[int32](2), ForceOwnership: true,
+				Resources: []sizerv1alpha1.ContainerResources{{ContainerName: "app",
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}}}}})
+	}); err != nil {
+		return r, err
+	}
+	if err := poll(ctx, 15*time.Minute, func() (bool, error) {
+		var list sizerv1alpha1.WorkloadSizerList
+		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		sized := 0
+		for _, w := range list.Items {
+			if meta.IsStatusConditionTrue(w.Status.Conditions, "Sized") {
+				sized++
+			}
+		}
+		return sized == n, nil
+	}); err != nil {
+		return r, fmt.Errorf("the sizers did not all become Sized: %w", err)
+	}
+	r.end = time.Now()
+	r.ToSized = r.end.Sub(r.start)
+	// Let the rollouts the sizers caused finish before the idle window: those writes are the Deployment
+	// controller's and the pods', but the sizer's status follows them.
+	if err := poll(ctx, 10*time.Minute, func() (bool, error) {
+		var list appsv1.DeploymentList
+		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for _, d := range list.Items {
+			if d.Status.UpdatedReplicas != 2 || d.Status.AvailableReplicas != 2 || d.Status.Replicas != 2 {
+				return false, nil
+			}
+		}
+		return true, nil
+	}); err != nil {
+		return r, err
+	}
+	r.idleFrom = time.Now()
+	idleWait(ctx, idle)
+	r.idleTo = time.Now()
+	return r, nil
+}
+
+// idleWait lets the cluster sit idle: the steady-state benchmarks measure what the controllers write meanwhile.
+func idleWait(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// pipelineResult compares n pipelines of 5 steps with the same Deployments and Services applied directly.
+type pipelineResult struct {
+	Pipelines int           `json:"pipelines"`
+	Steps     int           `json:"steps"`
+	Keelson   time.Duration `json:"keelson"`
+	Bare      time.Duration `json:"bare"`
+	// OverheadPerStep is (Keelson - Bare) / (pipelines * steps).
+	OverheadPerStep time.Duration `json:"overheadPerStep"`
+}
+
+// pipelineBench times n five-step pipelines (steps on simulated nodes, models on an existing claim) to Ready,
+// then the same number of Deployments and Services applied directly to available.
+func pipelineBench(ctx context.Context, c client.Client, ns string, n int) (pipelineResult, error) {
+	const steps = 5
+	r := pipelineResult{Pipelines: n, Steps: steps}
+	start := time.Now()
+	if err := parallel(n, func(i int) error {
+		p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pl-%d", i), Namespace: ns},
+			Spec: inferencev1alpha1.PipelineSpec{ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StoragePVC, ClaimName: "models"}}}
+		for s := range steps {
+			p.Spec.Steps = append(p.Spec.Steps, inferencev1alpha1.Step{Image: "registry.k8s.io/pause:3.10.2",
+				Location: fmt.Sprintf("kwok-node-%d", (i*steps+s)%10), Tolerations: fakeTolerations})
+		}
+		return c.Create(ctx, p)
+	}); err != nil {
+		return r, err
+	}
+	if err := poll(ctx, 15*time.Minute, func() (bool, error) {
+		var list inferencev1alpha1.PipelineList
+		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		ready := 0
+		for _, p := range list.Items {
+			if p.Status.Phase == inferencev1alpha1.PhaseReady {
+				ready++
+			}
+		}
+		return ready == n, nil
+	}); err != nil {
+		return r, fmt.Errorf("the pipelines did not become Ready: %w", err)
+	}
+	r.Keelson = time.Since(start)
+
+	start = time.Now()
+	if err := parallel(n*steps, func(i int) error {
+		name := fmt.Sprintf("bare-%d", i)
+		d := benchDeployment(ns, name)
+		d.Spec.Template.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": fmt.Sprintf("kwok-node-%d", i%10)}
+		if err := c.Create(ctx, d); err != nil {
+			return err
+		}
+		return c.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"bench-app": name},
+				Ports: []corev1.ServicePort{{Port: 8080, TargetPort: intstr.FromInt32(8080)}}}})
+	}); err != nil {
+		return r, err
+	}
+	if err := poll(ctx, 15*time.Minute, func() (bool, error) {
+		var list appsv1.DeploymentList
+		if err := c.List(ctx, &list, client.InNamespace(ns), client.HasLabels{}); err != nil {
+			return false, err
+		}
+		ready := 0
+		for _, d := range list.Items {
+			if d.Status.AvailableReplicas == 1 && len(d.Name) > 5 && d.Name[:5] == "bare-" {
+				ready++
+			}
+		}
+		return ready == n*steps, nil
+	}); err != nil {
+		return r, fmt.Errorf("the bare Deployments did not become available: %w", err)
+	}
+	r.Bare = time.Since(start)
+	r.OverheadPerStep = (r.Keelson - r.Bare) / time.Duration(n*steps)
+	return r, nil
+}
+
+// modelsClaim is the claim every benchmark pipeline mounts (kwok never mounts it; it must only exist and be Bound).
+func modelsClaim(ctx context.Context, c client.Client, ns string) error {
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "keelson-bench-models"},
+		Spec: corev1.PersistentVolumeSpec{Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadOnlyMany},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimDelete, StorageClassName: "",
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/keelson-bench-models"}},
+			ClaimRef:               &corev1.ObjectReference{Namespace: ns, Name: "models"}}}
+	if err := client.IgnoreAlreadyExists(c.Create(ctx, pv)); err != nil {
+		return err
+	}
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "models", Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadOnlyMany},
+			StorageClassName: ptr.To(""), VolumeName: pv.Name,
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	if err := client.IgnoreAlreadyExists(c.Create(ctx, pvc)); err != nil {
+		return err
+	}
+	return poll(ctx, 2*time.Minute, func() (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pvc), pvc); err != nil {
+			return false, err
+		}
+		return pvc.Status.Phase == corev1.ClaimBound, nil
+	})
+}
