@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # install.sh installs Keelson's pinned tools into bin/ on first use and prints the installed path.
 #
-#   tools/install.sh TOOL        TOOL is one of: controller-gen golangci-lint helm kwok chainsaw setup-envtest
+#   tools/install.sh TOOL        TOOL is one of: controller-gen golangci-lint helm kwok kwokctl chainsaw setup-envtest
 #                                envtest (kube-apiserver + etcd + kubectl, prints the directory for KUBEBUILDER_ASSETS)
 #                                kube (every Kubernetes binary a local cluster needs, prints the directory)
 #                                kind, coredns, tini (Debian's tini-static, installed with apt), pause (compiled with gcc)
@@ -197,9 +197,9 @@ main() {
           go_install helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION \
 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=$kmaj -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$kmin \
 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=$kmaj -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$kmin" ;;
-    kwok) go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok >/dev/null
-          install_kwok_stages >/dev/null
-          go_install kwokctl "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwokctl ;;
+    kwok) install_kwok_stages >/dev/null
+          go_install kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok ;;
+    kwokctl) go_install kwokctl "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwokctl ;;
     kind) go_install kind "$KIND_VERSION" sigs.k8s.io/kind ;;
     coredns) go_install coredns "$COREDNS_VERSION" github.com/coredns/coredns ;;
     chainsaw) install_chainsaw ;;

@@ -386,6 +386,15 @@ func TestRestartAdoptsAndSteadyStateWritesNothing(t *testing.T) {
 	s.g.Consistently(c.Writes.Load, 2*time.Second, poll).Should(Equal(writes), "writes in steady state")
 }
 
+// podConditions returns the conditions of every pod.
+func podConditions(pods []corev1.Pod) []corev1.PodCondition {
+	var out []corev1.PodCondition
+	for _, p := range pods {
+		out = append(out, p.Status.Conditions...)
+	}
+	return out
+}
+
 func podNames(pods []corev1.Pod) []string {
 	var out []string
 	for _, p := range pods {
@@ -401,7 +410,16 @@ func TestMinReadySeconds(t *testing.T) {
 	s.node("a", nil)
 	s.daemonSet("slow", "agent:v1", func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.MinReadySeconds = 2 })
 	s.kubelet("slow")
-	s.g.Eventually(func() int32 { return s.get("slow").Status.NumberReady }, timeout, poll).Should(Equal(int32(1)))
+	// Measured from the pod's readiness itself: the status follows it, paced while only counters move.
+	s.g.Eventually(func() bool {
+		pods := s.pods("slow")
+		for _, c := range podConditions(pods) {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	}, timeout, poll).Should(BeTrue())
 	readyAt := time.Now()
 	s.g.Expect(s.get("slow").Status.NumberAvailable).To(Equal(int32(0)), "available before minReadySeconds")
 	s.g.Eventually(func() int32 { return s.get("slow").Status.NumberAvailable }, timeout, poll).Should(Equal(int32(1)))

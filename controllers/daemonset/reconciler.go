@@ -46,6 +46,7 @@ type Reconciler struct {
 	initOnce     sync.Once
 	expectations *expectations.Expectations
 	backoff      *failureBackoff
+	pacer        *statusPacer
 }
 
 // RBAC of the daemonset-controller (make manifests turns these into its ClusterRole).
@@ -59,6 +60,7 @@ func (r *Reconciler) init() {
 	r.initOnce.Do(func() {
 		r.expectations = expectations.New()
 		r.backoff = newFailureBackoff(failedPodBackoffInitial, failedPodBackoffMax)
+		r.pacer = newStatusPacer()
 		if r.Now == nil {
 			r.Now = time.Now
 		}
@@ -72,6 +74,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, ds); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expectations.Forget(req.String())
+			r.pacer.forget(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -83,9 +86,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("daemonset", klog.KObj(ds)))
 
 	result, status, err := r.reconcile(ctx, ds)
-	if status != nil {
+	if status != nil && !equality.Semantic.DeepEqual(ds.Status, *status) {
+		now := r.Now()
+		if wait := r.pacer.wait(req.String(), now); wait > 0 && !statusUrgent(ds.Status, *status) {
+			// Only counters moved, and the last write was moments ago: write with a later pass.
+			if result.RequeueAfter == 0 || wait < result.RequeueAfter {
+				result.RequeueAfter = wait
+			}
+			return result, err
+		}
 		if serr := r.writeStatus(ctx, ds, *status); serr != nil {
 			err = errors.Join(err, serr)
+		} else {
+			r.pacer.wrote(req.String(), now)
 		}
 	}
 	return result, err
