@@ -242,7 +242,8 @@ func run() error {
 		return err
 	}
 	for i := range res.DaemonSet {
-		w := Count(events, res.DaemonSet[i].start, res.DaemonSet[i].end.Add(time.Second))
+		// The window ends when the status said converged: the next phase (a rolling update, a deletion) starts then.
+		w := Count(events, res.DaemonSet[i].start, res.DaemonSet[i].end)
 		res.DaemonSet[i].Writes = w[users[res.DaemonSet[i].Impl]]
 	}
 	res.SteadyWrites = Count(events, steadyFrom, steadyTo)
