@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -83,5 +85,34 @@ func TestParseVMRSS(t *testing.T) {
 	}
 	if ParseVMRSS("Name:\tx\n") != 0 {
 		t.Fatal("no VmRSS line must give 0")
+	}
+}
+
+// A run's results become docs/benchmarks.md with its tables, two PNG plots and the raw JSON.
+func TestWriteDocs(t *testing.T) {
+	s := time.Second
+	r := Results{Plan: quickPlan, Started: time.Unix(0, 0), Machine: Machine{CPUs: 2, MemoryGiB: 24},
+		RSS: map[string]int64{"daemonset-controller": 50 << 20}, SteadyWindow: 20 * s,
+		Handovers: []handoverResult{{Duration: s, LeaseDuration: 15 * s}}, HandoverMedian: Summarize([]time.Duration{s})}
+	r.Plan.RollingNodes = 100
+	r.Convergence = buildReport([]trial{{Impl: implKeelson, Nodes: 100, Duration: s}, {Impl: implBuiltin, Nodes: 100, Duration: 4 * s}})
+	r.RollingUpdate = r.Convergence
+	dir := t.TempDir()
+	if err := writeDocs(r, dir); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(dir, "benchmarks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| 100 | 1.00s (1.00s–1.00s) | 4.00s (4.00s–4.00s) | 0.25 |", "| leader handover < 2 s | median 1.00 s | met |"} {
+		if !strings.Contains(string(doc), want) {
+			t.Errorf("benchmarks.md lacks %q", want)
+		}
+	}
+	for _, f := range []string{"convergence.png", "writes-per-node.png", "results.json"} {
+		if info, err := os.Stat(filepath.Join(dir, "benchmarks", f)); err != nil || info.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
 	}
 }
