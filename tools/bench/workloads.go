@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,38 +17,28 @@ import (
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+	"github.com/keelson-dev/keelson/tools/internal/workers"
 )
 
 // fakeTolerations let a pod onto the simulated nodes.
 var fakeTolerations = []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
 
-// parallel runs f(i) for i in [0, n) on 16 workers and returns the first error.
-func parallel(n int, f func(i int) error) error {
-	var mu sync.Mutex
-	var first error
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				if err := f(i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-				}
-			}
-		}()
+// parallel runs f(i) for i in [0, n) on 16 workers.
+func parallel(n int, f func(i int) error) error { return workers.Run(n, 16, f) }
+
+// countDeployments counts the namespace's Deployments that satisfy ok.
+func countDeployments(ctx context.Context, c client.Client, ns string, ok func(*appsv1.Deployment) bool) (int, error) {
+	var list appsv1.DeploymentList
+	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return 0, err
 	}
-	for i := range n {
-		work <- i
+	n := 0
+	for i := range list.Items {
+		if ok(&list.Items[i]) {
+			n++
+		}
 	}
-	close(work)
-	wg.Wait()
-	return first
+	return n, nil
 }
 
 // benchDeployment is a one-replica Deployment on the simulated nodes.
@@ -85,17 +75,8 @@ func sizerBench(ctx context.Context, c client.Client, ns string, n int, idle tim
 		return r, err
 	}
 	if err := poll(ctx, 10*time.Minute, func() (bool, error) {
-		var list appsv1.DeploymentList
-		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return false, err
-		}
-		ready := 0
-		for _, d := range list.Items {
-			if d.Status.AvailableReplicas == 1 {
-				ready++
-			}
-		}
-		return ready >= n, nil
+		ready, err := countDeployments(ctx, c, ns, func(d *appsv1.Deployment) bool { return d.Status.AvailableReplicas == 1 })
+		return ready >= n, err
 	}); err != nil {
 		return r, fmt.Errorf("the Deployments did not become available: %w", err)
 	}
@@ -130,16 +111,10 @@ func sizerBench(ctx context.Context, c client.Client, ns string, n int, idle tim
 	// Let the rollouts the sizers caused finish before the idle window: those writes are the Deployment
 	// controller's and the pods', but the sizer's status follows them.
 	if err := poll(ctx, 10*time.Minute, func() (bool, error) {
-		var list appsv1.DeploymentList
-		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return false, err
-		}
-		for _, d := range list.Items {
-			if d.Status.UpdatedReplicas != 2 || d.Status.AvailableReplicas != 2 || d.Status.Replicas != 2 {
-				return false, nil
-			}
-		}
-		return true, nil
+		settled, err := countDeployments(ctx, c, ns, func(d *appsv1.Deployment) bool {
+			return d.Status.UpdatedReplicas == 2 && d.Status.AvailableReplicas == 2 && d.Status.Replicas == 2
+		})
+		return settled >= n, err
 	}); err != nil {
 		return r, err
 	}
@@ -216,17 +191,10 @@ func pipelineBench(ctx context.Context, c client.Client, ns string, n int) (pipe
 		return r, err
 	}
 	if err := poll(ctx, 15*time.Minute, func() (bool, error) {
-		var list appsv1.DeploymentList
-		if err := c.List(ctx, &list, client.InNamespace(ns), client.HasLabels{}); err != nil {
-			return false, err
-		}
-		ready := 0
-		for _, d := range list.Items {
-			if d.Status.AvailableReplicas == 1 && len(d.Name) > 5 && d.Name[:5] == "bare-" {
-				ready++
-			}
-		}
-		return ready == n*steps, nil
+		ready, err := countDeployments(ctx, c, ns, func(d *appsv1.Deployment) bool {
+			return d.Status.AvailableReplicas == 1 && strings.HasPrefix(d.Name, "bare-")
+		})
+		return ready == n*steps, err
 	}); err != nil {
 		return r, fmt.Errorf("the bare Deployments did not become available: %w", err)
 	}

@@ -2,17 +2,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/keelson-dev/keelson/tools/internal/workers"
 )
 
 // Simulated nodes carry kwok's annotation (kwok manages only those), a pool label, and a NoSchedule taint so that
@@ -92,44 +92,21 @@ func EnsureFakeNodes(ctx context.Context, cs kubernetes.Interface, want int, log
 	if len(create)+len(remove) == 0 {
 		return nil
 	}
-	work := make(chan func() error)
-	var mu sync.Mutex
-	var errs []error
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for f := range work {
-				if err := f(); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for _, i := range create {
-		work <- func() error {
-			_, err := cs.CoreV1().Nodes().Create(ctx, FakeNode(i), metav1.CreateOptions{})
+	err = workers.Run(len(create)+len(remove), 16, func(i int) error {
+		if i < len(create) {
+			_, err := cs.CoreV1().Nodes().Create(ctx, FakeNode(create[i]), metav1.CreateOptions{})
 			if apierrors.IsAlreadyExists(err) {
 				return nil
 			}
 			return err
 		}
-	}
-	for _, n := range remove {
-		work <- func() error {
-			err := cs.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{})
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			return err
+		err := cs.CoreV1().Nodes().Delete(ctx, remove[i-len(create)], metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
 		}
-	}
-	close(work)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("simulated nodes: %w", err)
 	}
 	logf("simulated nodes: %d created, %d deleted, %d in all", len(create), len(remove), want)
