@@ -245,13 +245,11 @@ func strategyFor(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSp
 	return resolveStrategy(knobs, onDelete, hasHostPort(&template.Spec), ds.Spec.MinReadySeconds, desired)
 }
 
-// writeStatus writes status to the status subresource if it differs from what is stored: a steady state writes
-// nothing. It replaces the whole status (a merge patch would leave out counters that are 0 on both sides, which
-// the schema requires), guarded by the resourceVersion read: a conflict means a newer object, and a requeue.
+// writeStatus writes status to the status subresource (Reconcile calls it only when the status differs, so a
+// steady state writes nothing). It replaces the whole status (a merge patch would leave out counters that are 0 on
+// both sides, which the schema requires), guarded by the resourceVersion read: a conflict means a newer object,
+// and a requeue.
 func (r *Reconciler) writeStatus(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, status daemonsetv1alpha1.DaemonSetStatus) error {
-	if equality.Semantic.DeepEqual(ds.Status, status) {
-		return nil
-	}
 	ds.Status = status
 	if err := r.Status().Update(ctx, ds); err != nil {
 		if apierrors.IsConflict(err) {

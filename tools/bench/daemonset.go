@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+	"github.com/keelson-dev/keelson/tools/internal/wait"
 )
 
 // The two implementations compared.
@@ -160,17 +161,5 @@ func setTemplateAnnotation(obj client.Object, k, v string) {
 
 // poll calls cond every 200ms until it holds, fails, or timeout passes.
 func poll(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		ok, err := cond()
-		if err != nil || ok {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	return wait.Poll(ctx, 200*time.Millisecond, timeout, cond)
 }

@@ -126,7 +126,8 @@ func run() error {
 		return name, client.IgnoreAlreadyExists(err)
 	}
 	users := map[string]string{implKeelson: keelsonUser(*releaseNS, *release, "daemonset-controller"), implBuiltin: builtinDaemonSetUser}
-	allKeelson := []string{users[implKeelson], keelsonUser(*releaseNS, *release, "workload-sizer"), keelsonUser(*releaseNS, *release, "pipeline-controller")}
+	sizerUser := keelsonUser(*releaseNS, *release, "workload-sizer")
+	allKeelson := []string{users[implKeelson], sizerUser, keelsonUser(*releaseNS, *release, "pipeline-controller")}
 	var events []WriteEvent // read once, when every measurement is done
 
 	// 1–4: DaemonSet convergence at each N, the rolling update at the largest, steady state after Keelson's.
@@ -252,7 +253,7 @@ func run() error {
 		steady[u] = res.SteadyWrites[u]
 	}
 	res.SteadyWrites, res.SteadyWindow = steady, steadyTo.Sub(steadyFrom)
-	res.SizerSteady = Count(events, res.Sizer.idleFrom, res.Sizer.idleTo).Total(allKeelson[1])
+	res.SizerSteady = Count(events, res.Sizer.idleFrom, res.Sizer.idleTo).Total(sizerUser)
 	var hs []time.Duration
 	for _, h := range res.Handovers {
 		hs = append(hs, h.Duration)

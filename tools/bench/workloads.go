@@ -228,3 +228,14 @@ func modelsClaim(ctx context.Context, c client.Client, ns string) error {
 		return pvc.Status.Phase == corev1.ClaimBound, nil
 	})
 }
+
+// unrelatedPods creates n pods on the simulated nodes that no Keelson controller owns: the filtered caches must
+// not hold them.
+func unrelatedPods(ctx context.Context, c client.Client, ns string, n, nodes int) error {
+	return parallel(n, func(i int) error {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("unrelated-%d", i), Namespace: ns, Labels: map[string]string{"bench": "unrelated"}},
+			Spec: corev1.PodSpec{NodeName: fmt.Sprintf("kwok-node-%d", i%nodes), Tolerations: fakeTolerations,
+				Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10.2"}}}}
+		return client.IgnoreAlreadyExists(c.Create(ctx, p))
+	})
+}

@@ -22,6 +22,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/keelson-dev/keelson/tools/internal/wait"
 )
 
 // Cluster is one local cluster: where its files live and how it is addressed.
@@ -346,9 +348,7 @@ func ImportImages(ctx context.Context, socket string, archives []string) error {
 
 // waitFor polls cond every 200ms until it holds, failing with what it waited for and where to look.
 func (c *Cluster) waitFor(ctx context.Context, what string, timeout time.Duration, cond func() (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if err := poll(ctx, 200*time.Millisecond, cond); err != nil {
+	if err := wait.Poll(ctx, 200*time.Millisecond, timeout, cond); err != nil {
 		return fmt.Errorf("waiting for %s: %w (logs: %s)", what, err, c.L.LogsDir())
 	}
 	return nil

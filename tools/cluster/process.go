@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/keelson-dev/keelson/tools/internal/wait"
 )
 
 // Proc is one host process of the cluster.
@@ -122,29 +124,9 @@ func (l Layout) Stop(name string, grace time.Duration) error {
 	pid, binary, err := ParsePIDFile(b)
 	if err == nil && processRuns(pid, binary) {
 		_ = syscall.Kill(pid, syscall.SIGTERM)
-		ctx, cancel := context.WithTimeout(context.Background(), grace)
-		defer cancel()
-		if pollErr := poll(ctx, 100*time.Millisecond, func() (bool, error) { return !processRuns(pid, binary), nil }); pollErr != nil {
+		if pollErr := wait.Poll(context.Background(), 100*time.Millisecond, grace, func() (bool, error) { return !processRuns(pid, binary), nil }); pollErr != nil {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
 	return os.Remove(l.pidFile(name))
-}
-
-// poll calls cond every interval until it returns true, an error, or ctx ends.
-func poll(ctx context.Context, interval time.Duration, cond func() (bool, error)) error {
-	for {
-		ok, err := cond()
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(interval):
-		}
-	}
 }
