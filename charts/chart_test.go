@@ -197,6 +197,7 @@ func checkDeployment(g Gomega, d *appsv1.Deployment, certManager bool) {
 	g.Expect(*c.SecurityContext.AllowPrivilegeEscalation).To(BeFalse())
 	g.Expect(c.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
 	g.Expect(c.Args).To(ContainElement("--leader-election-retry-period=1s"))
+	g.Expect(c.Args).To(ContainElements("--kube-api-qps=50", "--kube-api-burst=100"))
 	if certManager {
 		g.Expect(c.Args).NotTo(ContainElement("--webhook-cert-rotation"))
 	} else {
@@ -217,16 +218,17 @@ func contains(list []string, s string) bool {
 func TestOverridesReachOnlyTheirController(t *testing.T) {
 	g := NewWithT(t)
 	objs := mustRender(t, map[string]any{"workloadSizer": map[string]any{"logLevel": "debug", "image": map[string]any{"tag": "v9"},
-		"podAnnotations": map[string]any{"example.com/team": "platform"}}})
+		"podAnnotations": map[string]any{"example.com/team": "platform"}, "kubeAPI": map[string]any{"qps": 200}}})
 	for _, d := range ofKind[appsv1.Deployment](t, objs, "Deployment") {
 		c := d.Spec.Template.Spec.Containers[0]
 		if d.Name == "keelson-workload-sizer" {
 			g.Expect(c.Image).To(Equal("docker.io/keelson/workload-sizer:v9"))
 			g.Expect(c.Args).To(ContainElement("--log-level=debug"))
+			g.Expect(c.Args).To(ContainElements("--kube-api-qps=200", "--kube-api-burst=100"), "an override keeps global's other fields")
 			g.Expect(d.Spec.Template.Annotations).To(Equal(map[string]string{"example.com/team": "platform"}))
 		} else {
 			g.Expect(c.Image).To(HaveSuffix(":0.1.0"))
-			g.Expect(c.Args).To(ContainElement("--log-level=info"))
+			g.Expect(c.Args).To(ContainElements("--log-level=info", "--kube-api-qps=50"))
 			g.Expect(d.Spec.Template.Annotations).To(BeEmpty())
 		}
 	}
@@ -238,6 +240,8 @@ func TestSchemaRejectsTypos(t *testing.T) {
 		{"workloadSizer": map[string]any{"replicas": "two"}},
 		{"webhooks": map[string]any{"certs": map[string]any{"mode": "letsencrypt"}}},
 		{"pipelineController": map[string]any{"pdb": map[string]any{"minAvailable": "lots"}}},
+		{"global": map[string]any{"kubeAPI": map[string]any{"qps": 0}}},
+		{"daemonsetController": map[string]any{"kubeAPI": map[string]any{"burst": 1.5}}},
 	} {
 		_, err := render(vals)
 		if err == nil || !strings.Contains(err.Error(), "schema") {

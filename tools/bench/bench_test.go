@@ -93,6 +93,8 @@ func TestWriteDocs(t *testing.T) {
 	s := time.Second
 	r := Results{Plan: quickPlan, Started: time.Unix(0, 0), Machine: Machine{CPUs: 2, MemoryGiB: 24},
 		RSS: map[string]int64{"daemonset-controller": 50 << 20}, SteadyWindow: 20 * s,
+		SteadyWrites: Writes{keelsonUser("keelson-system", "keelson", "workload-sizer"): {"deployments": 3}},
+		Steady:       idleWindow{ReconcilesPerSecond: map[string]float64{"daemonset-controller": 0.25}},
 		Handovers: []handoverResult{{Duration: s, LeaseDuration: 15 * s}}, HandoverMedian: Summarize([]time.Duration{s})}
 	r.Plan.RollingNodes = 100
 	r.Convergence = buildReport([]trial{{Impl: implKeelson, Nodes: 100, Duration: s}, {Impl: implBuiltin, Nodes: 100, Duration: 4 * s}})
@@ -105,7 +107,8 @@ func TestWriteDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| 100 | 1.00s (1.00s–1.00s) | 4.00s (4.00s–4.00s) | 0.25 |", "| leader handover < 2 s | median 1.00 s | met |"} {
+	for _, want := range []string{"| 100 | 1.00s (1.00s–1.00s) | 4.00s (4.00s–4.00s) | 0.25 |", "| leader handover < 2 s | median 1.00 s | met |",
+		"| daemonset-controller | 0 | 0.25 |", "| workload-sizer | 3 | 0.00 |", "| steady-state writes = 0 | 3 | **missed** |"} {
 		if !strings.Contains(string(doc), want) {
 			t.Errorf("benchmarks.md lacks %q", want)
 		}
@@ -114,5 +117,21 @@ func TestWriteDocs(t *testing.T) {
 		if info, err := os.Stat(filepath.Join(dir, "benchmarks", f)); err != nil || info.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}
+	}
+}
+
+// The reconcile counter is summed per controller over its result series; lookalike names and comments are skipped.
+func TestSumCounter(t *testing.T) {
+	text := `# HELP controller_runtime_reconcile_total Total number of reconciliations per controller
+# TYPE controller_runtime_reconcile_total counter
+controller_runtime_reconcile_total{controller="daemonset",result="error"} 2
+controller_runtime_reconcile_total{controller="daemonset",result="success"} 1.5e+03
+controller_runtime_reconcile_total{controller="node",result="success"} 7
+controller_runtime_reconcile_total_extra{controller="daemonset"} 99
+controller_runtime_reconcile_errors_total{controller="daemonset"} 2
+`
+	got := SumCounter(text, reconcileMetric)
+	if len(got) != 2 || got["daemonset"] != 1502 || got["node"] != 7 {
+		t.Fatalf("SumCounter = %v, want daemonset 1502 and node 7", got)
 	}
 }

@@ -61,21 +61,27 @@ func summaryText(r Results) string {
 		keelsonWrites = max(keelsonWrites, row.KeelsonWritesPerNode-row.BuiltinWritesPerNode)
 	}
 	steadyTotal := 0
-	fmt.Fprintf(&b, "### Steady state (N = %d, %s idle after convergence)\n\n| controller | writes |\n|---|---|\n", r.Plan.RollingNodes, sec(r.SteadyWindow))
-	for u, w := range r.SteadyWrites {
-		fmt.Fprintf(&b, "| %s | %d |\n", u, sumWrites(w))
-		steadyTotal += sumWrites(w)
+	fmt.Fprintf(&b, "### Steady state (N = %d, %s idle after convergence)\n\n| controller | writes | reconciles per second |\n|---|---|---|\n", r.Plan.RollingNodes, sec(r.SteadyWindow))
+	for _, name := range binaryNames {
+		w := 0
+		for u, byResource := range r.SteadyWrites {
+			if strings.HasSuffix(u, "-"+name) {
+				w += sumWrites(byResource)
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %d | %.2f |\n", name, w, r.Steady.ReconcilesPerSecond[name])
+		steadyTotal += w
 	}
 	fmt.Fprintf(&b, "\n### Memory (N = %d nodes, a Keelson object of every kind, %d unrelated pods)\n\n| controller | RSS |\n|---|---|\n", r.Plan.RollingNodes, r.Plan.Unrelated)
 	maxRSS := int64(0)
-	for _, name := range []string{"daemonset-controller", "workload-sizer", "pipeline-controller"} {
+	for _, name := range binaryNames {
 		fmt.Fprintf(&b, "| %s | %.1f MiB |\n", name, float64(r.RSS[name])/(1<<20))
 		maxRSS = max(maxRSS, r.RSS[name])
 	}
 	fmt.Fprintf(&b, "\n### Leader handover (workload-sizer, %d rolls)\n\nmedian %s (min %s, max %s); lease duration %s\n",
 		len(r.Handovers), sec(r.HandoverMedian.Median), sec(r.HandoverMedian.Min), sec(r.HandoverMedian.Max), leaseOf(r))
-	fmt.Fprintf(&b, "\n### WorkloadSizer\n\n%d sizers over existing Deployments: all Sized in %s; %d writes in the %s idle window after\n",
-		r.Sizer.Sizers, sec(r.Sizer.ToSized), r.SizerSteady, sec(r.Sizer.SteadyWindow))
+	fmt.Fprintf(&b, "\n### WorkloadSizer\n\n%d sizers over existing Deployments: all Sized in %s; %d writes and %.2f reconciles per second in the %s idle window after\n",
+		r.Sizer.Sizers, sec(r.Sizer.ToSized), r.Sizer.SteadyWrites, r.Sizer.Idle.ReconcilesPerSecond["workload-sizer"], sec(r.Sizer.Idle.To.Sub(r.Sizer.Idle.From)))
 	fmt.Fprintf(&b, "\n### Pipeline\n\n%d pipelines × %d steps Ready in %s; the same Deployments and Services applied directly: %s; overhead per step %s\n",
 		r.Pipeline.Pipelines, r.Pipeline.Steps, sec(r.Pipeline.Keelson), sec(r.Pipeline.Bare), sec(r.Pipeline.OverheadPerStep))
 	fmt.Fprintf(&b, "\n### Targets\n\n| target | result | |\n|---|---|---|\n")
@@ -85,7 +91,7 @@ func summaryText(r Results) string {
 	fmt.Fprintf(&b, "| RSS ≤ 100 MiB per controller | largest %.1f MiB | %s |\n", float64(maxRSS)/(1<<20), verdict(maxRSS <= 100<<20))
 	fmt.Fprintf(&b, "| leader handover < 2 s | median %s | %s |\n", sec(r.HandoverMedian.Median), verdict(r.HandoverMedian.Median < 2*time.Second))
 	fmt.Fprintf(&b, "| %d sizers Sized < 60 s | %s | %s |\n", r.Sizer.Sizers, sec(r.Sizer.ToSized), verdict(r.Sizer.ToSized < time.Minute))
-	fmt.Fprintf(&b, "| sizer steady-state writes = 0 | %d | %s |\n", r.SizerSteady, verdict(r.SizerSteady == 0))
+	fmt.Fprintf(&b, "| sizer steady-state writes = 0 | %d | %s |\n", r.Sizer.SteadyWrites, verdict(r.Sizer.SteadyWrites == 0))
 	fmt.Fprintf(&b, "| pipeline overhead < 1 s per step | %s | %s |\n", sec(r.Pipeline.OverheadPerStep), verdict(r.Pipeline.OverheadPerStep < time.Second))
 	return b.String()
 }

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,6 +31,9 @@ import (
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
 )
+
+// binaryNames are Keelson's controllers, as their binaries, pods and service accounts are named.
+var binaryNames = []string{"daemonset-controller", "workload-sizer", "pipeline-controller"}
 
 // Who writes: kube-controller-manager runs with per-controller service accounts, Keelson with its chart's.
 const builtinDaemonSetUser = "system:serviceaccount:kube-system:daemon-set-controller"
@@ -69,8 +73,9 @@ type Results struct {
 	RollingUpdate  Report           `json:"rollingUpdate"`
 	SteadyWrites   Writes           `json:"steadyWrites"`
 	SteadyWindow   time.Duration    `json:"steadyWindow"`
+	// Steady is the idle window after the largest DaemonSet converged, with every controller's reconcile rate.
+	Steady         idleWindow       `json:"steady"`
 	Sizer          sizerResult      `json:"sizer"`
-	SizerSteady    int              `json:"sizerSteadyWrites"`
 	Pipeline       pipelineResult   `json:"pipeline"`
 	RSS            map[string]int64 `json:"rssBytes"`
 	Handovers      []handoverResult `json:"handovers"`
@@ -92,11 +97,27 @@ func run() error {
 	release := flag.String("release", "keelson", "the chart's release name")
 	releaseNS := flag.String("release-namespace", "keelson-system", "the chart's namespace")
 	quick := flag.Bool("quick", false, "small sizes, under five minutes; prints the tables, writes nothing under docs/")
+	// --nodes and --reps, like --quick, print the tables and write nothing under docs/.
 	out := flag.String("out", "docs", "where docs/benchmarks.md, its plots and JSON go (full runs only)")
+	nodes := flag.String("nodes", "", "comma-separated node counts instead of the plan's, to explore (e.g. 1000)")
+	reps := flag.Int("reps", 0, "repetitions instead of the plan's, to explore")
 	flag.Parse()
 	plan := fullPlan
 	if *quick {
 		plan = quickPlan
+	}
+	if *nodes != "" {
+		plan.Nodes = nil
+		for _, f := range strings.Split(*nodes, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				return fmt.Errorf("--nodes: %q is not a node count", f)
+			}
+			plan.Nodes = append(plan.Nodes, n)
+		}
+	}
+	if *reps > 0 {
+		plan.Reps = *reps
 	}
 	plan.RollingNodes = plan.Nodes[len(plan.Nodes)-1]
 
@@ -135,7 +156,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	var steadyFrom, steadyTo time.Time
+	binaries := binaryNames
+	scr, err := newScraper(ctx, c, dsNS, *releaseNS, *release)
+	if err != nil {
+		return err
+	}
 	for _, n := range plan.Nodes {
 		if err := resizePool(ctx, c, *clusterTool, *clusterDir, n); err != nil {
 			return err
@@ -144,11 +169,9 @@ func run() error {
 			for _, impl := range Order(rep, []string{implKeelson, implBuiltin}) {
 				var hold func() error
 				if n == plan.RollingNodes && rep == 0 && impl == implKeelson {
-					hold = func() error {
-						steadyFrom = time.Now()
-						idleWait(ctx, plan.Idle)
-						steadyTo = time.Now()
-						return nil
+					hold = func() (err error) {
+						res.Steady, err = idle(ctx, scr, binaries, plan.Idle)
+						return err
 					}
 				}
 				ts, err := daemonSetTrial(ctx, c, impl, dsNS, n, rep, n == plan.RollingNodes, hold)
@@ -170,7 +193,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if res.Sizer, err = sizerBench(ctx, c, szNS, plan.Sizers, plan.SizerIdle); err != nil {
+	if res.Sizer, err = sizerBench(ctx, c, scr, szNS, plan.Sizers, plan.SizerIdle); err != nil {
 		return err
 	}
 	fmt.Printf("sizer: %d sizers Sized in %.2fs\n", plan.Sizers, res.Sizer.ToSized.Seconds())
@@ -208,7 +231,7 @@ func run() error {
 	}); err != nil {
 		return err
 	}
-	for _, b := range []string{"daemonset-controller", "workload-sizer", "pipeline-controller"} {
+	for _, b := range binaries {
 		rss, err := RSS(b)
 		if err != nil {
 			return err
@@ -247,13 +270,13 @@ func run() error {
 		w := Count(events, res.DaemonSet[i].start, res.DaemonSet[i].end)
 		res.DaemonSet[i].Writes = w[users[res.DaemonSet[i].Impl]]
 	}
-	res.SteadyWrites = Count(events, steadyFrom, steadyTo)
+	res.SteadyWrites = Count(events, res.Steady.From, res.Steady.To)
 	steady := Writes{}
 	for _, u := range allKeelson {
 		steady[u] = res.SteadyWrites[u]
 	}
-	res.SteadyWrites, res.SteadyWindow = steady, steadyTo.Sub(steadyFrom)
-	res.SizerSteady = Count(events, res.Sizer.idleFrom, res.Sizer.idleTo).Total(sizerUser)
+	res.SteadyWrites, res.SteadyWindow = steady, res.Steady.To.Sub(res.Steady.From)
+	res.Sizer.SteadyWrites = Count(events, res.Sizer.Idle.From, res.Sizer.Idle.To).Total(sizerUser)
 	var hs []time.Duration
 	for _, h := range res.Handovers {
 		hs = append(hs, h.Duration)
@@ -264,8 +287,8 @@ func run() error {
 
 	fmt.Println()
 	fmt.Print(summaryText(res))
-	if *quick {
-		return nil
+	if *quick || *nodes != "" || *reps > 0 {
+		return nil // only a full run's results become the documentation
 	}
 	return writeDocs(res, *out)
 }
@@ -279,6 +302,9 @@ func reset(ctx context.Context, c client.Client) error {
 		if err := client.IgnoreNotFound(c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}})); err != nil {
 			return err
 		}
+	}
+	if err := deleteMetricsReader(ctx, c); err != nil {
+		return err
 	}
 	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "keelson-bench-models"}}
 	if err := client.IgnoreNotFound(c.Delete(ctx, pv)); err != nil {

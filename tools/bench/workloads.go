@@ -58,17 +58,16 @@ type sizerResult struct {
 	Sizers  int           `json:"sizers"`
 	ToSized time.Duration `json:"toSized"`
 	// SteadyWrites are the sizer's writes during the idle window after all are Sized.
-	SteadyWrites int           `json:"steadyWrites"`
-	SteadyWindow time.Duration `json:"steadyWindow"`
-	start, end   time.Time
-	idleFrom     time.Time
-	idleTo       time.Time
+	SteadyWrites int `json:"steadyWrites"`
+	// Idle is that window, with the sizer's reconciles per second.
+	Idle       idleWindow `json:"idle"`
+	start, end time.Time
 }
 
 // sizerBench creates n Deployments, waits until they are available, then n WorkloadSizers over them (size 2,
-// resources), and times until every sizer says Sized=True; then it stays idle for idle.
-func sizerBench(ctx context.Context, c client.Client, ns string, n int, idle time.Duration) (sizerResult, error) {
-	r := sizerResult{Sizers: n, SteadyWindow: idle}
+// resources), and times until every sizer says Sized=True; then it stays idle for idleFor.
+func sizerBench(ctx context.Context, c client.Client, s *scraper, ns string, n int, idleFor time.Duration) (sizerResult, error) {
+	r := sizerResult{Sizers: n}
 	if err := parallel(n, func(i int) error {
 		return client.IgnoreAlreadyExists(c.Create(ctx, benchDeployment(ns, fmt.Sprintf("app-%d", i))))
 	}); err != nil {
@@ -118,18 +117,9 @@ func sizerBench(ctx context.Context, c client.Client, ns string, n int, idle tim
 	}); err != nil {
 		return r, err
 	}
-	r.idleFrom = time.Now()
-	idleWait(ctx, idle)
-	r.idleTo = time.Now()
-	return r, nil
-}
-
-// idleWait lets the cluster sit idle: the steady-state benchmarks measure what the controllers write meanwhile.
-func idleWait(ctx context.Context, d time.Duration) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
-	}
+	var err error
+	r.Idle, err = idle(ctx, s, []string{"workload-sizer"}, idleFor)
+	return r, err
 }
 
 // pipelineResult compares n pipelines of 5 steps with the same Deployments and Services applied directly.
