@@ -95,7 +95,7 @@ func TestWriteDocs(t *testing.T) {
 		RSS: map[string]int64{"daemonset-controller": 50 << 20}, SteadyWindow: 20 * s,
 		SteadyWrites: Writes{keelsonUser("keelson-system", "keelson", "workload-sizer"): {"deployments": 3}},
 		Steady:       idleWindow{ReconcilesPerSecond: map[string]float64{"daemonset-controller": 0.25}},
-		Handovers: []handoverResult{{Duration: s, LeaseDuration: 15 * s}}, HandoverMedian: Summarize([]time.Duration{s})}
+		Handovers:    []handoverResult{{Duration: s, LeaseDuration: 15 * s}}, HandoverMedian: Summarize([]time.Duration{s})}
 	r.Plan.RollingNodes = 100
 	r.Convergence = buildReport([]trial{{Impl: implKeelson, Nodes: 100, Duration: s}, {Impl: implBuiltin, Nodes: 100, Duration: 4 * s}})
 	r.RollingUpdate = r.Convergence

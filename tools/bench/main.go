@@ -68,11 +68,11 @@ type Results struct {
 	Started time.Time `json:"started"`
 	Machine Machine   `json:"machine"`
 	// DaemonSet holds convergence and rolling-update trials, and the table built from them.
-	DaemonSet      []trial          `json:"daemonSetTrials"`
-	Convergence    Report           `json:"convergence"`
-	RollingUpdate  Report           `json:"rollingUpdate"`
-	SteadyWrites   Writes           `json:"steadyWrites"`
-	SteadyWindow   time.Duration    `json:"steadyWindow"`
+	DaemonSet     []trial       `json:"daemonSetTrials"`
+	Convergence   Report        `json:"convergence"`
+	RollingUpdate Report        `json:"rollingUpdate"`
+	SteadyWrites  Writes        `json:"steadyWrites"`
+	SteadyWindow  time.Duration `json:"steadyWindow"`
 	// Steady is the idle window after the largest DaemonSet converged, with every controller's reconcile rate.
 	Steady         idleWindow       `json:"steady"`
 	Sizer          sizerResult      `json:"sizer"`
