@@ -26,7 +26,9 @@ const (
 // execute carries out a plan: deletions first (a node's old pod goes before its replacement is created in a later
 // pass), then creations in slow-start batches of 1, 2, 4, … that stop at the first failure, so a template the
 // apiserver rejects (quota, admission) costs one request, not one per node. Every write is registered with the
-// expectations before it is sent, so the next pass waits until the cache has seen it.
+// expectations before it is sent, so the next pass waits until the cache has seen it. Successes make one event
+// per pass ("Created 512 pods"), not one per pod: on a thousand nodes, an event per pod would double the writes
+// of a rollout (each pod's name and node are in the debug log); every failure keeps its own warning.
 func (r *Reconciler) execute(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, key string, p plan,
 	templates map[string]*corev1.PodTemplateSpec) error {
 	if err := r.deletePods(ctx, ds, key, p.deletes); err != nil {
@@ -57,16 +59,23 @@ func (r *Reconciler) deletePods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 			return fmt.Errorf("deleting pod %s: %w", d.pod.Name, err)
 		}
 		log.FromContext(ctx).V(1).Info("Deleted pod", "pod", d.pod.Name, "node", podNode(d.pod), "reason", d.reason)
-		r.Recorder.Eventf(ds, d.pod, corev1.EventTypeNormal, eventDeleted, "Delete",
-			"Deleted %s pod %s on node %s", d.reason, d.pod.Name, podNode(d.pod))
 		return nil
 	})
+	if n := countNil(errs); n > 0 {
+		r.Recorder.Eventf(ds, nil, corev1.EventTypeNormal, eventDeleted, "Delete", "Deleted %s", podCount(n))
+	}
 	return errors.Join(errs...)
 }
 
 func (r *Reconciler) createPods(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, key string, creates []podCreate,
 	templates map[string]*corev1.PodTemplateSpec) error {
 	r.expectations.ExpectCreations(key, len(creates))
+	created := 0
+	defer func() {
+		if created > 0 {
+			r.Recorder.Eventf(ds, nil, corev1.EventTypeNormal, eventCreated, "Create", "Created %s", podCount(created))
+		}
+	}()
 	for start, batch := 0, 1; start < len(creates); start, batch = start+batch, batch*2 {
 		chunk := creates[start:min(start+batch, len(creates))]
 		errs := parallel(len(chunk), func(i int) error {
@@ -84,10 +93,9 @@ func (r *Reconciler) createPods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 				return fmt.Errorf("creating a pod for node %s: %w", c.node, err)
 			}
 			log.FromContext(ctx).V(1).Info("Created pod", "pod", pod.Name, "node", c.node, "revision", c.hash)
-			r.Recorder.Eventf(ds, pod, corev1.EventTypeNormal, eventCreated, "Create",
-				"Created pod %s for node %s", pod.Name, c.node)
 			return nil
 		})
+		created += countNil(errs)
 		if err := errors.Join(errs...); err != nil {
 			// The batches not attempted will not be observed either.
 			for range len(creates) - start - len(chunk) {
@@ -97,6 +105,25 @@ func (r *Reconciler) createPods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 		}
 	}
 	return nil
+}
+
+// countNil counts the operations that succeeded.
+func countNil(errs []error) int {
+	n := 0
+	for _, err := range errs {
+		if err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// podCount says "1 pod" or "n pods".
+func podCount(n int) string {
+	if n == 1 {
+		return "1 pod"
+	}
+	return fmt.Sprintf("%d pods", n)
 }
 
 // parallel runs fn for 0..n-1 concurrently and returns the errors.

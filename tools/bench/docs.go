@@ -165,10 +165,15 @@ noisy (%d cores, %d GiB, kernel %s; commit %s, %s): trust the ratios within the 
   200 ms; then the DaemonSet is deleted and its pods waited out before the next trial. Keelson's DaemonSet and
   apps/v1's have the same pod template (a pause container, a toleration of the simulated nodes' taint, a node
   selector for them) and both roll with maxUnavailable 10%%.
+- **Client budgets are equal**: every Keelson controller runs with the chart's default ` + "`kubeAPI`" + ` (50 requests per
+  second, burst 100) and the local cluster gives kube-controller-manager the same (its own default, 20/30, would cap
+  the apps/v1 DaemonSet controller at about 20 pod creations per second, and the comparison would measure that).
+  Both DaemonSets' pods are bound by the same kube-scheduler.
 - **Writes** are counted in the apiserver's audit log (creates, updates, patches, deletes), attributed to the user
   that made them: kube-controller-manager runs with per-controller service accounts
   (` + "`system:serviceaccount:kube-system:daemon-set-controller`" + `), Keelson with its chart's. Nothing inside Keelson counts.
-- **Steady state** is an idle window after convergence; **memory** is each controller process's VmRSS on the node,
+- **Steady state** is an idle window after convergence, with the reconciles each controller finished in it read
+  from its own ` + "`controller_runtime_reconcile_total`" + ` (scraped from ` + "`/metrics`" + ` with a token allowed to read it); **memory** is each controller process's VmRSS on the node,
   the largest replica's, with the largest pool, a Keelson object of every kind and unrelated pods in the cluster;
   **leader handover** runs from the old leader pod's deletion (its SIGTERM) to the new leader holding the lease and
   having reconciled a probe object changed at that moment.
