@@ -68,6 +68,9 @@ type Options struct {
 	KubeAPIBurst int
 	// GracefulShutdownTimeout bounds how long the process waits for its workers after SIGTERM.
 	GracefulShutdownTimeout time.Duration
+	// WebhookDrain is how long the webhook server keeps answering after SIGTERM, while the replica's endpoint
+	// leaves the Service; the lease is released without waiting for it.
+	WebhookDrain time.Duration
 
 	// ShowVersion prints the version and exits.
 	ShowVersion bool
@@ -100,6 +103,7 @@ func DefaultOptions(name string) Options {
 		KubeAPIQPS:              50,
 		KubeAPIBurst:            100,
 		GracefulShutdownTimeout: 30 * time.Second,
+		WebhookDrain:            5 * time.Second,
 	}
 }
 
@@ -129,6 +133,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 
 	fs.BoolVar(&o.EnableWebhooks, "enable-webhooks", o.EnableWebhooks, "Serve this controller's admission webhooks.")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port the admission webhook server listens on.")
+	fs.DurationVar(&o.WebhookDrain, "webhook-drain-duration", o.WebhookDrain,
+		"After SIGTERM, how long the webhook server keeps answering while this replica leaves the Service.")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir,
 		"Directory with the webhook server's tls.crt and tls.key.")
 	fs.BoolVar(&o.WebhookCertRotation, "webhook-cert-rotation", o.WebhookCertRotation,
@@ -176,6 +182,9 @@ func (o *Options) Validate() error {
 	}
 	if o.GracefulShutdownTimeout < 0 {
 		errs = append(errs, errors.New("--graceful-shutdown-timeout must not be negative"))
+	}
+	if o.WebhookDrain < 0 {
+		errs = append(errs, errors.New("--webhook-drain-duration must not be negative"))
 	}
 	if o.LeaderElect {
 		errs = append(errs, validateLeaseTimings(o.LeaseDuration, o.RenewDeadline, o.RetryPeriod)...)

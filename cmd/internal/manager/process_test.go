@@ -462,3 +462,44 @@ func TestLeaderHandoverOnSIGTERM(t *testing.T) {
 	g.Expect(handover).To(BeNumerically("<", 2*time.Second), "handover took longer than 2s")
 	g.Eventually(leader.exitedCleanly, 10*time.Second, 20*time.Millisecond).Should(BeTrue(), "old leader exits cleanly")
 }
+
+// After SIGTERM the leader releases its lease at once, yet its webhook server keeps answering for the drain period:
+// admission calls still routed to it while its endpoint leaves the Service are answered, not refused.
+func TestWebhookServerDrainsAfterSIGTERM(t *testing.T) {
+	g := NewWithT(t)
+	const lease = "drain-test"
+	certDir := t.TempDir()
+	writeSelfSignedCert(t, certDir)
+	port := strings.Split(freeAddr(t), ":")[1]
+	a := start(t, "daemonset-controller", "--metrics-bind-address=0", "--leader-election-id="+lease,
+		"--webhook-cert-dir="+certDir, "--webhook-port="+port, "--webhook-drain-duration=4s")
+	g.Eventually(a.leads, 30*time.Second, 20*time.Millisecond).Should(BeTrue())
+	b := start(t, "daemonset-controller", "--metrics-bind-address=0", "--leader-election-id="+lease,
+		"--webhook-cert-dir="+certDir, "--webhook-drain-duration=4s")
+	g.Eventually(func() (int, error) { return a.get("/readyz/webhooks") }, 30*time.Second, 50*time.Millisecond).
+		Should(Equal(http.StatusOK))
+	g.Eventually(func() (int, error) { return b.get("/readyz") }, 30*time.Second, 50*time.Millisecond).
+		Should(Equal(http.StatusOK))
+	answers := func() error {
+		httpClient := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // the test's own self-signed certificate
+		}}
+		resp, err := httpClient.Get("https://127.0.0.1:" + port + "/validate-daemonset-keelson-dev-v1alpha1-daemonset")
+		if err != nil {
+			return err
+		}
+		return resp.Body.Close()
+	}
+	g.Expect(answers()).To(Succeed())
+
+	sent := time.Now()
+	g.Expect(a.cmd.Process.Signal(syscall.SIGTERM)).To(Succeed())
+	g.Eventually(b.leads, 5*time.Second, 10*time.Millisecond).Should(BeTrue())
+	t.Logf("lease handed over %s after SIGTERM", time.Since(sent))
+	g.Expect(time.Since(sent)).To(BeNumerically("<", 2*time.Second), "the drain must not hold the lease")
+	g.Expect(answers()).To(Succeed(), "the old leader's webhook server answers after the lease has moved")
+	g.Expect(a.exitedCleanly()).To(BeFalse(), "the old leader is still draining")
+	g.Eventually(a.exitedCleanly, 15*time.Second, 20*time.Millisecond).Should(BeTrue(), "clean exit after the drain")
+	g.Expect(time.Since(sent)).To(BeNumerically(">=", 4*time.Second), "exited before the drain period ended")
+	g.Expect(a.output.String()).To(ContainSubstring("Draining the webhook server"))
+}

@@ -88,7 +88,7 @@ func Run(ctx context.Context, b Binary, args []string, stdout, stderr io.Writer)
 	klog.SetLogger(log)
 	setupLog := log.WithName("setup")
 
-	mgr, err := newManager(b, opts)
+	mgr, webhooks, err := newManager(b, opts)
 	if err != nil {
 		setupLog.Error(err, "Unable to set up the manager")
 		return exitError
@@ -99,16 +99,24 @@ func Run(ctx context.Context, b Binary, args []string, stdout, stderr io.Writer)
 		setupLog.Error(err, "Manager stopped with an error")
 		return exitError
 	}
+	// The controllers have stopped and the lease is free; admission calls still routed here get answers.
+	setupLog.Info("Draining the webhook server", "for", opts.WebhookDrain)
+	drainCtx, cancel := context.WithTimeout(context.Background(), opts.WebhookDrain+opts.GracefulShutdownTimeout)
+	defer cancel()
+	if err := webhooks.wait(drainCtx); err != nil {
+		setupLog.Error(err, "The webhook server did not stop")
+		return exitError
+	}
 	setupLog.Info("Stopped")
 	return exitOK
 }
 
 // newManager builds the controller-runtime manager for b from validated options and registers probes, webhooks,
 // controllers and the leadership log line.
-func newManager(b Binary, opts Options) (ctrl.Manager, error) {
+func newManager(b Binary, opts Options) (ctrl.Manager, *drainingServer, error) {
 	cfg, err := config.GetConfig()
 	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+		return nil, nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	cfg.QPS = float32(opts.KubeAPIQPS)
 	cfg.Burst = opts.KubeAPIBurst
@@ -117,14 +125,14 @@ func newManager(b Binary, opts Options) (ctrl.Manager, error) {
 	scheme := runtime.NewScheme()
 	for _, add := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme}, b.AddToScheme...) {
 		if err := add(scheme); err != nil {
-			return nil, fmt.Errorf("registering API types: %w", err)
+			return nil, nil, fmt.Errorf("registering API types: %w", err)
 		}
 	}
 
 	leaseNamespace := ""
 	if opts.LeaderElect {
 		if leaseNamespace, err = opts.leaseNamespace(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 
@@ -140,6 +148,8 @@ func newManager(b Binary, opts Options) (ctrl.Manager, error) {
 		cacheOpts = b.Cache(opts)
 	}
 
+	webhooks := newDrainingServer(webhook.NewServer(webhook.Options{Port: opts.WebhookPort, CertDir: opts.WebhookCertDir}),
+		opts.WebhookDrain)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         cacheOpts,
@@ -153,43 +163,43 @@ func newManager(b Binary, opts Options) (ctrl.Manager, error) {
 		RenewDeadline:                 &opts.RenewDeadline,
 		RetryPeriod:                   &opts.RetryPeriod,
 		GracefulShutdownTimeout:       &opts.GracefulShutdownTimeout,
-		WebhookServer:                 webhook.NewServer(webhook.Options{Port: opts.WebhookPort, CertDir: opts.WebhookCertDir}),
+		WebhookServer:                 webhooks,
 		Controller:                    ctrlconfig.Controller{MaxConcurrentReconciles: opts.Concurrency},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("creating the manager: %w", err)
+		return nil, nil, fmt.Errorf("creating the manager: %w", err)
 	}
 
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return nil, fmt.Errorf("adding the health check: %w", err)
+		return nil, nil, fmt.Errorf("adding the health check: %w", err)
 	}
 	if err := mgr.AddReadyzCheck("caches", cachesSynced(mgr.GetCache())); err != nil {
-		return nil, fmt.Errorf("adding the cache readiness check: %w", err)
+		return nil, nil, fmt.Errorf("adding the cache readiness check: %w", err)
 	}
 	switch {
 	case opts.EnableWebhooks && b.SetupWebhooks != nil && opts.WebhookCertRotation:
 		if err := setupWebhooksWithRotation(mgr, b, opts); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	case opts.EnableWebhooks && b.SetupWebhooks != nil:
 		if err := b.SetupWebhooks(mgr); err != nil {
-			return nil, fmt.Errorf("registering webhooks: %w", err)
+			return nil, nil, fmt.Errorf("registering webhooks: %w", err)
 		}
 		// Ready only once the webhook server serves, so the Service never routes admission calls to a replica
 		// that would refuse them.
 		if err := mgr.AddReadyzCheck("webhooks", mgr.GetWebhookServer().StartedChecker()); err != nil {
-			return nil, fmt.Errorf("adding the webhook readiness check: %w", err)
+			return nil, nil, fmt.Errorf("adding the webhook readiness check: %w", err)
 		}
 	}
 	if b.SetupControllers != nil {
 		if err := b.SetupControllers(mgr, opts); err != nil {
-			return nil, fmt.Errorf("registering controllers: %w", err)
+			return nil, nil, fmt.Errorf("registering controllers: %w", err)
 		}
 	}
 	if err := mgr.Add(leadershipLogger{lease: leaseNamespace + "/" + opts.LeaderElectionID}); err != nil {
-		return nil, fmt.Errorf("adding the leadership logger: %w", err)
+		return nil, nil, fmt.Errorf("adding the leadership logger: %w", err)
 	}
-	return mgr, nil
+	return mgr, webhooks, nil
 }
 
 // leadershipLogger is a runnable that runs only on the elected replica, so its one log line marks the moment this
