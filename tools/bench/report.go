@@ -84,3 +84,49 @@ func (r Report) Table() string {
 	}
 	return b.String()
 }
+
+// resourceWrites averages, per implementation, the writes of each resource over the trials of one benchmark at n
+// nodes: which requests the writes per node are made of.
+func resourceWrites(trials []trial, bench string, n int) map[string]map[string]float64 {
+	out := map[string]map[string]float64{}
+	runs := map[string]int{}
+	for _, t := range trials {
+		if t.Bench != bench || t.Nodes != n {
+			continue
+		}
+		runs[t.Impl]++
+		if out[t.Impl] == nil {
+			out[t.Impl] = map[string]float64{}
+		}
+		for res, c := range t.Writes {
+			out[t.Impl][res] += float64(c)
+		}
+	}
+	for impl, byRes := range out {
+		for res := range byRes {
+			byRes[res] /= float64(runs[impl])
+		}
+	}
+	return out
+}
+
+// resourceTable renders resourceWrites as a Markdown table, resources sorted.
+func resourceTable(w map[string]map[string]float64) string {
+	seen := map[string]bool{}
+	for _, byRes := range w {
+		for res := range byRes {
+			seen[res] = true
+		}
+	}
+	resources := make([]string, 0, len(seen))
+	for res := range seen {
+		resources = append(resources, res)
+	}
+	sort.Strings(resources)
+	var b strings.Builder
+	b.WriteString("| write | Keelson | built-in |\n|---|---|---|\n")
+	for _, res := range resources {
+		fmt.Fprintf(&b, "| %s | %.0f | %.0f |\n", res, w[implKeelson][res], w[implBuiltin][res])
+	}
+	return b.String()
+}
