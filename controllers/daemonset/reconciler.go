@@ -26,6 +26,7 @@ import (
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/internal/expectations"
+	"github.com/keelson-dev/keelson/controllers/internal/statuspace"
 )
 
 // Failed pods on a node are replaced after a backoff that doubles from failedPodBackoffInitial up to
@@ -46,7 +47,7 @@ type Reconciler struct {
 	initOnce     sync.Once
 	expectations *expectations.Expectations
 	backoff      *failureBackoff
-	pacer        *statusPacer
+	pacer        *statuspace.Pacer
 }
 
 // RBAC of the daemonset-controller (make manifests turns these into its ClusterRole).
@@ -60,7 +61,7 @@ func (r *Reconciler) init() {
 	r.initOnce.Do(func() {
 		r.expectations = expectations.New()
 		r.backoff = newFailureBackoff(failedPodBackoffInitial, failedPodBackoffMax)
-		r.pacer = newStatusPacer()
+		r.pacer = statuspace.New(statusInterval)
 		if r.Now == nil {
 			r.Now = time.Now
 		}
@@ -74,7 +75,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, ds); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expectations.Forget(req.String())
-			r.pacer.forget(req.String())
+			r.pacer.Forget(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -88,7 +89,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	result, status, err := r.reconcile(ctx, ds)
 	if status != nil && !equality.Semantic.DeepEqual(ds.Status, *status) {
 		now := r.Now()
-		if wait := r.pacer.wait(req.String(), now); wait > 0 && !statusUrgent(ds.Status, *status) {
+		if wait := r.pacer.Wait(req.String(), now); wait > 0 && !statusUrgent(ds.Status, *status) {
 			// Only counters moved, and the last write was moments ago: write with a later pass.
 			if result.RequeueAfter == 0 || wait < result.RequeueAfter {
 				result.RequeueAfter = wait
@@ -98,7 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if serr := r.writeStatus(ctx, ds, *status); serr != nil {
 			err = errors.Join(err, serr)
 		} else {
-			r.pacer.wrote(req.String(), now)
+			r.pacer.Wrote(req.String(), now)
 		}
 	}
 	return result, err

@@ -2,7 +2,6 @@ package daemonset
 
 import (
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -39,27 +38,5 @@ func TestStatusUrgent(t *testing.T) {
 		if got := statusUrgent(tc.old, tc.updated); got != tc.want {
 			t.Errorf("%s: urgent = %v, want %v", name, got, tc.want)
 		}
-	}
-}
-
-func TestStatusPacer(t *testing.T) {
-	p := newStatusPacer()
-	t0 := time.Unix(1000, 0)
-	if d := p.wait("a", t0); d != 0 {
-		t.Fatalf("first write waits %v", d)
-	}
-	p.wrote("a", t0)
-	if d := p.wait("a", t0.Add(300*time.Millisecond)); d != 700*time.Millisecond {
-		t.Fatalf("a write 300ms later waits %v, want 700ms", d)
-	}
-	if d := p.wait("b", t0); d != 0 {
-		t.Fatalf("another DaemonSet waits %v", d)
-	}
-	if d := p.wait("a", t0.Add(statusInterval)); d != 0 {
-		t.Fatalf("after the interval: %v", d)
-	}
-	p.forget("a")
-	if d := p.wait("a", t0.Add(time.Millisecond)); d != 0 {
-		t.Fatalf("after forget: %v", d)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/internal/statuspace"
 )
 
 // Finalizer lets the sizer release the fields it owns on a target it did not create before the sizer goes.
@@ -59,6 +61,8 @@ type Reconciler struct {
 	client.Client
 	// APIReader reads pods directly from the apiserver for in-place resizes (the cache holds only pod metadata).
 	APIReader client.Reader
+	// pacer spaces out status writes whose only news is counts (see statusUrgent).
+	pacer *statuspace.Pacer
 }
 
 // RBAC of the workload-sizer (make manifests turns these into its ClusterRole).
@@ -79,6 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("workloadsizer", klog.KObj(wls)))
 	if wls.DeletionTimestamp != nil {
+		r.pacer.Forget(req.String())
 		return ctrl.Result{}, r.release(ctx, wls)
 	}
 	if controllerutil.AddFinalizer(wls, Finalizer) {
@@ -91,9 +96,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	err := r.reconcile(ctx, wls, status)
 	setReady(status, wls)
 	if !equality.Semantic.DeepEqual(&wls.Status, status) {
+		now := time.Now()
+		if wait := r.pacer.Wait(req.String(), now); wait > 0 && !statusUrgent(wls.Status, *status) {
+			return ctrl.Result{RequeueAfter: wait}, err // only counts moved, moments after the last write
+		}
 		wls.Status = *status
 		if serr := r.Status().Update(ctx, wls); serr != nil {
 			err = errors.Join(err, fmt.Errorf("writing status: %w", serr))
+		} else {
+			r.pacer.Wrote(req.String(), now)
 		}
 	}
 	return ctrl.Result{}, err

@@ -23,6 +23,7 @@ import (
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/internal/cachesel"
+	"github.com/keelson-dev/keelson/controllers/internal/statuspace"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -72,6 +73,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
+	r.pacer = statuspace.New(statusInterval)
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &sizerv1alpha1.WorkloadSizer{}, targetIndex,
 		func(obj client.Object) []string {
 			w := obj.(*sizerv1alpha1.WorkloadSizer)

@@ -6,11 +6,14 @@ package sizer
 import (
 	"context"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/sizer"
 )
 
 // +kubebuilder:webhook:path=/mutate-sizer-keelson-dev-v1alpha1-workloadsizer,mutating=true,failurePolicy=fail,sideEffects=None,groups=sizer.keelson.dev,resources=workloadsizers,verbs=create;update,versions=v1alpha1,name=mworkloadsizer.keelson.dev,admissionReviewVersions=v1
@@ -27,9 +30,14 @@ func SetupWithManager(mgr ctrl.Manager) error {
 // Defaulter fills in a WorkloadSizer's defaults.
 type Defaulter struct{}
 
-// Default applies Default.
-func (Defaulter) Default(_ context.Context, w *sizerv1alpha1.WorkloadSizer) error {
+// Default applies Default. A new sizer also gets the controller's finalizer here, in the request that creates it:
+// the controller would otherwise spend a write on each new sizer before sizing anything (it still adds the
+// finalizer itself where this webhook does not run).
+func (Defaulter) Default(ctx context.Context, w *sizerv1alpha1.WorkloadSizer) error {
 	Default(w)
+	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation == admissionv1.Create {
+		controllerutil.AddFinalizer(w, sizer.Finalizer)
+	}
 	return nil
 }
 

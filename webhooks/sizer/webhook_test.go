@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+	sizerctrl "github.com/keelson-dev/keelson/controllers/sizer"
 	"github.com/keelson-dev/keelson/tools/testenv"
 	webhook "github.com/keelson-dev/keelson/webhooks/sizer"
 )
@@ -126,6 +127,11 @@ func TestDefaultsAndWarnings(t *testing.T) {
 	g.Expect(w.Spec.UpdateMode).To(Equal(sizerv1alpha1.UpdateModeRolling))
 	g.Expect(w.Spec.Expose.Service.TargetPort).To(Equal(int32(8080)), "targetPort defaults to the port")
 	g.Expect(recorded.All()).To(ContainElement(ContainSubstring("SingleInstance profile blocks node drains")))
+	g.Expect(w.Finalizers).To(ConsistOf(sizerctrl.Finalizer), "a new sizer gets the controller's finalizer at creation")
+	// Only at creation: the controller removes it on deletion, and an update must not bring it back.
+	w.Finalizers = nil
+	g.Expect(c.Update(context.Background(), w)).To(Succeed())
+	g.Expect(w.Finalizers).To(BeEmpty())
 }
 
 // The samples in docs/samples are admitted as they are, with and without the webhook.
