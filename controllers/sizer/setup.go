@@ -46,6 +46,7 @@ func CacheOptions() cache.Options {
 			// keep theirs; everything else is stripped.
 			&appsv1.Deployment{}:  {Transform: keepManagedFieldsOf(FieldOwner)},
 			&appsv1.StatefulSet{}: {Transform: keepManagedFieldsOf(FieldOwner)},
+			podMetadata():         {Transform: slimPod},
 		},
 	}
 }
@@ -66,6 +67,13 @@ func keepManagedFieldsOf(manager string) toolscache.TransformFunc {
 	}
 }
 
+// podMetadata is the sizer's view of pods: metadata only.
+func podMetadata() *metav1.PartialObjectMetadata {
+	pod := &metav1.PartialObjectMetadata{}
+	pod.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
+	return pod
+}
+
 func targetKey(kind, name string) string { return kind + "/" + name }
 
 // SetupWithManager registers the controller.
@@ -81,8 +89,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}); err != nil {
 		return fmt.Errorf("indexing sizers by target: %w", err)
 	}
-	pod := &metav1.PartialObjectMetadata{}
-	pod.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
+	pod := podMetadata()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&sizerv1alpha1.WorkloadSizer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -100,33 +107,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) sizersOf(kind string) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		var list sizerv1alpha1.WorkloadSizerList
-		if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
+		if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.UnsafeDisableDeepCopy,
 			client.MatchingFields{targetIndex: targetKey(kind, obj.GetName())}); err != nil {
 			return nil
 		}
 		return requests(list.Items)
 	}
-}
-
-// sizersSelecting maps a pod to the sizers whose target selects it (for the pod names in status). The selector is
-// read from the target in the cache, not from the sizer's status: a pod created before the sizer's first status
-// write would otherwise be missed.
-func (r *Reconciler) sizersSelecting(ctx context.Context, obj client.Object) []reconcile.Request {
-	var list sizerv1alpha1.WorkloadSizerList
-	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
-		return nil
-	}
-	var match []sizerv1alpha1.WorkloadSizer
-	for i := range list.Items {
-		t, err := getTarget(ctx, r.Client, &list.Items[i])
-		if err != nil || t == nil {
-			continue
-		}
-		if sel, err := metav1.LabelSelectorAsSelector(t.selector); err == nil && sel.Matches(labels.Set(obj.GetLabels())) {
-			match = append(match, list.Items[i])
-		}
-	}
-	return requests(match)
 }
 
 func requests(items []sizerv1alpha1.WorkloadSizer) []reconcile.Request {

@@ -450,6 +450,8 @@ func TestLeaderHandoverOnSIGTERM(t *testing.T) {
 	if b.leads() {
 		leader, follower = b, a
 	}
+	// Warmup: the follower has started its controller's informers already, so it can reconcile the moment it leads.
+	g.Expect(follower.output.String()).To(ContainSubstring("Starting EventSource"), "the follower's caches are warm")
 	var l coordinationv1.Lease
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: lease}, &l)).To(Succeed())
 	g.Expect(l.Spec.HolderIdentity).NotTo(BeNil())
