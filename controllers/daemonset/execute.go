@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,8 +29,9 @@ const (
 // pass), then creations in slow-start batches of 1, 2, 4, … that stop at the first failure, so a template the
 // apiserver rejects (quota, admission) costs one request, not one per node. Every write is registered with the
 // expectations before it is sent, so the next pass waits until the cache has seen it. Successes make one event
-// per pass ("Created 512 pods"), not one per pod: on a thousand nodes, an event per pod would double the writes
-// of a rollout (each pod's name and node are in the debug log); every failure keeps its own warning.
+// per pass, and without counts ("Created pods of revision 5d8f9c7b6"), so that the passes of a rollout repeat one
+// message, which the event recorder folds into a series: an event per pod would double a rollout's writes on a
+// thousand nodes (each pod's name and node are in the debug log). Every failure keeps its own warning.
 func (r *Reconciler) execute(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, key string, p plan,
 	templates map[string]*corev1.PodTemplateSpec) error {
 	if err := r.deletePods(ctx, ds, key, p.deletes); err != nil {
@@ -61,8 +64,14 @@ func (r *Reconciler) deletePods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 		log.FromContext(ctx).V(1).Info("Deleted pod", "pod", d.pod.Name, "node", podNode(d.pod), "reason", d.reason)
 		return nil
 	})
-	if n := countNil(errs); n > 0 {
-		r.Recorder.Eventf(ds, nil, corev1.EventTypeNormal, eventDeleted, "Delete", "Deleted %s", podCount(n))
+	var done []string
+	for i, err := range errs {
+		if err == nil {
+			done = append(done, deletes[i].reason)
+		}
+	}
+	if len(done) > 0 {
+		r.Recorder.Eventf(ds, nil, corev1.EventTypeNormal, eventDeleted, "Delete", "Deleted %s pods", deletedKinds(done))
 	}
 	return errors.Join(errs...)
 }
@@ -70,10 +79,11 @@ func (r *Reconciler) deletePods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 func (r *Reconciler) createPods(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, key string, creates []podCreate,
 	templates map[string]*corev1.PodTemplateSpec) error {
 	r.expectations.ExpectCreations(key, len(creates))
-	created := 0
+	var revisions []string
 	defer func() {
-		if created > 0 {
-			r.Recorder.Eventf(ds, nil, corev1.EventTypeNormal, eventCreated, "Create", "Created %s", podCount(created))
+		if len(revisions) > 0 {
+			r.Recorder.Eventf(ds, nil, corev1.EventTypeNormal, eventCreated, "Create", "Created pods of revision %s",
+				distinct(revisions))
 		}
 	}()
 	for start, batch := 0, 1; start < len(creates); start, batch = start+batch, batch*2 {
@@ -95,7 +105,11 @@ func (r *Reconciler) createPods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 			log.FromContext(ctx).V(1).Info("Created pod", "pod", pod.Name, "node", c.node, "revision", c.hash)
 			return nil
 		})
-		created += countNil(errs)
+		for i, err := range errs {
+			if err == nil {
+				revisions = append(revisions, chunk[i].hash)
+			}
+		}
 		if err := errors.Join(errs...); err != nil {
 			// The batches not attempted will not be observed either.
 			for range len(creates) - start - len(chunk) {
@@ -107,23 +121,35 @@ func (r *Reconciler) createPods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 	return nil
 }
 
-// countNil counts the operations that succeeded.
-func countNil(errs []error) int {
-	n := 0
-	for _, err := range errs {
-		if err == nil {
-			n++
+// deletedKinds names the kinds of pods deleted, for an event: "outdated", "failed and misscheduled".
+func deletedKinds(reasons []string) string {
+	words := map[string]string{deleteUpdate: "outdated", deleteFailed: "failed", deleteMisscheduled: "misscheduled",
+		deleteDuplicate: "duplicate"}
+	named := make([]string, 0, len(reasons))
+	for _, r := range reasons {
+		if w, ok := words[r]; ok {
+			r = w
 		}
+		named = append(named, r)
 	}
-	return n
+	return distinct(named)
 }
 
-// podCount says "1 pod" or "n pods".
-func podCount(n int) string {
-	if n == 1 {
-		return "1 pod"
+// distinct joins the distinct values, sorted: "a", "a and b", "a, b and c".
+func distinct(values []string) string {
+	set := map[string]bool{}
+	for _, v := range values {
+		set[v] = true
 	}
-	return fmt.Sprintf("%d pods", n)
+	out := make([]string, 0, len(set))
+	for v := range set {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	if len(out) <= 1 {
+		return strings.Join(out, "")
+	}
+	return strings.Join(out[:len(out)-1], ", ") + " and " + out[len(out)-1]
 }
 
 // parallel runs fn for 0..n-1 concurrently and returns the errors.
