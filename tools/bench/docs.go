@@ -177,7 +177,7 @@ noisy (%d cores, %d GiB, kernel %s; commit %s, %s): trust the ratios within the 
   (` + "`system:serviceaccount:kube-system:daemon-set-controller`" + `), Keelson with its chart's. Nothing inside Keelson counts.
 - **Steady state** is an idle window after convergence, with the reconciles each controller finished in it read
   from its own ` + "`controller_runtime_reconcile_total`" + ` (scraped from ` + "`/metrics`" + ` with a token allowed to read it); **memory** is each controller process's VmRSS on the node,
-  the largest replica's, with the largest pool, a Keelson object of every kind and unrelated pods in the cluster;
+  the largest replica's, read 30 s after the memory benchmark's DaemonSet converged, with the largest pool, a Keelson object of every kind and unrelated pods in the cluster;
   **leader handover** runs from the old leader pod's deletion (its SIGTERM) to the new leader holding the lease and
   having reconciled a probe object changed at that moment.
 - Raw results: [benchmarks/results.json](benchmarks/results.json). Rerun with ` + "`make bench`" + ` (` + "`make bench-quick`" + `: small
