@@ -163,7 +163,9 @@ noisy (%d cores, %d GiB, kernel %s; commit %s, %s): trust the ratios within the 
 ## Method
 
 - **Nodes** are kwok nodes (` + "`cluster nodes --fake-nodes N`" + `), Ready and free of the not-ready taint before each
-  measurement. Their pods are marked Running and Ready by kwok; nothing is pulled or run.
+  measurement, and every other DaemonSet in the cluster (` + "`make dev`" + `'s sample runs on every node) has caught up with
+  the resized pool, so that its writes neither compete with a trial nor land in its window. Pods on simulated nodes
+  are marked Running and Ready by kwok; nothing is pulled or run.
 - **DaemonSet convergence**: create → the DaemonSet's own status says N pods updated and available, polled every
   200 ms; then the DaemonSet is deleted and its pods waited out before the next trial. Keelson's DaemonSet and
   apps/v1's have the same pod template (a pause container, a toleration of the simulated nodes' taint, a node

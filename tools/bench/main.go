@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -351,7 +352,7 @@ func resizePool(ctx context.Context, c client.Client, tool, dir string, n int) e
 	if out, err := exec.CommandContext(ctx, tool, "nodes", "--dir", dir, "--fake-nodes", strconv.Itoa(n)).CombinedOutput(); err != nil {
 		return fmt.Errorf("resizing the simulated nodes: %w\n%s", err, out)
 	}
-	return poll(ctx, 5*time.Minute, func() (bool, error) {
+	if err := poll(ctx, 5*time.Minute, func() (bool, error) {
 		var list corev1.NodeList
 		if err := c.List(ctx, &list, client.MatchingLabels{"keelson.dev/fake-node": "true"}); err != nil {
 			return false, err
@@ -363,6 +364,44 @@ func resizePool(ctx context.Context, c client.Client, tool, dir string, n int) e
 			}
 		}
 		return ready == n && len(list.Items) == n, nil
+	}); err != nil {
+		return err
+	}
+	return othersSettled(ctx, c)
+}
+
+// othersSettled waits until every DaemonSet the benchmarks did not make (make dev's sample runs on every node,
+// the simulated ones too) has caught up with the resized pool and stayed so for three seconds: their pod
+// creations would otherwise land in the next trial's window, and compete with it.
+func othersSettled(ctx context.Context, c client.Client) error {
+	var since time.Time
+	return poll(ctx, 10*time.Minute, func() (bool, error) {
+		var keelson daemonsetv1alpha1.DaemonSetList
+		var builtin appsv1.DaemonSetList
+		if err := c.List(ctx, &keelson); err != nil {
+			return false, err
+		}
+		if err := c.List(ctx, &builtin); err != nil {
+			return false, err
+		}
+		settled := true
+		for i := range keelson.Items {
+			d := &keelson.Items[i]
+			settled = settled && (strings.HasPrefix(d.Namespace, "bench-") ||
+				converged(d, d.Status.DesiredNumberScheduled) && d.Status.CurrentNumberScheduled == d.Status.DesiredNumberScheduled)
+		}
+		for i := range builtin.Items {
+			d := &builtin.Items[i]
+			settled = settled && (strings.HasPrefix(d.Namespace, "bench-") ||
+				converged(d, d.Status.DesiredNumberScheduled) && d.Status.CurrentNumberScheduled == d.Status.DesiredNumberScheduled)
+		}
+		switch {
+		case !settled:
+			since = time.Time{}
+		case since.IsZero():
+			since = time.Now()
+		}
+		return settled && time.Since(since) >= 3*time.Second, nil
 	})
 }
 
