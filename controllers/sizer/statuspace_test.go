@@ -27,7 +27,7 @@ func TestStatusUrgent(t *testing.T) {
 		want         bool
 	}{
 		"only counts moving":      {rolling, moved, false},
-		"settled":                 {moved, settled, true},
+		"counts reaching the end": {moved, settled, false},
 		"new generation observed": {moved, newGen, true},
 		"a condition flips":       {moved, unsized, true},
 		"a budget appears":        {moved, budget, true},
