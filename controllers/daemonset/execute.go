@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -29,8 +30,8 @@ const (
 // pass), then creations in slow-start batches of 1, 2, 4, … that stop at the first failure, so a template the
 // apiserver rejects (quota, admission) costs one request, not one per node. Every write is registered with the
 // expectations before it is sent, so the next pass waits until the cache has seen it. Successes make one event
-// per pass, and without counts ("Created pods of revision 5d8f9c7b6"), so that the passes of a rollout repeat one
-// message, which the event recorder folds into a series: an event per pod would double a rollout's writes on a
+// per pass ("Created pods of revision 5d8f9c7b6"), and the passes of a rollout fold into one event series (see
+// eventSubject): an event per pod would double a rollout's writes on a
 // thousand nodes (each pod's name and node are in the debug log). Every failure keeps its own warning.
 func (r *Reconciler) execute(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, key string, p plan,
 	templates map[string]*corev1.PodTemplateSpec) error {
@@ -57,7 +58,7 @@ func (r *Reconciler) deletePods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 				return nil // already gone, or replaced by another pod of the same name
 			}
-			r.Recorder.Eventf(ds, d.pod, corev1.EventTypeWarning, eventFailedDelete, "Delete",
+			r.Recorder.Eventf(eventSubject(ds), d.pod, corev1.EventTypeWarning, eventFailedDelete, "Delete",
 				"Deleting %s pod %s on node %s failed: %v", d.reason, d.pod.Name, podNode(d.pod), err)
 			return fmt.Errorf("deleting pod %s: %w", d.pod.Name, err)
 		}
@@ -71,7 +72,7 @@ func (r *Reconciler) deletePods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 		}
 	}
 	if len(done) > 0 {
-		r.Recorder.Eventf(ds, nil, corev1.EventTypeNormal, eventDeleted, "Delete", "Deleted %s pods", deletedKinds(done))
+		r.Recorder.Eventf(eventSubject(ds), nil, corev1.EventTypeNormal, eventDeleted, "Delete", "Deleted %s pods", deletedKinds(done))
 	}
 	return errors.Join(errs...)
 }
@@ -82,7 +83,7 @@ func (r *Reconciler) createPods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 	var revisions []string
 	defer func() {
 		if len(revisions) > 0 {
-			r.Recorder.Eventf(ds, nil, corev1.EventTypeNormal, eventCreated, "Create", "Created pods of revision %s",
+			r.Recorder.Eventf(eventSubject(ds), nil, corev1.EventTypeNormal, eventCreated, "Create", "Created pods of revision %s",
 				distinct(revisions))
 		}
 	}()
@@ -98,7 +99,7 @@ func (r *Reconciler) createPods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 			pod := newPod(ds, template, c.hash, c.node)
 			if err := r.Create(ctx, pod); err != nil {
 				r.expectations.CreationObserved(key) // a failed creation will never be observed
-				r.Recorder.Eventf(ds, nil, corev1.EventTypeWarning, eventFailedCreate, "Create",
+				r.Recorder.Eventf(eventSubject(ds), nil, corev1.EventTypeWarning, eventFailedCreate, "Create",
 					"Creating a pod for node %s failed: %v", c.node, err)
 				return fmt.Errorf("creating a pod for node %s: %w", c.node, err)
 			}
@@ -119,6 +120,14 @@ func (r *Reconciler) createPods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 		}
 	}
 	return nil
+}
+
+// eventSubject is the DaemonSet as its events refer to it: without the resourceVersion, which every status write
+// changes. The recorder folds repeated events into a series only when they regard the very same reference, so with
+// it each pass of a rollout would create a new event instead of counting one more.
+func eventSubject(ds *daemonsetv1alpha1.DaemonSet) *daemonsetv1alpha1.DaemonSet {
+	return &daemonsetv1alpha1.DaemonSet{TypeMeta: ds.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: ds.Name, Namespace: ds.Namespace, UID: ds.UID}}
 }
 
 // deletedKinds names the kinds of pods deleted, for an event: "outdated", "failed and misscheduled".

@@ -3,7 +3,11 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -92,4 +96,42 @@ func Count(events []WriteEvent, from, to time.Time) Writes {
 func CountWrites(r io.Reader, from, to time.Time) (Writes, error) {
 	events, err := ReadWrites(r)
 	return Count(events, from, to), err
+}
+
+// ReadWritesSince reads the audit log at path and the older files the apiserver rotated it into
+// (<name>-<timestamp><ext> beside it), and returns the writes completed from since on. It fails if the oldest
+// file kept begins after since: rotation has then dropped part of the run, and counts would be silently low.
+func ReadWritesSince(path string, since time.Time) ([]WriteEvent, error) {
+	ext := filepath.Ext(path)
+	rotated, err := filepath.Glob(strings.TrimSuffix(path, ext) + "-*" + ext)
+	if err != nil {
+		return nil, err
+	}
+	var events []WriteEvent
+	oldest := time.Time{}
+	for _, p := range append(rotated, path) {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, fmt.Errorf("the audit log (the local cluster writes it): %w", err)
+		}
+		es, err := ReadWrites(f)
+		_ = f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		for _, e := range es {
+			if oldest.IsZero() || e.At.Before(oldest) {
+				oldest = e.At
+			}
+			if !e.At.Before(since) {
+				events = append(events, e)
+			}
+		}
+	}
+	if oldest.IsZero() || oldest.After(since) {
+		return nil, fmt.Errorf("the audit log kept at %s begins at %s, after this run began (%s): rotation dropped "+
+			"part of the run; keep more rotated files (the local cluster keeps %s)", path,
+			oldest.Format(time.RFC3339), since.Format(time.RFC3339), "--audit-log-maxbackup")
+	}
+	return events, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,5 +134,34 @@ controller_runtime_reconcile_errors_total{controller="daemonset"} 2
 	got := SumCounter(text, reconcileMetric)
 	if len(got) != 2 || got["daemonset"] != 1502 || got["node"] != 7 {
 		t.Fatalf("SumCounter = %v, want daemonset 1502 and node 7", got)
+	}
+}
+
+// A run that spans a rotation is read from the rotated file too; a run whose beginning was rotated away fails.
+func TestReadWritesSinceFollowsRotation(t *testing.T) {
+	line := func(sec int) string {
+		return fmt.Sprintf(`{"stage":"ResponseComplete","verb":"create","user":{"username":"ds"},"objectRef":{"resource":"pods"},"stageTimestamp":"2026-01-01T00:00:%02dZ"}`+"\n", sec)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.log")
+	if err := os.WriteFile(filepath.Join(dir, "audit-2026-01-01T00-00-05.000.log"), []byte(line(1)+line(3)+line(4)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(line(6)+line(8)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	at := func(sec int) time.Time { return time.Date(2026, 1, 1, 0, 0, sec, 0, time.UTC) }
+	events, err := ReadWritesSince(path, at(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 4 {
+		t.Fatalf("%d events from 00:03 on across both files, want 4", len(events))
+	}
+	if err := os.Remove(filepath.Join(dir, "audit-2026-01-01T00-00-05.000.log")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadWritesSince(path, at(3)); err == nil || !strings.Contains(err.Error(), "rotation dropped") {
+		t.Fatalf("a run whose beginning was rotated away: %v", err)
 	}
 }

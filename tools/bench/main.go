@@ -266,13 +266,7 @@ func run() error {
 	}
 
 	// Attribute writes now that the log holds everything.
-	f, err := os.Open(*auditLog)
-	if err != nil {
-		return fmt.Errorf("the audit log (the local cluster writes it): %w", err)
-	}
-	events, err = ReadWrites(f)
-	_ = f.Close()
-	if err != nil {
+	if events, err = ReadWritesSince(*auditLog, res.Started); err != nil {
 		return err
 	}
 	for i := range res.DaemonSet {

@@ -71,7 +71,7 @@ func (c *Cluster) procs() map[string]Proc {
 			"--service-account-signing-key-file=" + pki("sa.key"),
 			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 			"--audit-policy-file=" + l.EtcFile(auditPolicy), "--audit-log-path=" + l.AuditLog(),
-			"--audit-log-mode=batch", "--audit-log-maxsize=500", "--audit-log-maxbackup=1", "--profiling=false"}},
+			"--audit-log-mode=batch", "--audit-log-maxsize=500", "--audit-log-maxbackup=3", "--profiling=false"}},
 		"kube-controller-manager": {Name: "kube-controller-manager", Path: l.Bin("kube-controller-manager"), Args: append(kc("kcm"),
 			"--service-account-private-key-file="+pki("sa.key"), "--root-ca-file="+pki("ca.crt"),
 			"--use-service-account-credentials=true", "--cluster-signing-cert-file="+pki("ca.crt"),
