@@ -50,11 +50,11 @@ func (s *drainingServer) Start(ctx context.Context) error {
 	return nil
 }
 
-// wait blocks until the real server, if it was started, has stopped, or until ctx is done.
+// serving says whether the server was started (and so may still be draining).
+func (s *drainingServer) serving() bool { return s.began.Load() }
+
+// wait blocks until the real server has stopped, or until ctx is done.
 func (s *drainingServer) wait(ctx context.Context) error {
-	if !s.began.Load() {
-		return nil
-	}
 	select {
 	case <-s.stopped:
 		return nil

@@ -102,12 +102,14 @@ func Run(ctx context.Context, b Binary, args []string, stdout, stderr io.Writer)
 		return exitError
 	}
 	// The controllers have stopped and the lease is free; admission calls still routed here get answers.
-	setupLog.Info("Draining the webhook server", "for", opts.WebhookDrain)
-	drainCtx, cancel := context.WithTimeout(context.Background(), opts.WebhookDrain+opts.GracefulShutdownTimeout)
-	defer cancel()
-	if err := webhooks.wait(drainCtx); err != nil {
-		setupLog.Error(err, "The webhook server did not stop")
-		return exitError
+	if webhooks.serving() {
+		setupLog.Info("Draining the webhook server", "for", opts.WebhookDrain)
+		drainCtx, cancel := context.WithTimeout(context.Background(), opts.WebhookDrain+opts.GracefulShutdownTimeout)
+		defer cancel()
+		if err := webhooks.wait(drainCtx); err != nil {
+			setupLog.Error(err, "The webhook server did not stop")
+			return exitError
+		}
 	}
 	setupLog.Info("Stopped")
 	return exitOK
