@@ -164,7 +164,7 @@ noisy (%d cores, %d GiB, kernel %s; commit %s, %s): trust the ratios within the 
 
 - **Nodes** are kwok nodes (` + "`cluster nodes --fake-nodes N`" + `), Ready and free of the not-ready taint before each
   measurement, and every other DaemonSet in the cluster (` + "`make dev`" + `'s sample runs on every node) has caught up with
-  the resized pool, so that its writes neither compete with a trial nor land in its window. Pods on simulated nodes
+  the resized pool (its pods on the nodes removed deleted too), so that its writes neither compete with a trial nor land in its window. Pods on simulated nodes
   are marked Running and Ready by kwok; nothing is pulled or run.
 - **DaemonSet convergence**: create → the DaemonSet's own status says N pods updated and available, polled every
   200 ms; then the DaemonSet is deleted and its pods waited out before the next trial. Keelson's DaemonSet and

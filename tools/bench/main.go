@@ -364,6 +364,33 @@ func resizePool(ctx context.Context, c client.Client, tool, dir string, n int) e
 	return othersSettled(ctx, c)
 }
 
+// daemonSetSettled says whether a DaemonSet of either kind has every desired pod updated and available, and no
+// other pod left: pods on nodes the pool just lost are still being deleted, by the same controller the next trial
+// measures, after the status already counts only the nodes that remain.
+func daemonSetSettled(ctx context.Context, c client.Client, obj client.Object) (bool, error) {
+	var desired, current int32
+	var selector *metav1.LabelSelector
+	switch d := obj.(type) {
+	case *daemonsetv1alpha1.DaemonSet:
+		desired, current, selector = d.Status.DesiredNumberScheduled, d.Status.CurrentNumberScheduled, d.Spec.Selector
+	case *appsv1.DaemonSet:
+		desired, current, selector = d.Status.DesiredNumberScheduled, d.Status.CurrentNumberScheduled, d.Spec.Selector
+	}
+	if !converged(obj, desired) || current != desired {
+		return false, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(selector)
+	if err != nil {
+		return false, err
+	}
+	var pods metav1.PartialObjectMetadataList
+	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	if err := c.List(ctx, &pods, client.InNamespace(obj.GetNamespace()), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return false, err
+	}
+	return int32(len(pods.Items)) == desired, nil
+}
+
 // othersSettled waits until every DaemonSet the benchmarks did not make (make dev's sample runs on every node,
 // the simulated ones too) has caught up with the resized pool and stayed so for three seconds: their pod
 // creations would otherwise land in the next trial's window, and compete with it.
@@ -378,16 +405,23 @@ func othersSettled(ctx context.Context, c client.Client) error {
 		if err := c.List(ctx, &builtin); err != nil {
 			return false, err
 		}
-		settled := true
+		var others []client.Object
 		for i := range keelson.Items {
-			d := &keelson.Items[i]
-			settled = settled && (strings.HasPrefix(d.Namespace, "bench-") ||
-				converged(d, d.Status.DesiredNumberScheduled) && d.Status.CurrentNumberScheduled == d.Status.DesiredNumberScheduled)
+			others = append(others, &keelson.Items[i])
 		}
 		for i := range builtin.Items {
-			d := &builtin.Items[i]
-			settled = settled && (strings.HasPrefix(d.Namespace, "bench-") ||
-				converged(d, d.Status.DesiredNumberScheduled) && d.Status.CurrentNumberScheduled == d.Status.DesiredNumberScheduled)
+			others = append(others, &builtin.Items[i])
+		}
+		settled := true
+		for _, d := range others {
+			if strings.HasPrefix(d.GetNamespace(), "bench-") || !settled {
+				continue
+			}
+			ok, err := daemonSetSettled(ctx, c, d)
+			if err != nil {
+				return false, err
+			}
+			settled = ok
 		}
 		switch {
 		case !settled:
