@@ -142,10 +142,23 @@ func daemonSetTrial(ctx context.Context, c client.Client, impl, ns string, n, re
 		client.GracePeriodSeconds(0)); err != nil {
 		return nil, err
 	}
+	// The next trial starts once the garbage collector is done with this DaemonSet too: its deletions (of the
+	// revisions, and its attempts on the pods) would otherwise run into the next trial and slow it down.
 	return out, poll(ctx, 10*time.Minute, func() (bool, error) {
 		var pods corev1.PodList
 		if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"bench": name}); err != nil {
 			return false, err
+		}
+		var revisions appsv1.ControllerRevisionList
+		if err := c.List(ctx, &revisions, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for _, r := range revisions.Items {
+			for _, o := range r.OwnerReferences {
+				if o.UID == obj.GetUID() {
+					return false, nil
+				}
+			}
 		}
 		return len(pods.Items) == 0, nil
 	})
