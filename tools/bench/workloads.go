@@ -117,6 +117,23 @@ func sizerBench(ctx context.Context, c client.Client, s *scraper, ns string, n i
 	}); err != nil {
 		return r, err
 	}
+	// And until every sizer's status shows the settled counts: they trail the pods by up to the sizer's pacing
+	// interval, and those last writes belong to the rollout, not to the steady state.
+	if err := poll(ctx, 5*time.Minute, func() (bool, error) {
+		var list sizerv1alpha1.WorkloadSizerList
+		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		done := 0
+		for _, w := range list.Items {
+			if w.Status.Replicas == 2 && w.Status.ReadyReplicas == 2 && w.Status.PodCount == 2 {
+				done++
+			}
+		}
+		return done >= n, nil
+	}); err != nil {
+		return r, fmt.Errorf("the sizers' status did not settle: %w", err)
+	}
 	var err error
 	r.Idle, err = idle(ctx, s, []string{"workload-sizer"}, idleFor)
 	return r, err
