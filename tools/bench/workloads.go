@@ -41,6 +41,21 @@ func countDeployments(ctx context.Context, c client.Client, ns string, ok func(*
 	return n, nil
 }
 
+// countSizers counts the namespace's WorkloadSizers that satisfy ok.
+func countSizers(ctx context.Context, c client.Client, ns string, ok func(*sizerv1alpha1.WorkloadSizer) bool) (int, error) {
+	var list sizerv1alpha1.WorkloadSizerList
+	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range list.Items {
+		if ok(&list.Items[i]) {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // benchDeployment is a one-replica Deployment on the simulated nodes.
 func benchDeployment(ns, name string) *appsv1.Deployment {
 	labels := map[string]string{"bench-app": name}
@@ -91,17 +106,10 @@ func sizerBench(ctx context.Context, c client.Client, s *scraper, ns string, n i
 		return r, err
 	}
 	if err := poll(ctx, 15*time.Minute, func() (bool, error) {
-		var list sizerv1alpha1.WorkloadSizerList
-		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return false, err
-		}
-		sized := 0
-		for _, w := range list.Items {
-			if meta.IsStatusConditionTrue(w.Status.Conditions, "Sized") {
-				sized++
-			}
-		}
-		return sized == n, nil
+		sized, err := countSizers(ctx, c, ns, func(w *sizerv1alpha1.WorkloadSizer) bool {
+			return meta.IsStatusConditionTrue(w.Status.Conditions, "Sized")
+		})
+		return sized == n, err
 	}); err != nil {
 		return r, fmt.Errorf("the sizers did not all become Sized: %w", err)
 	}
@@ -120,17 +128,10 @@ func sizerBench(ctx context.Context, c client.Client, s *scraper, ns string, n i
 	// And until every sizer's status shows the settled counts: they trail the pods by up to the sizer's pacing
 	// interval, and those last writes belong to the rollout, not to the steady state.
 	if err := poll(ctx, 5*time.Minute, func() (bool, error) {
-		var list sizerv1alpha1.WorkloadSizerList
-		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return false, err
-		}
-		done := 0
-		for _, w := range list.Items {
-			if w.Status.Replicas == 2 && w.Status.ReadyReplicas == 2 && w.Status.PodCount == 2 {
-				done++
-			}
-		}
-		return done >= n, nil
+		done, err := countSizers(ctx, c, ns, func(w *sizerv1alpha1.WorkloadSizer) bool {
+			return w.Status.Replicas == 2 && w.Status.ReadyReplicas == 2 && w.Status.PodCount == 2
+		})
+		return done >= n, err
 	}); err != nil {
 		return r, fmt.Errorf("the sizers' status did not settle: %w", err)
 	}
