@@ -34,6 +34,7 @@ func TestValidateNamesEveryBadFlag(t *testing.T) {
 		"qps":            {func(o *Options) { o.KubeAPIQPS = 0 }, []string{"--kube-api-qps"}},
 		"webhook port":   {func(o *Options) { o.WebhookPort = 70000 }, []string{"--webhook-port"}},
 		"shutdown":       {func(o *Options) { o.GracefulShutdownTimeout = -time.Second }, []string{"--graceful-shutdown-timeout"}},
+		"drain":          {func(o *Options) { o.WebhookDrain = -time.Second }, []string{"--webhook-drain-duration"}},
 		"renew >= lease": {func(o *Options) { o.RenewDeadline = o.LeaseDuration }, []string{"--leader-election-lease-duration"}},
 		"retry too long": {func(o *Options) { o.RetryPeriod = o.RenewDeadline }, []string{"--leader-election-renew-deadline"}},
 		"retry zero":     {func(o *Options) { o.RetryPeriod = 0 }, []string{"--leader-election-retry-period"}},
@@ -76,7 +77,7 @@ func TestBindFlagsParsesEveryFlag(t *testing.T) {
 		"--leader-election-lease-duration=30s", "--leader-election-renew-deadline=20s",
 		"--leader-election-retry-period=3s", "--enable-webhooks=false", "--webhook-port=9444",
 		"--webhook-cert-dir=/certs", "--log-level=debug", "--log-format=console", "--concurrency=8",
-		"--kube-api-qps=10", "--kube-api-burst=20", "--graceful-shutdown-timeout=5s", "--kubeconfig=/kc",
+		"--kube-api-qps=10", "--kube-api-burst=20", "--graceful-shutdown-timeout=5s", "--kubeconfig=/kc", "--webhook-drain-duration=2s",
 		"--webhook-cert-rotation", "--webhook-cert-secret=s", "--webhook-service-name=svc",
 		"--webhook-configuration-name=cfg", "--check-ready-url=http://x/readyz",
 	})
@@ -89,7 +90,7 @@ func TestBindFlagsParsesEveryFlag(t *testing.T) {
 		WebhookPort: 9444, WebhookCertDir: "/certs", WebhookCertRotation: true, WebhookCertSecret: "s",
 		WebhookServiceName: "svc", WebhookConfigName: "cfg", CheckReadyURL: "http://x/readyz",
 		LogLevel: "debug", LogFormat: "console", Concurrency: 8,
-		KubeAPIQPS: 10, KubeAPIBurst: 20, GracefulShutdownTimeout: 5 * time.Second,
+		KubeAPIQPS: 10, KubeAPIBurst: 20, GracefulShutdownTimeout: 5 * time.Second, WebhookDrain: 2 * time.Second,
 	}
 	if o != want {
 		t.Fatalf("parsed options\n got %+v\nwant %+v", o, want)
