@@ -183,7 +183,7 @@ noisy (%d cores, %d GiB, kernel %s; commit %s, %s): trust the ratios within the 
   **leader handover** runs from the old leader pod's deletion (its SIGTERM) to the new leader holding the lease and
   having reconciled a probe object changed at that moment.
 - Raw results: [benchmarks/results.json](benchmarks/results.json). Rerun with ` + "`make bench`" + ` (` + "`make bench-quick`" + `: small
-  sizes, prints the tables).
+  sizes, prints the tables; ` + "`go run ./tools/bench --nodes 1000 --reps 1`" + ` explores one size and writes nothing).
 
 ![convergence](benchmarks/convergence.png)
 ![writes per node](benchmarks/writes-per-node.png)
@@ -206,7 +206,7 @@ func meaning(r Results) string {
 			"creation per node): raise the chart's `kubeAPI` to go faster, at the price of a busier apiserver.\n",
 			row.Nodes, row.Keelson.Median.Seconds(), row.Builtin.Median.Seconds(), row.Ratio)
 		fmt.Fprintf(&b, "- **API cost**: %.2f writes per converged node for Keelson against %.2f for apps/v1 — the pod "+
-			"creations themselves and little else (see what the writes are, above).\n",
+			"creations themselves and little else (see what the writes are, below).\n",
 			row.KeelsonWritesPerNode, row.BuiltinWritesPerNode)
 	}
 	if n := len(r.RollingUpdate); n > 0 {

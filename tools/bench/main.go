@@ -159,7 +159,6 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	binaries := binaryNames
 	scr, err := newScraper(ctx, c, dsNS, *releaseNS, *release)
 	if err != nil {
 		return err
@@ -173,7 +172,7 @@ func run() error {
 				var hold func() error
 				if n == plan.RollingNodes && rep == 0 && impl == implKeelson {
 					hold = func() (err error) {
-						res.Steady, err = idle(ctx, scr, binaries, plan.Idle)
+						res.Steady, err = idle(ctx, scr, binaryNames, plan.Idle)
 						return err
 					}
 				}
@@ -241,7 +240,7 @@ func run() error {
 		return ctx.Err()
 	case <-time.After(plan.MemorySettle):
 	}
-	for _, b := range binaries {
+	for _, b := range binaryNames {
 		rss, err := RSS(b)
 		if err != nil {
 			return err
@@ -391,6 +390,26 @@ func daemonSetSettled(ctx context.Context, c client.Client, obj client.Object) (
 	return int32(len(pods.Items)) == desired, nil
 }
 
+// allSettled says whether every DaemonSet of both kinds outside the benchmarks' namespaces is settled.
+func allSettled(ctx context.Context, c client.Client, keelson []daemonsetv1alpha1.DaemonSet, builtin []appsv1.DaemonSet) (bool, error) {
+	var others []client.Object
+	for i := range keelson {
+		others = append(others, &keelson[i])
+	}
+	for i := range builtin {
+		others = append(others, &builtin[i])
+	}
+	for _, d := range others {
+		if strings.HasPrefix(d.GetNamespace(), "bench-") {
+			continue
+		}
+		if ok, err := daemonSetSettled(ctx, c, d); !ok || err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
 // othersSettled waits until every DaemonSet the benchmarks did not make (make dev's sample runs on every node,
 // the simulated ones too) has caught up with the resized pool and stayed so for three seconds: their pod
 // creations would otherwise land in the next trial's window, and compete with it.
@@ -405,23 +424,9 @@ func othersSettled(ctx context.Context, c client.Client) error {
 		if err := c.List(ctx, &builtin); err != nil {
 			return false, err
 		}
-		var others []client.Object
-		for i := range keelson.Items {
-			others = append(others, &keelson.Items[i])
-		}
-		for i := range builtin.Items {
-			others = append(others, &builtin.Items[i])
-		}
-		settled := true
-		for _, d := range others {
-			if strings.HasPrefix(d.GetNamespace(), "bench-") || !settled {
-				continue
-			}
-			ok, err := daemonSetSettled(ctx, c, d)
-			if err != nil {
-				return false, err
-			}
-			settled = ok
+		settled, err := allSettled(ctx, c, keelson.Items, builtin.Items)
+		if err != nil {
+			return false, err
 		}
 		switch {
 		case !settled:

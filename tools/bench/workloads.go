@@ -29,31 +29,26 @@ func parallel(n int, f func(i int) error) error { return workers.Run(n, 16, f) }
 // countDeployments counts the namespace's Deployments that satisfy ok.
 func countDeployments(ctx context.Context, c client.Client, ns string, ok func(*appsv1.Deployment) bool) (int, error) {
 	var list appsv1.DeploymentList
-	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		return 0, err
-	}
-	n := 0
-	for i := range list.Items {
-		if ok(&list.Items[i]) {
-			n++
-		}
-	}
-	return n, nil
+	err := c.List(ctx, &list, client.InNamespace(ns))
+	return countWhere(list.Items, ok), err
 }
 
 // countSizers counts the namespace's WorkloadSizers that satisfy ok.
 func countSizers(ctx context.Context, c client.Client, ns string, ok func(*sizerv1alpha1.WorkloadSizer) bool) (int, error) {
 	var list sizerv1alpha1.WorkloadSizerList
-	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-		return 0, err
-	}
+	err := c.List(ctx, &list, client.InNamespace(ns))
+	return countWhere(list.Items, ok), err
+}
+
+// countWhere counts the items that satisfy ok.
+func countWhere[T any](items []T, ok func(*T) bool) int {
 	n := 0
-	for i := range list.Items {
-		if ok(&list.Items[i]) {
+	for i := range items {
+		if ok(&items[i]) {
 			n++
 		}
 	}
-	return n, nil
+	return n
 }
 
 // benchDeployment is a one-replica Deployment on the simulated nodes.
