@@ -84,18 +84,6 @@ func StepPort(s inferencev1alpha1.Step) int32 {
 	return DefaultPort
 }
 
-// wantsGPU reports whether the step asks for a GPU (any extended resource named like one).
-func wantsGPU(s inferencev1alpha1.Step) bool {
-	for _, list := range []corev1.ResourceList{s.Resources.Limits, s.Resources.Requests} {
-		for name, q := range list {
-			if strings.Contains(strings.ToLower(string(name)), "gpu") && !q.IsZero() {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // StepStrategy is the step's Deployment strategy: its own, else Recreate for a single-replica GPU step (a rolling
 // update would start the new pod first and wait forever for the GPU the old one holds), else RollingUpdate.
 func StepStrategy(s inferencev1alpha1.Step) appsv1.DeploymentStrategyType {

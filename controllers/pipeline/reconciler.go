@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
-	"github.com/keelson-dev/keelson/controllers/internal/apply"
 )
 
 const (
@@ -41,9 +41,21 @@ const (
 // Reconciler reconciles Pipelines.
 type Reconciler struct {
 	client.Client
-	// APIReader reads what the cache does not hold: the user's own claim of a type-pvc pipeline (the cache keeps
-	// only the controller's labelled objects). Nil reads through Client.
+	// APIReader reads what the cache does not hold or may not hold yet: the user's own claim of a type-pvc pipeline
+	// and objects of a child's name that are not the controller's (the cache keeps only the controller's labelled
+	// objects), and what a deletion must not get wrong (is the volume gone, or was it never seen yet).
+	// Nil reads through Client.
 	APIReader client.Reader
+	// Recorder emits events on Pipelines: phase changes and step failures. SetupWithManager sets it when nil.
+	Recorder events.EventRecorder
+}
+
+// reader is the uncached reader, or the client when there is none.
+func (r *Reconciler) reader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
 }
 
 // claimPoll is how often a pipeline on the user's own claim looks again while the claim is not Bound: no watch
@@ -81,16 +93,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Admitted while the webhook was down: say what is wrong; create nothing new.
 		o.invalid = verrs.ToAggregate().Error()
 	} else {
-		errs = append(errs, r.syncChildren(ctx, p, w)...)
+		var applyErrs []error
+		o.failures, applyErrs = r.syncChildren(ctx, p, w)
+		errs = append(errs, applyErrs...)
 	}
 	if err := r.observe(ctx, p, &o); err != nil {
 		errs = append(errs, err)
 	}
 	status := computeStatus(p, p.Status, o, w)
 	if !equality.Semantic.DeepEqual(p.Status, status) {
+		old := p.Status
 		p.Status = status
 		if err := r.Status().Update(ctx, p); err != nil {
 			errs = append(errs, fmt.Errorf("writing status: %w", err))
+		} else {
+			// Only a written status is an event: a failed write is retried, and its transition told then.
+			r.recordTransitions(p, old, status)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -102,70 +120,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// syncChildren applies the storage and every step's Deployment and Service whose desired spec changed, and deletes
-// the steps that are no longer in the spec. Changing one step writes only that step's objects.
-func (r *Reconciler) syncChildren(ctx context.Context, p *inferencev1alpha1.Pipeline, w Wiring) []error {
-	var errs []error
-	var desired []client.Object
-	if p.Spec.ModelStorage.Type == inferencev1alpha1.StorageNFS {
-		pv := DesiredPV(p)
-		pv.Labels[NamespaceLabel] = p.Namespace
-		desired = append(desired, pv, DesiredPVC(p))
-	}
-	names := map[string]bool{}
-	for i := range p.Spec.Steps {
-		names[StepName(p.Spec.Steps, i)] = true
-		desired = append(desired, DesiredDeployment(p, i, w), DesiredService(p, i))
-	}
-	for _, obj := range desired {
-		existing := obj.DeepCopyObject().(client.Object)
-		err := r.Get(ctx, client.ObjectKeyFromObject(obj), existing)
-		if client.IgnoreNotFound(err) != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if apierrors.IsNotFound(err) {
-			existing = nil
-		}
-		needed, herr := apply.Needed(existing, obj)
-		if herr != nil {
-			errs = append(errs, herr)
-			continue
-		}
-		if needed {
-			if err := apply.Object(ctx, r.Client, obj, FieldOwner); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	// Steps removed from the spec.
-	var deps appsv1.DeploymentList
-	var svcs corev1.ServiceList
-	sel := client.MatchingLabels{PipelineLabel: p.Name}
-	if err := r.List(ctx, &deps, client.InNamespace(p.Namespace), sel); err != nil {
-		return append(errs, err)
-	}
-	if err := r.List(ctx, &svcs, client.InNamespace(p.Namespace), sel); err != nil {
-		return append(errs, err)
-	}
-	for i := range deps.Items {
-		if d := &deps.Items[i]; !names[d.Labels[StepLabel]] && d.DeletionTimestamp == nil {
-			errs = append(errs, client.IgnoreNotFound(r.Delete(ctx, d)))
-		}
-	}
-	for i := range svcs.Items {
-		if s := &svcs.Items[i]; !names[s.Labels[StepLabel]] && s.DeletionTimestamp == nil {
-			errs = append(errs, client.IgnoreNotFound(r.Delete(ctx, s)))
-		}
-	}
-	return errs
-}
-
 // observe reads what status is computed from.
 func (r *Reconciler) observe(ctx context.Context, p *inferencev1alpha1.Pipeline, o *observed) error {
 	o.deployments = map[string]*appsv1.Deployment{}
 	o.pods = map[string][]corev1.Pod{}
-	o.nodes = map[string]*corev1.Node{}
 	if p.Spec.ModelStorage.Type == inferencev1alpha1.StorageNFS {
 		var pv corev1.PersistentVolume
 		if err := r.Get(ctx, types.NamespacedName{Name: PVName(p)}, &pv); err == nil {
@@ -198,17 +156,11 @@ func (r *Reconciler) observe(ctx context.Context, p *inferencev1alpha1.Pipeline,
 	for _, pod := range pods.Items {
 		o.pods[pod.Labels[StepLabel]] = append(o.pods[pod.Labels[StepLabel]], pod)
 	}
-	for _, s := range p.Spec.Steps {
-		if s.Location == "" {
-			continue
-		}
-		var n corev1.Node
-		if err := r.Get(ctx, types.NamespacedName{Name: s.Location}, &n); err == nil {
-			o.nodes[n.Name] = &n
-		} else if !apierrors.IsNotFound(err) {
-			return err
-		}
+	nodes, err := r.pinnedNodes(ctx, p.Spec.Steps)
+	if err != nil {
+		return err
 	}
+	o.nodes = nodes
 	return nil
 }
 
@@ -238,28 +190,37 @@ func (r *Reconciler) finalize(ctx context.Context, p *inferencev1alpha1.Pipeline
 }
 
 // deleteStage deletes the first stage that still has objects and says what it waits for ("" when all are gone).
+// It reads from the API, not the cache: a pipeline deleted just after its volume was created must not take "not in
+// the cache yet" for "already gone" and drop its finalizer, leaking the cluster-scoped volume.
 func (r *Reconciler) deleteStage(ctx context.Context, p *inferencev1alpha1.Pipeline) (string, error) {
 	sel := client.MatchingLabels{PipelineLabel: p.Name}
 	var deps appsv1.DeploymentList
 	var svcs corev1.ServiceList
-	if err := r.List(ctx, &deps, client.InNamespace(p.Namespace), sel); err != nil {
-		return "", err
+	if err := r.reader().List(ctx, &deps, client.InNamespace(p.Namespace), sel); err != nil {
+		return "", fmt.Errorf("listing step Deployments: %w", err)
 	}
-	if err := r.List(ctx, &svcs, client.InNamespace(p.Namespace), sel); err != nil {
-		return "", err
+	if err := r.reader().List(ctx, &svcs, client.InNamespace(p.Namespace), sel); err != nil {
+		return "", fmt.Errorf("listing step Services: %w", err)
 	}
-	if n := len(deps.Items) + len(svcs.Items); n > 0 {
-		for i := range deps.Items {
-			// Background: the claim's in-use protection keeps it until the last pod that mounts it is gone.
-			if err := r.Delete(ctx, &deps.Items[i]); client.IgnoreNotFound(err) != nil {
-				return "", err
-			}
+	var steps []client.Object
+	for i := range deps.Items {
+		steps = append(steps, &deps.Items[i])
+	}
+	for i := range svcs.Items {
+		steps = append(steps, &svcs.Items[i])
+	}
+	n := 0
+	for _, obj := range steps {
+		if !ownedBy(obj, p) {
+			continue // labelled like ours but someone else's: not ours to delete
 		}
-		for i := range svcs.Items {
-			if err := r.Delete(ctx, &svcs.Items[i]); client.IgnoreNotFound(err) != nil {
-				return "", err
-			}
+		n++
+		// Background: the claim's in-use protection keeps it until the last pod that mounts it is gone.
+		if err := r.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return "", fmt.Errorf("deleting %s %s: %w", kindOf(obj), obj.GetName(), err)
 		}
+	}
+	if n > 0 {
 		return fmt.Sprintf("waiting for %d step Deployments and Services to be deleted", n), nil
 	}
 	if p.Spec.ModelStorage.Type != inferencev1alpha1.StorageNFS {
@@ -273,12 +234,15 @@ func (r *Reconciler) deleteStage(ctx context.Context, p *inferencev1alpha1.Pipel
 		if _, ok := obj.(*corev1.PersistentVolume); ok {
 			key, kind = types.NamespacedName{Name: PVName(p)}, "volume"
 		}
-		err := r.Get(ctx, key, obj)
+		err := r.reader().Get(ctx, key, obj)
 		if apierrors.IsNotFound(err) {
 			continue // already gone: this stage is done
 		}
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("reading the models %s %s: %w", kind, key.Name, err)
+		}
+		if !ownedBy(obj, p) {
+			continue // a claim or volume of that name that is not ours (NameTaken): left alone
 		}
 		if obj.GetDeletionTimestamp() == nil {
 			if err := r.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {

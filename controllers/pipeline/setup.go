@@ -19,7 +19,7 @@ import (
 	"github.com/keelson-dev/keelson/controllers/internal/cachesel"
 )
 
-// ControllerName names the controller in logs and metrics.
+// ControllerName names the controller in logs, metrics and events.
 const ControllerName = "pipeline"
 
 // locationIndex indexes pipelines by the nodes their steps are pinned to.
@@ -53,6 +53,9 @@ func slimNode(obj any) (any, error) {
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder(ControllerName + "-controller")
+	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &inferencev1alpha1.Pipeline{}, locationIndex,
 		func(obj client.Object) []string {
 			var out []string
@@ -90,10 +93,15 @@ func byLabels(_ context.Context, obj client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 }
 
-// pipelinesOn maps a node to the pipelines with a step pinned to it.
+// pipelinesOn maps a node to the pipelines with a step pinned to it: by its kubernetes.io/hostname label, which is
+// what a step's location names.
 func (r *Reconciler) pipelinesOn(ctx context.Context, obj client.Object) []reconcile.Request {
+	host, ok := obj.GetLabels()[HostnameLabel]
+	if !ok {
+		return nil
+	}
 	var list inferencev1alpha1.PipelineList
-	if err := r.List(ctx, &list, client.MatchingFields{locationIndex: obj.GetName()}); err != nil {
+	if err := r.List(ctx, &list, client.MatchingFields{locationIndex: host}); err != nil {
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(list.Items))

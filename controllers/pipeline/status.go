@@ -35,6 +35,17 @@ const (
 	ReasonCrashLooping    = "CrashLoopBackOff"
 	ReasonDeadline        = "ProgressDeadlineExceeded"
 	ReasonDeleting        = "Deleting"
+	// ReasonApplyFailed: the apiserver refused the step's Deployment or Service (or the storage); the message is
+	// its answer. The status keeps the last observedGeneration until a pass succeeds.
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonNameTaken: an object of the step's name exists and is not this pipeline's; it is left alone.
+	ReasonNameTaken = "NameTaken"
+	// ReasonImagePull: the step's image cannot be pulled (ErrImagePull, ImagePullBackOff, InvalidImageName).
+	ReasonImagePull = "ImagePullBackOff"
+	// ReasonContainerConfig: the kubelet cannot create the container (a missing Secret or ConfigMap, say).
+	ReasonContainerConfig = "CreateContainerConfigError"
+	// ReasonUnschedulable: the scheduler cannot place the step's pod; the message is the scheduler's.
+	ReasonUnschedulable = "Unschedulable"
 )
 
 // observed is everything status is computed from.
@@ -43,9 +54,11 @@ type observed struct {
 	pvc         *corev1.PersistentVolumeClaim
 	deployments map[string]*appsv1.Deployment // by step name
 	pods        map[string][]corev1.Pod       // by step name
-	nodes       map[string]*corev1.Node       // by name
+	nodes       map[string]*corev1.Node       // by kubernetes.io/hostname label: the value a step's location pins to
 	// invalid is why the spec cannot be run (a cycle, a missing next step), or "".
 	invalid string
+	// failures are the steps (storageKey: the storage) whose objects could not be written this pass.
+	failures map[string]failure
 }
 
 // nodeProblem says why a step cannot run on its pinned node, or returns "" when it can (or is not pinned).
@@ -60,10 +73,7 @@ func nodeProblem(s inferencev1alpha1.Step, nodes map[string]*corev1.Node) (reaso
 	if n.Spec.Unschedulable {
 		return ReasonNodeCordoned, fmt.Sprintf("node %s is cordoned", s.Location)
 	}
-	for name, want := range s.Resources.Limits {
-		if !strings.Contains(strings.ToLower(string(name)), "gpu") || want.IsZero() {
-			continue
-		}
+	for name, want := range gpuAsks(s) {
 		have := n.Status.Allocatable[name]
 		if have.Cmp(want) < 0 {
 			return ReasonInsufficientGPU, fmt.Sprintf("node %s has %s %s allocatable, the step asks for %s",
@@ -71,37 +81,6 @@ func nodeProblem(s inferencev1alpha1.Step, nodes map[string]*corev1.Node) (reaso
 		}
 	}
 	return "", ""
-}
-
-// lastFailure is the latest error exit of a container of the pods, with its termination message.
-func lastFailure(pods []corev1.Pod) *inferencev1alpha1.Failure {
-	var best *inferencev1alpha1.Failure
-	var at metav1.Time
-	for _, p := range pods {
-		for _, cs := range p.Status.ContainerStatuses {
-			for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
-				if t == nil || t.ExitCode == 0 || (best != nil && !at.Before(&t.FinishedAt)) {
-					continue
-				}
-				best = &inferencev1alpha1.Failure{Container: cs.Name, ExitCode: t.ExitCode, Reason: t.Reason,
-					Message: strings.TrimSpace(t.Message)}
-				at = t.FinishedAt
-			}
-		}
-	}
-	return best
-}
-
-func crashLooping(pods []corev1.Pod) bool {
-	for _, p := range pods {
-		for _, cs := range p.Status.ContainerStatuses {
-			if w := cs.State.Waiting; w != nil && (w.Reason == "CrashLoopBackOff" || w.Reason == "ImagePullBackOff" ||
-				w.Reason == "ErrImagePull" || w.Reason == "CreateContainerConfigError") {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // stepStatus derives one step's status.
@@ -122,19 +101,24 @@ func stepStatus(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alp
 	if d != nil {
 		st.ReadyReplicas = d.Status.ReadyReplicas
 	}
+	if f, failed := o.failures[name]; failed {
+		st.Phase, st.Reason, st.Message = inferencev1alpha1.PhaseFailed, f.reason, f.message
+		return st
+	}
 	if reason, msg := nodeProblem(s, o.nodes); reason != "" {
 		st.Phase, st.Reason, st.Message = inferencev1alpha1.PhaseDegraded, reason, msg+"; the step cannot run until it is fixed"
 		return st
 	}
-	switch {
-	case d == nil:
+	if d == nil {
 		st.Phase, st.Reason, st.Message = inferencev1alpha1.PhasePending, ReasonCreating, "the step's Deployment is being created"
-	case crashLooping(pods):
-		st.Phase, st.Reason = inferencev1alpha1.PhaseFailed, ReasonCrashLooping
-		st.Message = fmt.Sprintf("%d of %d replicas ready; the container keeps failing", d.Status.ReadyReplicas, want)
-		if st.LastFailure != nil && st.LastFailure.Message != "" {
-			st.Message += ": " + st.LastFailure.Message
-		}
+		return st
+	}
+	if phase, reason, msg := podProblem(pods); reason != "" {
+		st.Phase, st.Reason = phase, reason
+		st.Message = fmt.Sprintf("%d of %d replicas ready; %s", d.Status.ReadyReplicas, want, msg)
+		return st
+	}
+	switch {
 	case deploymentCondition(d, appsv1.DeploymentProgressing, corev1.ConditionFalse) == "ProgressDeadlineExceeded":
 		st.Phase, st.Reason = inferencev1alpha1.PhaseFailed, ReasonDeadline
 		st.Message = fmt.Sprintf("%d of %d replicas ready after the progress deadline", d.Status.ReadyReplicas, want)
@@ -156,9 +140,13 @@ func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType,
 	return ""
 }
 
-// computeStatus derives the whole status. old supplies the conditions (their transition times).
+// computeStatus derives the whole status. old supplies the conditions (their transition times) and the
+// observedGeneration kept when the pass failed: it moves only once every object of the spec was written.
 func computeStatus(p *inferencev1alpha1.Pipeline, old inferencev1alpha1.PipelineStatus, o observed, w Wiring) inferencev1alpha1.PipelineStatus {
 	st := inferencev1alpha1.PipelineStatus{ObservedGeneration: p.Generation, Conditions: append([]metav1.Condition(nil), old.Conditions...)}
+	if len(o.failures) > 0 || o.invalid != "" {
+		st.ObservedGeneration = old.ObservedGeneration
+	}
 	cond := func(t string, ok bool, reason, msg string) {
 		s := metav1.ConditionFalse
 		if ok {
@@ -174,8 +162,11 @@ func computeStatus(p *inferencev1alpha1.Pipeline, old inferencev1alpha1.Pipeline
 	if o.pvc != nil {
 		st.DetailPhase.PVCPhase = string(o.pvc.Status.Phase)
 	}
-	storageReady := o.pvc != nil && o.pvc.Status.Phase == corev1.ClaimBound
+	storageFailure, storageFailed := o.failures[storageKey]
+	storageReady := !storageFailed && o.pvc != nil && o.pvc.Status.Phase == corev1.ClaimBound
 	switch {
+	case storageFailed:
+		cond(ConditionStorageReady, false, storageFailure.reason, storageFailure.message)
 	case storageReady:
 		cond(ConditionStorageReady, true, ReasonBound, fmt.Sprintf("claim %s is bound", ClaimName(p)))
 	case o.pvc != nil && o.pvc.Status.Phase == corev1.ClaimLost:
@@ -187,26 +178,35 @@ func computeStatus(p *inferencev1alpha1.Pipeline, old inferencev1alpha1.Pipeline
 
 	// Steps.
 	var notReady []string
-	worst := inferencev1alpha1.PhaseReady
+	worst, worstReason := inferencev1alpha1.PhaseReady, ""
+	ready := 0
 	for i := range p.Spec.Steps {
 		ss := stepStatus(p, i, o)
 		st.Steps = append(st.Steps, ss)
 		st.DetailPhase.StepsPhase = append(st.DetailPhase.StepsPhase, inferencev1alpha1.StepPhase{Name: ss.Name, DeploymentPhase: ss.Phase})
-		if ss.Phase != inferencev1alpha1.PhaseReady {
+		if ss.Phase == inferencev1alpha1.PhaseReady {
+			ready++
+		} else {
 			notReady = append(notReady, fmt.Sprintf("%s (%s: %s)", ss.Name, ss.Reason, ss.Message))
 		}
-		worst = worse(worst, ss.Phase)
+		if w := worse(worst, ss.Phase); w != worst || worstReason == "" && ss.Phase != inferencev1alpha1.PhaseReady {
+			worst, worstReason = w, ss.Reason
+		}
 	}
+	st.StepsReady = fmt.Sprintf("%d/%d", ready, len(p.Spec.Steps))
 	if entry := EntryStep(p.Spec.Steps, w); entry != "" {
 		st.URL = Endpoint(p, entry, StepPort(p.Spec.Steps[indexOf(p.Spec.Steps, entry)]))
 	}
 	if o.invalid != "" {
 		cond(ConditionStepsReady, false, ReasonInvalidSpec, o.invalid)
-		worst = inferencev1alpha1.PhaseFailed
+		worst, worstReason = inferencev1alpha1.PhaseFailed, ReasonInvalidSpec
 	} else if len(notReady) == 0 {
 		cond(ConditionStepsReady, true, ReasonAllStepsReady, fmt.Sprintf("all %d steps are ready", len(p.Spec.Steps)))
 	} else {
 		cond(ConditionStepsReady, false, ReasonStepsNotReady, "waiting for "+strings.Join(notReady, "; "))
+	}
+	if storageFailed {
+		worst, worstReason = inferencev1alpha1.PhaseFailed, storageFailure.reason
 	}
 
 	// The pipeline.
@@ -220,15 +220,21 @@ func computeStatus(p *inferencev1alpha1.Pipeline, old inferencev1alpha1.Pipeline
 	}
 	if st.Phase == inferencev1alpha1.PhaseReady {
 		cond(ConditionReady, true, ReasonReady, "storage is bound and every step is ready at "+st.URL)
-	} else {
-		msg := fmt.Sprintf("pipeline is %s", st.Phase)
-		for _, c := range st.Conditions {
-			if c.Type != ConditionReady && c.Status != metav1.ConditionTrue {
-				msg += "; " + c.Message
-			}
-		}
-		cond(ConditionReady, false, ReasonNotReady, msg)
+		return st
 	}
+	// The reason of a pipeline that is not Ready is the most pressing one (kubectl get ipl shows it): the worst
+	// step's, else the storage's.
+	reason := worstReason
+	if reason == "" {
+		reason = meta.FindStatusCondition(st.Conditions, ConditionStorageReady).Reason
+	}
+	msg := fmt.Sprintf("pipeline is %s", st.Phase)
+	for _, c := range st.Conditions {
+		if c.Type != ConditionReady && c.Status != metav1.ConditionTrue {
+			msg += "; " + c.Message
+		}
+	}
+	cond(ConditionReady, false, reason, msg)
 	return st
 }
 

@@ -1,8 +1,12 @@
 package inference
 
 import (
+	"fmt"
+	"path"
 	"strconv"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -45,9 +49,14 @@ func Default(p *inferencev1alpha1.Pipeline) {
 	}
 }
 
-// Validate returns every problem of a pipeline's spec with its field path.
+// Validate returns every problem of a pipeline's spec with its field path: everything the apiserver would refuse
+// later in a step's Deployment or Service (where it would fail on every pass instead of once, here) included.
 func Validate(p *inferencev1alpha1.Pipeline) field.ErrorList {
 	var errs field.ErrorList
+	// The pipeline's name starts every Service name, which must be a DNS-1035 label (a letter first, no dots).
+	for _, msg := range validation.IsDNS1035Label(p.Name) {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), p.Name, msg+" (it names the steps' Services)"))
+	}
 	sp := field.NewPath("spec")
 	ms := p.Spec.ModelStorage
 	mp := sp.Child("modelStorage")
@@ -80,6 +89,8 @@ func Validate(p *inferencev1alpha1.Pipeline) field.ErrorList {
 		if s.Image == "" {
 			errs = append(errs, field.Required(stp.Child("image"), ""))
 		}
+		errs = append(errs, validateModel(stp.Child("model"), s.Model)...)
+		errs = append(errs, validateResources(stp.Child("resources"), s.Resources)...)
 		if v, ok := s.Args["listenPort"]; ok {
 			if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 65535 {
 				errs = append(errs, field.Invalid(stp.Child("args").Key("listenPort"), v, "must be a port number"))
@@ -88,6 +99,80 @@ func Validate(p *inferencev1alpha1.Pipeline) field.ErrorList {
 	}
 	_, wiringErrs := pipeline.Wire(p.Spec.Steps)
 	return append(errs, wiringErrs...)
+}
+
+// validateModel checks that a model path stays inside the models storage: a relative path without a ".." segment
+// (the kubelet refuses any other sub-path, so the step would never start).
+func validateModel(fp *field.Path, model string) field.ErrorList {
+	switch {
+	case model == "":
+		return nil
+	case path.IsAbs(model) || strings.HasPrefix(model, "\\"):
+		return field.ErrorList{field.Invalid(fp, model, "must be a path relative to the models storage, without a leading /")}
+	}
+	for _, seg := range strings.FieldsFunc(model, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if seg == ".." {
+			return field.ErrorList{field.Invalid(fp, model, "must not contain a '..' segment: the model must stay inside the models storage")}
+		}
+	}
+	return nil
+}
+
+// validateResources checks what the apiserver checks of a container's resources: an extended resource (a GPU, a
+// MIG slice) cannot be overcommitted, so it needs a limit, equal to its request; no request exceeds its limit.
+func validateResources(fp *field.Path, r corev1.ResourceRequirements) field.ErrorList {
+	var errs field.ErrorList
+	for name, req := range r.Requests {
+		lim, limited := r.Limits[name]
+		switch {
+		case isExtended(name) && !limited:
+			errs = append(errs, field.Required(fp.Child("limits").Key(string(name)),
+				fmt.Sprintf("%s is requested without a limit: extended resources such as GPUs cannot be overcommitted; set the limit (the request defaults to it)", name)))
+		case isExtended(name) && req.Cmp(lim) != 0:
+			errs = append(errs, field.Invalid(fp.Child("requests").Key(string(name)), req.String(),
+				fmt.Sprintf("must equal the limit (%s): extended resources such as GPUs cannot be overcommitted", lim.String())))
+		case limited && req.Cmp(lim) > 0:
+			errs = append(errs, field.Invalid(fp.Child("requests").Key(string(name)), req.String(),
+				fmt.Sprintf("must be less than or equal to the limit (%s)", lim.String())))
+		}
+	}
+	return errs
+}
+
+// isExtended reports whether a resource is an extended one (a domain-qualified name outside kubernetes.io, such as
+// nvidia.com/gpu or nvidia.com/mig-1g.5gb), as the apiserver defines it.
+func isExtended(name corev1.ResourceName) bool {
+	n := string(name)
+	return strings.Contains(n, "/") && !strings.HasPrefix(n, corev1.ResourceDefaultNamespacePrefix) &&
+		!strings.HasPrefix(n, corev1.DefaultResourceRequestsPrefix)
+}
+
+// NameClashes finds the steps of p whose Deployment and Service names (<pipeline>-<step>) are those of a step of
+// another pipeline of the namespace: pipeline a with step b-c and pipeline a-b with step c both make a-b-c. The
+// names are the seed's and stay; a clash is refused here, and the controller never writes over an object that is
+// not its pipeline's (reason NameTaken) if two pipelines race past this check.
+func NameClashes(p *inferencev1alpha1.Pipeline, others []inferencev1alpha1.Pipeline) field.ErrorList {
+	taken := map[string]string{}
+	for i := range others {
+		q := &others[i]
+		if q.Name == p.Name {
+			continue
+		}
+		for j := range q.Spec.Steps {
+			step := pipeline.StepName(q.Spec.Steps, j)
+			taken[pipeline.StepObjectName(q, step)] = fmt.Sprintf("step %s of pipeline %s", step, q.Name)
+		}
+	}
+	var errs field.ErrorList
+	for i := range p.Spec.Steps {
+		step := pipeline.StepName(p.Spec.Steps, i)
+		if other, ok := taken[pipeline.StepObjectName(p, step)]; ok {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "steps").Index(i).Child("name"), step,
+				fmt.Sprintf("its Deployment and Service would be named %s, like those of %s: rename the step or the pipeline",
+					pipeline.StepObjectName(p, step), other)))
+		}
+	}
+	return errs
 }
 
 // ValidateUpdate checks what may not change: the model storage.

@@ -7,8 +7,9 @@ import (
 	"context"
 	"fmt"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -16,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/pipeline"
 )
 
 // +kubebuilder:webhook:path=/mutate-inference-keelson-dev-v1alpha1-pipeline,mutating=true,failurePolicy=fail,sideEffects=None,groups=inference.keelson.dev,resources=pipelines,verbs=create;update,versions=v1alpha1,name=mpipeline.keelson.dev,admissionReviewVersions=v1
@@ -48,19 +50,48 @@ var groupKind = inferencev1alpha1.GroupVersion.WithKind("Pipeline").GroupKind()
 
 // ValidateCreate checks a new pipeline.
 func (v Validator) ValidateCreate(ctx context.Context, p *inferencev1alpha1.Pipeline) (admission.Warnings, error) {
-	if errs := Validate(p); len(errs) > 0 {
+	errs := Validate(p)
+	clashes, err := v.clashes(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if errs = append(errs, clashes...); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(groupKind, p.Name, errs)
 	}
 	return v.warnings(ctx, p), nil
 }
 
-// ValidateUpdate checks a changed pipeline; its storage may not change.
+// ValidateUpdate checks a changed pipeline; its storage may not change. An update that leaves the spec as it was
+// (the controller adding or removing its finalizer, labels) or of a pipeline being deleted is always allowed: a
+// pipeline admitted under older rules, or while the webhook was down, must still be deletable. The old spec is
+// compared with its defaults, which the defaulter has just added to the new one if it never had them.
 func (v Validator) ValidateUpdate(ctx context.Context, old, p *inferencev1alpha1.Pipeline) (admission.Warnings, error) {
+	oldDefaulted := old.DeepCopy()
+	Default(oldDefaulted)
+	if p.DeletionTimestamp != nil || apiequality.Semantic.DeepEqual(oldDefaulted.Spec, p.Spec) {
+		return nil, nil
+	}
 	errs := append(Validate(p), ValidateUpdate(old, p)...)
-	if len(errs) > 0 {
+	clashes, err := v.clashes(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if errs = append(errs, clashes...); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(groupKind, p.Name, errs)
 	}
 	return v.warnings(ctx, p), nil
+}
+
+// clashes finds the steps whose object names another pipeline of the namespace already uses.
+func (v Validator) clashes(ctx context.Context, p *inferencev1alpha1.Pipeline) (field.ErrorList, error) {
+	if v.Reader == nil {
+		return nil, nil
+	}
+	var list inferencev1alpha1.PipelineList
+	if err := v.Reader.List(ctx, &list, client.InNamespace(p.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing the namespace's pipelines to check step names: %w", err)
+	}
+	return NameClashes(p, list.Items), nil
 }
 
 // ValidateDelete allows every deletion.
@@ -69,19 +100,31 @@ func (Validator) ValidateDelete(context.Context, *inferencev1alpha1.Pipeline) (a
 }
 
 // warnings says which pinned nodes do not exist now: the pipeline is admitted (the node may join later) and its
-// status will say the step waits for it.
+// status will say the step waits for it. A node is found as pinning finds it: by its kubernetes.io/hostname label.
 func (v Validator) warnings(ctx context.Context, p *inferencev1alpha1.Pipeline) admission.Warnings {
 	if v.Reader == nil {
 		return nil
 	}
+	var locations []string
+	for _, s := range p.Spec.Steps {
+		if s.Location != "" {
+			locations = append(locations, s.Location)
+		}
+	}
+	sel, err := pipeline.PinnedNodesSelector(locations)
+	if err != nil || sel == nil {
+		return nil
+	}
+	var nodes corev1.NodeList
+	if err := v.Reader.List(ctx, &nodes, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return admission.Warnings{fmt.Sprintf("the pinned nodes could not be checked: %v", err)}
+	}
+	found := pipeline.ByHostname(nodes.Items)
 	var out admission.Warnings
 	for i, s := range p.Spec.Steps {
-		if s.Location == "" {
-			continue
-		}
-		err := v.Reader.Get(ctx, types.NamespacedName{Name: s.Location}, &corev1.Node{})
-		if apierrors.IsNotFound(err) {
-			out = append(out, fmt.Sprintf("spec.steps[%d].location: node %s does not exist (yet); the step will wait for it", i, s.Location))
+		if _, ok := found[s.Location]; s.Location != "" && !ok {
+			out = append(out, fmt.Sprintf("spec.steps[%d].location: no node has %s=%s (yet); the step will wait for it",
+				i, pipeline.HostnameLabel, s.Location))
 		}
 	}
 	return out

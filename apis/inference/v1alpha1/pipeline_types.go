@@ -72,7 +72,8 @@ type Step struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Location string `json:"location,omitempty"`
-	// Model is the path of the step's model under the share, mounted at /models (MODEL_PATH).
+	// Model is the path of the step's model under the share, mounted at /models (MODEL_PATH). It is relative and
+	// stays inside the share: no leading "/", no ".." segment.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Model string `json:"model,omitempty"`
@@ -222,6 +223,9 @@ type PipelineStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	Steps []StepStatus `json:"steps,omitempty"`
+	// StepsReady is how many steps are Ready out of all, as "ready/total" (the STEPS column of kubectl get ipl).
+	// +optional
+	StepsReady string `json:"stepsReady,omitempty"`
 	// URL of the entry step.
 	// +optional
 	URL string `json:"url,omitempty"`
@@ -235,9 +239,11 @@ type PipelineStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=ipl,categories=keelson
-// +kubebuilder:printcolumn:name="Steps",type=string,JSONPath=`.spec.steps[*].model`
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",optionalOldSelf=true,message="metadata.name must be a DNS-1035 label (a lowercase letter first, then lowercase letters, digits and '-', no dots): it names the steps' Services"
+// +kubebuilder:printcolumn:name="Steps",type=string,JSONPath=`.status.stepsReady`,description="Steps ready out of all"
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the pipeline is not Ready"
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 

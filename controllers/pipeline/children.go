@@ -1,0 +1,217 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/internal/apply"
+)
+
+// storageKey is the key of the storage's failure in the failures of a pass (step names are never empty).
+const storageKey = ""
+
+// failure is why a step's objects (or the storage) could not be written as the spec says.
+type failure struct {
+	reason, message string
+}
+
+// child is one object to write, and the step it belongs to (storageKey for the volume and the claim).
+type child struct {
+	step string
+	obj  client.Object
+}
+
+// syncChildren applies the storage and every step's Deployment and Service that differ from the spec, and deletes
+// the steps that are no longer in the spec. It returns, per step (storageKey for the storage), why its objects could
+// not be written, and the errors to retry on.
+func (r *Reconciler) syncChildren(ctx context.Context, p *inferencev1alpha1.Pipeline, w Wiring) (map[string]failure, []error) {
+	failures := map[string]failure{}
+	var errs []error
+	var desired []child
+	if p.Spec.ModelStorage.Type == inferencev1alpha1.StorageNFS {
+		pv := DesiredPV(p)
+		pv.Labels[NamespaceLabel] = p.Namespace
+		desired = append(desired, child{storageKey, pv}, child{storageKey, DesiredPVC(p)})
+	}
+	names := map[string]bool{}
+	for i := range p.Spec.Steps {
+		name := StepName(p.Spec.Steps, i)
+		names[name] = true
+		desired = append(desired, child{name, DesiredDeployment(p, i, w)}, child{name, DesiredService(p, i)})
+	}
+	for _, c := range desired {
+		f, err := r.syncChild(ctx, p, c.obj)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if _, seen := failures[c.step]; f != nil && !seen {
+			failures[c.step] = *f
+		}
+	}
+	return failures, append(errs, r.deleteRemovedSteps(ctx, p, names)...)
+}
+
+// syncChild writes one object if it differs from desired. An object of that name that is not this pipeline's (the
+// user's, or another pipeline's whose step names make the same name) is never written: that is a failure with
+// reason NameTaken, which no retry fixes.
+func (r *Reconciler) syncChild(ctx context.Context, p *inferencev1alpha1.Pipeline, desired client.Object) (*failure, error) {
+	existing, err := r.current(ctx, desired)
+	if err != nil {
+		return &failure{ReasonApplyFailed, err.Error()}, err
+	}
+	if existing != nil && !ownedBy(existing, p) {
+		return &failure{ReasonNameTaken, fmt.Sprintf("%s %s already exists and is not this pipeline's: rename the step (or the pipeline), or remove that %s",
+			kindOf(desired), desired.GetName(), kindOf(desired))}, nil
+	}
+	needed, err := needsApply(existing, desired)
+	if err != nil {
+		return &failure{ReasonApplyFailed, err.Error()}, err
+	}
+	if !needed {
+		return nil, nil
+	}
+	if d, ok := desired.(*appsv1.Deployment); ok && existing != nil && clearsRollingUpdate(existing.(*appsv1.Deployment), d) {
+		if err := r.Patch(ctx, existing, recreatePatch, client.FieldOwner(FieldOwner)); err != nil {
+			err = fmt.Errorf("switching Deployment %s to Recreate: %w", d.Name, err)
+			return &failure{ReasonApplyFailed, err.Error()}, err
+		}
+	}
+	if svc, ok := desired.(*corev1.Service); ok && existing != nil && portsRenumbered(existing.(*corev1.Service), svc) {
+		patch, err := portsPatch(svc)
+		if err == nil {
+			err = r.Patch(ctx, existing, patch, client.FieldOwner(FieldOwner))
+		}
+		if err != nil {
+			err = fmt.Errorf("restoring the ports of Service %s: %w", svc.Name, err)
+			return &failure{ReasonApplyFailed, err.Error()}, err
+		}
+	}
+	if err := apply.Object(ctx, r.Client, desired, FieldOwner); err != nil {
+		return &failure{ReasonApplyFailed, err.Error()}, err
+	}
+	return nil, nil
+}
+
+// portsRenumbered reports whether live's ports are numbered otherwise than desired's. Server-side apply merges
+// Service ports by number, so an apply after `kubectl edit` changed a port's number would add a second port of the
+// same name, which the apiserver refuses: the ports must be replaced whole first.
+func portsRenumbered(live, desired *corev1.Service) bool {
+	want := map[int32]bool{}
+	for _, p := range desired.Spec.Ports {
+		want[p.Port] = true
+	}
+	if len(live.Spec.Ports) != len(want) {
+		return true
+	}
+	for _, p := range live.Spec.Ports {
+		if !want[p.Port] {
+			return true
+		}
+	}
+	return false
+}
+
+// portsPatch replaces a Service's ports with desired's (a JSON merge patch replaces a list whole).
+func portsPatch(desired *corev1.Service) (client.Patch, error) {
+	b, err := json.Marshal(map[string]any{"spec": map[string]any{"ports": desired.Spec.Ports}})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the ports of Service %s: %w", desired.Name, err)
+	}
+	return client.RawPatch(types.MergePatchType, b), nil
+}
+
+// current reads the live object of desired's name, or nil. The cache holds only objects with the controller's
+// labels, so a miss is checked with an uncached read: an object of the same name that the user made must be seen
+// before anything is created over it. In steady state every child is in the cache and no uncached read is made.
+func (r *Reconciler) current(ctx context.Context, desired client.Object) (client.Object, error) {
+	key := client.ObjectKeyFromObject(desired)
+	existing := desired.DeepCopyObject().(client.Object)
+	err := r.Get(ctx, key, existing)
+	if err == nil {
+		return existing, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading %s %s: %w", kindOf(desired), key.Name, err)
+	}
+	if r.APIReader == nil {
+		return nil, nil
+	}
+	existing = desired.DeepCopyObject().(client.Object)
+	if err := r.APIReader.Get(ctx, key, existing); apierrors.IsNotFound(err) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("reading %s %s: %w", kindOf(desired), key.Name, err)
+	}
+	return existing, nil
+}
+
+// ownedBy reports whether obj is p's: controlled by p, or, for the cluster-scoped volume (which cannot have a
+// namespaced owner), labelled with p's name and namespace.
+func ownedBy(obj client.Object, p *inferencev1alpha1.Pipeline) bool {
+	if _, ok := obj.(*corev1.PersistentVolume); ok {
+		l := obj.GetLabels()
+		return l[PipelineLabel] == p.Name && l[NamespaceLabel] == p.Namespace
+	}
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.UID == p.UID
+}
+
+// clearsRollingUpdate reports whether live must lose its rollingUpdate parameters before desired can be applied:
+// the apiserver defaults them for a RollingUpdate Deployment, nobody owns them, so an apply that switches to
+// Recreate keeps them, and a Recreate Deployment with rollingUpdate is invalid (Forbidden) on every pass.
+func clearsRollingUpdate(live, desired *appsv1.Deployment) bool {
+	return desired.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType && live.Spec.Strategy.RollingUpdate != nil
+}
+
+// recreatePatch switches a Deployment to Recreate and drops its rollingUpdate parameters in one valid write.
+var recreatePatch = client.RawPatch(types.MergePatchType,
+	[]byte(`{"spec":{"strategy":{"type":"Recreate","rollingUpdate":null}}}`))
+
+// deleteRemovedSteps deletes the Deployments and Services of steps that are no longer in the spec.
+func (r *Reconciler) deleteRemovedSteps(ctx context.Context, p *inferencev1alpha1.Pipeline, names map[string]bool) []error {
+	var errs []error
+	var deps appsv1.DeploymentList
+	var svcs corev1.ServiceList
+	sel := client.MatchingLabels{PipelineLabel: p.Name}
+	if err := r.List(ctx, &deps, client.InNamespace(p.Namespace), sel); err != nil {
+		return []error{fmt.Errorf("listing step Deployments: %w", err)}
+	}
+	if err := r.List(ctx, &svcs, client.InNamespace(p.Namespace), sel); err != nil {
+		return []error{fmt.Errorf("listing step Services: %w", err)}
+	}
+	for i := range deps.Items {
+		if d := &deps.Items[i]; !names[d.Labels[StepLabel]] && d.DeletionTimestamp == nil && ownedBy(d, p) {
+			errs = append(errs, client.IgnoreNotFound(r.Delete(ctx, d)))
+		}
+	}
+	for i := range svcs.Items {
+		if s := &svcs.Items[i]; !names[s.Labels[StepLabel]] && s.DeletionTimestamp == nil && ownedBy(s, p) {
+			errs = append(errs, client.IgnoreNotFound(r.Delete(ctx, s)))
+		}
+	}
+	return errs
+}
+
+// kindOf names an object's kind for messages.
+func kindOf(obj client.Object) string {
+	switch obj.(type) {
+	case *appsv1.Deployment:
+		return "Deployment"
+	case *corev1.Service:
+		return "Service"
+	case *corev1.PersistentVolumeClaim:
+		return "PersistentVolumeClaim"
+	case *corev1.PersistentVolume:
+		return "PersistentVolume"
+	}
+	return fmt.Sprintf("%T", obj)
+}

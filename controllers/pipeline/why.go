@@ -1,0 +1,100 @@
+package pipeline
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+)
+
+// Waiting reasons of the kubelet that say a container cannot start until someone changes something.
+var (
+	imagePullReasons = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true,
+		"ErrImageNeverPull": true}
+	configReasons = map[string]bool{"CreateContainerConfigError": true, "CreateContainerError": true}
+)
+
+// podProblem says why a step's pods do not run, from what the kubelet and the scheduler wrote in their status, in
+// order of what to fix first: an image that cannot be pulled, a container the kubelet cannot create, a container
+// that keeps crashing (with its last termination message), a pod the scheduler cannot place (its PodScheduled=False
+// message names the taint without a toleration, the missing free GPUs, the node affinity). It returns "" when none
+// applies.
+func podProblem(pods []corev1.Pod) (phase inferencev1alpha1.Phase, reason, message string) {
+	if pod, w := waitingFor(pods, imagePullReasons); w != nil {
+		return inferencev1alpha1.PhaseFailed, ReasonImagePull, fmt.Sprintf("pod %s cannot pull its image (%s)%s: fix the image name or tag, or the pull secret",
+			pod, w.Reason, detail(w.Message))
+	}
+	if pod, w := waitingFor(pods, configReasons); w != nil {
+		return inferencev1alpha1.PhaseFailed, ReasonContainerConfig, fmt.Sprintf("the kubelet cannot create the container of pod %s (%s)%s",
+			pod, w.Reason, detail(w.Message))
+	}
+	if pod, w := waitingFor(pods, map[string]bool{"CrashLoopBackOff": true}); w != nil {
+		msg := fmt.Sprintf("the container of pod %s keeps failing", pod)
+		if f := lastFailure(pods); f != nil {
+			msg += fmt.Sprintf(" (exit code %d, %s)", f.ExitCode, f.Reason)
+			if f.Message != "" {
+				msg += ": " + f.Message
+			}
+		}
+		return inferencev1alpha1.PhaseFailed, ReasonCrashLooping, msg
+	}
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil || p.Spec.NodeName != "" {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				return inferencev1alpha1.PhaseDegraded, ReasonUnschedulable, fmt.Sprintf("pod %s cannot be scheduled%s",
+					p.Name, detail(c.Message))
+			}
+		}
+	}
+	return "", "", ""
+}
+
+// waitingFor finds a container of the pods waiting for one of reasons, and its pod's name.
+func waitingFor(pods []corev1.Pod, reasons map[string]bool) (string, *corev1.ContainerStateWaiting) {
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+			for _, cs := range list {
+				if w := cs.State.Waiting; w != nil && reasons[w.Reason] {
+					return p.Name, w
+				}
+			}
+		}
+	}
+	return "", nil
+}
+
+// detail appends a message after a colon, or nothing when it is empty.
+func detail(msg string) string {
+	if msg = strings.TrimSpace(msg); msg != "" {
+		return ": " + msg
+	}
+	return ""
+}
+
+// lastFailure is the latest error exit of a container of the pods, with its termination message.
+func lastFailure(pods []corev1.Pod) *inferencev1alpha1.Failure {
+	var best *inferencev1alpha1.Failure
+	var at metav1.Time
+	for _, p := range pods {
+		for _, cs := range p.Status.ContainerStatuses {
+			for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+				if t == nil || t.ExitCode == 0 || (best != nil && !at.Before(&t.FinishedAt)) {
+					continue
+				}
+				best = &inferencev1alpha1.Failure{Container: cs.Name, ExitCode: t.ExitCode, Reason: t.Reason,
+					Message: strings.TrimSpace(t.Message)}
+				at = t.FinishedAt
+			}
+		}
+	}
+	return best
+}
