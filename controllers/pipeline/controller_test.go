@@ -188,6 +188,9 @@ func TestSeedPipeline(t *testing.T) {
 	s.g.Expect(st.Steps[1].Endpoint).To(Equal(fmt.Sprintf("http://face-detection-step-1.%s.svc:9081", s.ns)))
 	s.g.Expect(st.Steps[1].Node).To(Equal(n2))
 	s.g.Expect(meta.IsStatusConditionTrue(st.Conditions, pipeline.ConditionReady)).To(BeTrue())
+	s.g.Expect(st.StepsReady).To(Equal("2/2"))
+	s.g.Expect(st.ObservedGeneration).To(Equal(s.get("face-detection").Generation))
+	s.g.Expect(s.events("face-detection")).To(ContainElement(HavePrefix("Normal PipelineReady")))
 }
 
 // A crashing step is reported with the container's own last words; the pipeline is Failed, and says which step.

@@ -162,6 +162,8 @@ func TestStepStrategyAndFanOutEnv(t *testing.T) {
 		"two GPU replicas":  {inferencev1alpha1.Step{Resources: gpu, Replicas: ptr.To[int32](2)}, appsv1.RollingUpdateDeploymentStrategyType},
 		"explicit wins":     {inferencev1alpha1.Step{Resources: gpu, Strategy: appsv1.RollingUpdateDeploymentStrategyType}, appsv1.RollingUpdateDeploymentStrategyType},
 		"explicit Recreate": {inferencev1alpha1.Step{Strategy: appsv1.RecreateDeploymentStrategyType}, appsv1.RecreateDeploymentStrategyType},
+		"one MIG slice": {inferencev1alpha1.Step{Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
+			"nvidia.com/mig-1g.5gb": resource.MustParse("1")}}}, appsv1.RecreateDeploymentStrategyType},
 	} {
 		if got := StepStrategy(tc.step); got != tc.want {
 			t.Errorf("%s: strategy %s, want %s", name, got, tc.want)
@@ -180,4 +182,23 @@ func TestStepStrategyAndFanOutEnv(t *testing.T) {
 		}
 	}
 	t.Fatal("a fan-out step gets NEXT_STEP_URLS")
+}
+
+// A MIG slice is a GPU to the node check: a node without enough of them is reported.
+func TestMIGCountsAsGPU(t *testing.T) {
+	mig := corev1.ResourceName("nvidia.com/mig-1g.5gb")
+	step := inferencev1alpha1.Step{Location: "gpu-1", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{mig: resource.MustParse("2")}}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1"},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{mig: resource.MustParse("1")}}}
+	if reason, msg := nodeProblem(step, map[string]*corev1.Node{"gpu-1": node}); reason != ReasonInsufficientGPU || !strings.Contains(msg, string(mig)) {
+		t.Fatalf("a node with 1 of the 2 MIG slices asked for: %q %q", reason, msg)
+	}
+	node.Status.Allocatable[mig] = resource.MustParse("2")
+	if reason, _ := nodeProblem(step, map[string]*corev1.Node{"gpu-1": node}); reason != "" {
+		t.Fatalf("a node with the 2 slices fits, got %q", reason)
+	}
+	step.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}
+	if reason, _ := nodeProblem(step, map[string]*corev1.Node{"gpu-1": node}); reason != ReasonInsufficientGPU {
+		t.Fatalf("a GPU request (not only a limit) is checked against the node, got %q", reason)
+	}
 }

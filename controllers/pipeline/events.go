@@ -1,9 +1,11 @@
 package pipeline
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 )
@@ -14,9 +16,9 @@ const (
 	actionRun       = "Run"
 )
 
-// event is one event to record on a pipeline.
+// event is one event to record on a pipeline; step names the step it is about ("" for the pipeline).
 type event struct {
-	eventType, reason, action, note string
+	eventType, reason, action, note, step string
 }
 
 // transitions are the events a status change makes: the pipeline's phase when it changes (Warning for Degraded and
@@ -36,7 +38,7 @@ func transitions(old, cur inferencev1alpha1.PipelineStatus) []event {
 		if before, ok := was[s.Name]; ok && before.Reason == s.Reason && before.Phase == s.Phase {
 			continue
 		}
-		out = append(out, event{corev1.EventTypeWarning, s.Reason, actionRun, "Step " + s.Name + ": " + s.Message})
+		out = append(out, event{corev1.EventTypeWarning, s.Reason, actionRun, "Step " + s.Name + ": " + s.Message, s.Name})
 	}
 	if cur.Phase != old.Phase && cur.Phase != "" {
 		t := corev1.EventTypeNormal
@@ -47,7 +49,7 @@ func transitions(old, cur inferencev1alpha1.PipelineStatus) []event {
 		if c := meta.FindStatusCondition(cur.Conditions, ConditionReady); c != nil && c.Message != "" {
 			note = c.Message
 		}
-		out = append(out, event{t, "Pipeline" + string(cur.Phase), actionReconcile, note})
+		out = append(out, event{t, "Pipeline" + string(cur.Phase), actionReconcile, note, ""})
 	}
 	return out
 }
@@ -63,7 +65,14 @@ func (r *Reconciler) recordTransitions(p *inferencev1alpha1.Pipeline, old, cur i
 		return
 	}
 	for _, e := range transitions(old, cur) {
-		r.Recorder.Eventf(eventSubject(p), nil, e.eventType, e.reason, e.action, "%s", truncate(e.note))
+		var related runtime.Object
+		if e.step != "" {
+			// The step's Deployment as the related object: the recorder folds events of the same regarding, related,
+			// type and reason into one series, so without it a second step's trouble would only count up the first's.
+			related = &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+				ObjectMeta: metav1.ObjectMeta{Name: StepObjectName(p, e.step), Namespace: p.Namespace}}
+		}
+		r.Recorder.Eventf(eventSubject(p), related, e.eventType, e.reason, e.action, "%s", truncate(e.note))
 	}
 }
 

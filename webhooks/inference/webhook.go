@@ -64,11 +64,12 @@ func (v Validator) ValidateCreate(ctx context.Context, p *inferencev1alpha1.Pipe
 // ValidateUpdate checks a changed pipeline; its storage may not change. An update that leaves the spec as it was
 // (the controller adding or removing its finalizer, labels) or of a pipeline being deleted is always allowed: a
 // pipeline admitted under older rules, or while the webhook was down, must still be deletable. The old spec is
-// compared with its defaults, which the defaulter has just added to the new one if it never had them.
+// compared with its defaults, which the defaulter has just added to the new one if the old never had them.
 func (v Validator) ValidateUpdate(ctx context.Context, old, p *inferencev1alpha1.Pipeline) (admission.Warnings, error) {
-	oldDefaulted := old.DeepCopy()
+	oldDefaulted, curDefaulted := old.DeepCopy(), p.DeepCopy()
 	Default(oldDefaulted)
-	if p.DeletionTimestamp != nil || apiequality.Semantic.DeepEqual(oldDefaulted.Spec, p.Spec) {
+	Default(curDefaulted)
+	if p.DeletionTimestamp != nil || apiequality.Semantic.DeepEqual(oldDefaulted.Spec, curDefaulted.Spec) {
 		return nil, nil
 	}
 	errs := append(Validate(p), ValidateUpdate(old, p)...)

@@ -74,6 +74,27 @@ func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 			"spec.steps[0].args[listenPort]", ""},
 		"unknown strategy": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Strategy = "BlueGreen" },
 			"spec.steps[0].strategy", "spec.steps[0].strategy"},
+		"absolute model path": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Model = "/etc/secrets" },
+			"spec.steps[1].model", ""},
+		"model path escaping the storage": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Model = "face/../../other" },
+			"spec.steps[0].model", ""},
+		"GPU request without a limit": {func(p *inferencev1alpha1.Pipeline) {
+			p.Spec.Steps[0].Resources.Requests = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+		}, "spec.steps[0].resources.limits[nvidia.com/gpu]", ""},
+		"MIG request above its limit": {func(p *inferencev1alpha1.Pipeline) {
+			p.Spec.Steps[0].Resources = corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{"nvidia.com/mig-1g.5gb": resource.MustParse("2")},
+				Limits:   corev1.ResourceList{"nvidia.com/mig-1g.5gb": resource.MustParse("1")}}
+		}, "spec.steps[0].resources.requests[nvidia.com/mig-1g.5gb]", ""},
+		"cpu request above its limit": {func(p *inferencev1alpha1.Pipeline) {
+			p.Spec.Steps[1].Resources = corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
+		}, "spec.steps[1].resources.requests[cpu]", ""},
+		"name with a leading digit": {func(p *inferencev1alpha1.Pipeline) { p.Name = "9lives" },
+			"metadata.name", "DNS-1035"},
+		"name with dots": {func(p *inferencev1alpha1.Pipeline) { p.Name = "face.detection" },
+			"metadata.name", "DNS-1035"},
 	}
 	cases := map[string]testenv.AdmissionCase{}
 	for name, tc := range table {
@@ -115,7 +136,7 @@ func TestDefaultsAndWarnings(t *testing.T) {
 	g.Expect(p.Spec.Steps[1].Port).To(Equal(int32(8080)))
 	g.Expect(p.Spec.Steps[1].Strategy).To(Equal(appsv1.RecreateDeploymentStrategyType))
 	g.Expect(p.Spec.Steps[0].Strategy).To(Equal(appsv1.RollingUpdateDeploymentStrategyType))
-	g.Expect(recorded.All()).To(ContainElement(ContainSubstring("spec.steps[0].location: node no-such-node does not exist")))
+	g.Expect(recorded.All()).To(ContainElement(ContainSubstring("spec.steps[0].location: no node has kubernetes.io/hostname=no-such-node")))
 }
 
 // The samples are admitted as they are, with and without the webhook.
@@ -141,4 +162,60 @@ func TestSamplesAreValid(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Pipeline a with step b-c and pipeline a-b with step c would both own a Deployment and a Service named a-b-c: the
+// second is refused, naming the step and the first pipeline.
+func TestClashingChildNamesAreRejected(t *testing.T) {
+	serveWebhooks(t)
+	g := NewWithT(t)
+	ns := namespace(t, withWebhook)
+	first := valid("a")
+	first.Namespace = ns
+	first.Spec.Steps = []inferencev1alpha1.Step{{Name: "b-c", Image: "x"}}
+	g.Expect(withWebhook.Client.Create(context.Background(), first)).To(Succeed())
+	second := valid("a-b")
+	second.Namespace = ns
+	second.Spec.Steps = []inferencev1alpha1.Step{{Name: "c", Image: "x"}}
+	err := withWebhook.Client.Create(context.Background(), second)
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(And(ContainSubstring("spec.steps[0].name"), ContainSubstring("a-b-c"), ContainSubstring("pipeline a")))
+	second.Spec.Steps[0].Name = "d"
+	g.Expect(withWebhook.Client.Create(context.Background(), second)).To(Succeed(), "a-b-d clashes with nothing")
+}
+
+// A location names a node by its kubernetes.io/hostname label, as the pinning does: no warning for a node found by
+// that label under another name; a warning for a node's name that no node carries as its hostname label.
+func TestLocationWarningsFollowTheHostnameLabel(t *testing.T) {
+	serveWebhooks(t)
+	g := NewWithT(t)
+	ns := namespace(t, withWebhook)
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: ns + "-machine-7", Labels: map[string]string{"kubernetes.io/hostname": ns + "-gpu-a"}}}
+	g.Expect(withWebhook.Client.Create(context.Background(), n)).To(Succeed())
+	t.Cleanup(func() { _ = withWebhook.Client.Delete(context.Background(), n) })
+	p := valid("pinned")
+	p.Namespace = ns
+	p.Spec.Steps[0].Location = ns + "-gpu-a"
+	p.Spec.Steps[1].Location = ns + "-machine-7"
+	c, recorded := withWebhook.ClientWithWarnings(t)
+	g.Expect(c.Create(context.Background(), p)).To(Succeed())
+	g.Expect(recorded.All()).NotTo(ContainElement(ContainSubstring("spec.steps[0].location")))
+	g.Expect(recorded.All()).To(ContainElement(ContainSubstring("spec.steps[1].location")))
+}
+
+// Updates that leave the spec alone (a finalizer removed) pass even when the spec breaks today's rules, so a
+// pipeline admitted before them can still be deleted.
+func TestUnchangedSpecUpdatesAreAllowed(t *testing.T) {
+	serveWebhooks(t)
+	g := NewWithT(t)
+	p := valid("old-rules")
+	p.Spec.Steps[0].Model = "../elsewhere"
+	old := p.DeepCopy()
+	cur := p.DeepCopy()
+	cur.Finalizers = []string{"inference.keelson.dev/storage"}
+	_, err := webhook.Validator{}.ValidateUpdate(context.Background(), old, cur)
+	g.Expect(err).NotTo(HaveOccurred())
+	cur.Spec.Steps[1].Image = "z"
+	_, err = webhook.Validator{}.ValidateUpdate(context.Background(), old, cur)
+	g.Expect(err).To(MatchError(ContainSubstring("spec.steps[0].model")), "a changed spec is checked in full")
 }

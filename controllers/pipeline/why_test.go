@@ -1,0 +1,67 @@
+package pipeline_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/pipeline"
+)
+
+// stepPod creates a pod of a step with the given status, as the kubelet or the scheduler would have written it.
+func (s *scenario) stepPod(pipelineName, step string, status corev1.PodStatus) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pipelineName + "-" + step + "-x", Namespace: s.ns,
+		Labels: map[string]string{pipeline.PipelineLabel: pipelineName, pipeline.StepLabel: step}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "server", Image: "x"}}}}
+	s.g.Expect(env.Client.Create(s.ctx, pod)).To(Succeed())
+	pod.Status = status
+	s.g.Expect(env.Client.Status().Update(s.ctx, pod)).To(Succeed())
+}
+
+// Why a step cannot start, from what the kubelet and the scheduler wrote: an image that cannot be pulled (not a
+// crash loop), a pod the scheduler cannot place (its message: the untolerated taint, the missing free GPUs). Each
+// is in the step's status and in a Warning event.
+func TestWhyAStepCannotStart(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "why", Namespace: s.ns},
+		Spec: inferencev1alpha1.PipelineSpec{
+			ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StoragePVC, ClaimName: "models"},
+			Steps: []inferencev1alpha1.Step{
+				{Name: "pull", Image: "registry.example/nope:v1"},
+				{Name: "tainted", Image: "x"},
+				{Name: "gpus", Image: "x"},
+			}}}
+	s.g.Expect(env.Client.Create(s.ctx, p)).To(Succeed())
+	s.g.Eventually(func() *inferencev1alpha1.Pipeline { return s.get("why") }, timeout, poll).Should(
+		HaveField("Status.StepsReady", "0/3"))
+
+	s.stepPod("why", "pull", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "server", Image: "registry.example/nope:v1",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull",
+			Message: "failed to pull image \"registry.example/nope:v1\": not found"}}}}})
+	unschedulable := func(msg string) corev1.PodStatus {
+		return corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
+			Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: msg}}}
+	}
+	s.stepPod("why", "tainted", unschedulable("0/3 nodes are available: 1 node(s) had untolerated taint {nvidia.com/gpu: present}, 2 node(s) didn't match Pod's node affinity/selector."))
+	s.stepPod("why", "gpus", unschedulable("0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 2 node(s) didn't match Pod's node affinity/selector."))
+
+	for step, want := range map[string]struct{ reason, says string }{
+		"pull":    {pipeline.ReasonImagePull, "not found"},
+		"tainted": {pipeline.ReasonUnschedulable, "untolerated taint {nvidia.com/gpu: present}"},
+		"gpus":    {pipeline.ReasonUnschedulable, "Insufficient nvidia.com/gpu"},
+	} {
+		s.g.Eventually(func() string { return s.stepStatus("why", step).Reason }, timeout, poll).Should(Equal(want.reason), step)
+		s.g.Expect(s.stepStatus("why", step).Message).To(ContainSubstring(want.says), step)
+		s.g.Eventually(func() []string { return s.events("why") }, timeout, poll).Should(ContainElement(
+			And(HavePrefix("Warning "+want.reason+": Step "+step+":"), ContainSubstring(want.says))), step)
+	}
+	s.g.Expect(s.stepStatus("why", "pull").Phase).To(Equal(inferencev1alpha1.PhaseFailed))
+	st := s.get("why").Status
+	s.g.Expect(st.Phase).To(Equal(inferencev1alpha1.PhaseFailed))
+	s.g.Expect(st.Conditions).To(ContainElement(And(HaveField("Type", pipeline.ConditionReady),
+		HaveField("Reason", pipeline.ReasonImagePull))), "the Ready reason is the worst step's")
+}
