@@ -28,8 +28,8 @@ func rl(kv ...string) corev1.ResourceList {
 	return out
 }
 
-func target(name string) sizerv1alpha1.TargetRef {
-	return sizerv1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: name}
+func target(name string) *sizerv1alpha1.TargetRef {
+	return &sizerv1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: name}
 }
 
 // The seed's HelloWorld: size + image; the Deployment is created, owned and kept at size, and the status lists
@@ -130,7 +130,8 @@ func TestResourcesAndRuntimeOnAnExistingDeployment(t *testing.T) {
 		env[e.Name] = e.Value
 	}
 	s.g.Expect(env).To(Equal(map[string]string{"LOG": "debug", "GOMAXPROCS": "2", "GOMEMLIMIT": "921MiB",
-		"JAVA_TOOL_OPTIONS": "-Xss1m -XX:ActiveProcessorCount=2 -XX:MaxRAMPercentage=67.5"}))
+		"JAVA_TOOL_OPTIONS": "-Xss1m", "JDK_JAVA_OPTIONS": "-XX:ActiveProcessorCount=2 -XX:MaxRAMPercentage=67.5"}),
+		"the user's JAVA_TOOL_OPTIONS is theirs: the sizer's flags go to the JVM's other options variable")
 	// Untouched: the other container, ports, image, labels, replicas.
 	s.g.Expect(d.Spec.Template.Spec.Containers[1]).To(Equal(before.Spec.Template.Spec.Containers[1]))
 	s.g.Expect(app.Ports).To(Equal(before.Spec.Template.Spec.Containers[0].Ports))
@@ -242,7 +243,7 @@ func TestDeletionReleasesAReferencedTarget(t *testing.T) {
 		}
 		return out
 	}
-	s.g.Expect(managers()).To(ContainElement(sizer.FieldOwner))
+	s.g.Expect(managers()).To(ContainElement(sizer.FieldOwner + "/keep"))
 
 	s.g.Expect(env.Client.Delete(s.ctx, s.get("keep"))).To(Succeed())
 	s.g.Eventually(func() bool {
@@ -251,7 +252,7 @@ func TestDeletionReleasesAReferencedTarget(t *testing.T) {
 	d := s.getDeployment("keep")
 	s.g.Expect(*d.Spec.Replicas).To(Equal(int32(3)), "values stay")
 	s.g.Expect(d.Spec.Template.Spec.Containers[0].Resources.Requests.Cpu().String()).To(Equal("100m"))
-	s.g.Expect(managers()).NotTo(ContainElement(sizer.FieldOwner), "the sizer's ownership is released")
+	s.g.Expect(managers()).NotTo(ContainElement(HavePrefix(sizer.FieldOwner)), "the sizer's ownership is released")
 }
 
 // In steady state the sizer writes nothing, even when woken up.

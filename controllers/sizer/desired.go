@@ -1,6 +1,8 @@
 package sizer
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
@@ -18,7 +20,9 @@ import (
 
 // Names and labels of what the sizer writes.
 const (
-	// FieldOwner is the sizer's server-side apply field manager.
+	// FieldOwner is the server-side apply field manager of what the sizer owns outright: a target it created, its
+	// PodDisruptionBudget, Service and Ingress. Fields of a workload it did not create are applied under a field
+	// manager of their own per sizer (workloadFieldOwner).
 	FieldOwner = "keelson-workload-sizer"
 	// NameLabel names the owning sizer on every object it creates.
 	NameLabel      = "sizer.keelson.dev/name"
@@ -28,6 +32,22 @@ const (
 	// DefaultContainerName is the container the image shorthand creates.
 	DefaultContainerName = "app"
 )
+
+// maxFieldManagerLength is the apiserver's limit on a field manager's name.
+const maxFieldManagerLength = 128
+
+// workloadFieldOwner is the field manager of one sizer's writes to a workload it did not create. One per sizer, so
+// that two sizers writing one field meet as a server-side apply conflict instead of silently taking turns, and so
+// that a sizer's deletion releases exactly its own fields. Long names are shortened with a hash to fit the limit.
+func workloadFieldOwner(wls *sizerv1alpha1.WorkloadSizer) string {
+	name := FieldOwner + "/" + wls.Name
+	if len(name) <= maxFieldManagerLength {
+		return name
+	}
+	sum := sha256.Sum256([]byte(wls.Name))
+	suffix := "-" + hex.EncodeToString(sum[:8])
+	return name[:maxFieldManagerLength-len(suffix)] + suffix
+}
 
 // containerPatch is what the sizer writes into one container: resources (when they go to the template) and env.
 type containerPatch struct {
@@ -164,37 +184,37 @@ func mergeEnv(env, add []corev1.EnvVar) []corev1.EnvVar {
 }
 
 // newDeployment is the whole Deployment a sizer creates and owns.
-func newDeployment(wls *sizerv1alpha1.WorkloadSizer, patches []containerPatch) (*appsv1ac.DeploymentApplyConfiguration, error) {
+func newDeployment(wls *sizerv1alpha1.WorkloadSizer, replicas *int32, patches []containerPatch) (*appsv1ac.DeploymentApplyConfiguration, error) {
 	t, err := templateAC(createdTemplate(wls), patches)
 	if err != nil {
 		return nil, err
 	}
 	spec := appsv1ac.DeploymentSpec().WithSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{NameLabel: wls.Name})).
 		WithTemplate(t)
-	if wls.Spec.Size != nil {
-		spec.WithReplicas(*wls.Spec.Size)
+	if replicas != nil {
+		spec.WithReplicas(*replicas)
 	}
-	return appsv1ac.Deployment(wls.Spec.TargetRef.Name, wls.Namespace).WithLabels(ownedLabels(wls)).
+	return appsv1ac.Deployment(wls.Target().Name, wls.Namespace).WithLabels(ownedLabels(wls)).
 		WithOwnerReferences(ownerRef(wls)).WithSpec(spec), nil
 }
 
 // newStatefulSet is the whole StatefulSet a sizer creates and owns.
-func newStatefulSet(wls *sizerv1alpha1.WorkloadSizer, patches []containerPatch) (*appsv1ac.StatefulSetApplyConfiguration, error) {
+func newStatefulSet(wls *sizerv1alpha1.WorkloadSizer, replicas *int32, patches []containerPatch) (*appsv1ac.StatefulSetApplyConfiguration, error) {
 	t, err := templateAC(createdTemplate(wls), patches)
 	if err != nil {
 		return nil, err
 	}
 	spec := appsv1ac.StatefulSetSpec().WithSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{NameLabel: wls.Name})).
 		WithTemplate(t)
-	if wls.Spec.Size != nil {
-		spec.WithReplicas(*wls.Spec.Size)
+	if replicas != nil {
+		spec.WithReplicas(*replicas)
 	}
-	return appsv1ac.StatefulSet(wls.Spec.TargetRef.Name, wls.Namespace).WithLabels(ownedLabels(wls)).
+	return appsv1ac.StatefulSet(wls.Target().Name, wls.Namespace).WithLabels(ownedLabels(wls)).
 		WithOwnerReferences(ownerRef(wls)).WithSpec(spec), nil
 }
 
 // childName names the PDB, Service and Ingress the sizer owns: the target's name, which is what users look for.
-func childName(wls *sizerv1alpha1.WorkloadSizer) string { return wls.Spec.TargetRef.Name }
+func childName(wls *sizerv1alpha1.WorkloadSizer) string { return wls.Target().Name }
 
 // newPDB is the PodDisruptionBudget for the target's pods, evicting unhealthy pods always (so a crash-looping pod
 // never holds a drain hostage).
@@ -222,16 +242,22 @@ func labelSelectorAC(s *metav1.LabelSelector) *metav1ac.LabelSelectorApplyConfig
 	return ac
 }
 
-// newService is the Service in front of the target's pods (its pod template's labels select them).
+// serviceSelector is what the Service selects: the target's own selector, so the Service reaches exactly the
+// target's pods (a template label shared with other workloads, or one that changes with every release, would
+// reach too many or too few). A selector with expressions cannot be a Service's: then the template's labels.
+func serviceSelector(selector *metav1.LabelSelector, template map[string]string) map[string]string {
+	if selector != nil && len(selector.MatchLabels) > 0 && len(selector.MatchExpressions) == 0 {
+		return selector.MatchLabels
+	}
+	return template
+}
+
+// newService is the Service in front of the target's pods.
 func newService(wls *sizerv1alpha1.WorkloadSizer, podLabels map[string]string) *corev1ac.ServiceApplyConfiguration {
 	s := wls.Spec.Expose.Service
-	target := s.TargetPort
-	if target == 0 {
-		target = s.Port
-	}
 	return corev1ac.Service(childName(wls), wls.Namespace).WithLabels(ownedLabels(wls)).WithOwnerReferences(ownerRef(wls)).
 		WithSpec(corev1ac.ServiceSpec().WithType(s.Type).WithSelector(podLabels).WithPorts(
-			corev1ac.ServicePort().WithName("http").WithPort(s.Port).WithTargetPort(intstr.FromInt32(target))))
+			corev1ac.ServicePort().WithName("http").WithPort(s.Port).WithTargetPort(intstr.FromInt32(servicePort(s)))))
 }
 
 // newIngress routes the host and path to the Service.

@@ -4,54 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-// ourEntry is the sizer's own managedFields entry (server-side apply), or nil.
-func ourEntry(obj metav1.Object) *metav1.ManagedFieldsEntry {
-	for i, e := range obj.GetManagedFields() {
-		if e.Manager == FieldOwner && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
-			return &obj.GetManagedFields()[i]
-		}
-	}
-	return nil
-}
-
-// ownedEnv returns, per container name, the environment variables the sizer owns in obj's pod template, read
-// from its managedFields entry (the FieldsV1 trie: f:spec → f:template → f:spec → f:containers →
-// k:{"name":…} → f:env → k:{"name":…}).
-func ownedEnv(obj metav1.Object) map[string]map[string]bool {
-	out := map[string]map[string]bool{}
-	e := ourEntry(obj)
-	if e == nil || e.FieldsV1 == nil {
-		return out
-	}
-	var trie map[string]any
-	if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &trie); err != nil {
-		return out
-	}
-	containers := walk(trie, "f:spec", "f:template", "f:spec", "f:containers")
-	for key, sub := range containers {
-		name, ok := keyName(key)
-		if !ok {
-			continue
-		}
-		subMap, _ := sub.(map[string]any)
-		for envKey := range walk(subMap, "f:env") {
-			if envName, ok := keyName(envKey); ok {
-				if out[name] == nil {
-					out[name] = map[string]bool{}
-				}
-				out[name][envName] = true
-			}
-		}
-	}
-	return out
-}
 
 // walk descends a FieldsV1 trie along path and returns the map found there (nil when absent).
 func walk(m map[string]any, path ...string) map[string]any {
@@ -110,12 +69,13 @@ func asAPIStatus(err error, out *apierrors.APIStatus) bool {
 	return errors.As(err, out)
 }
 
-// withoutOurEntry returns obj's managedFields minus the sizer's entry, and whether there was one to drop.
-func withoutOurEntry(obj metav1.Object) ([]metav1.ManagedFieldsEntry, bool) {
+// withoutEntriesOf returns obj's managedFields minus the entries of the given managers, and whether there was one
+// to drop.
+func withoutEntriesOf(obj metav1.Object, managers ...string) ([]metav1.ManagedFieldsEntry, bool) {
 	var out []metav1.ManagedFieldsEntry
 	found := false
 	for _, e := range obj.GetManagedFields() {
-		if e.Manager == FieldOwner {
+		if slices.Contains(managers, e.Manager) {
 			found = true
 			continue
 		}

@@ -1,7 +1,8 @@
 // Package sizer is the controller behind Keelson's WorkloadSizer. Reconcile reads the sizer and its target,
 // creates the target when asked to, applies only the fields the sizer owns (replicas, the resources and runtime
-// environment it controls) with server-side apply, resizes pods in place when asked, keeps a disruption budget
-// that cannot block drains by accident, exposes the target, and writes the status once.
+// environment it controls) with server-side apply, hands over the fields it stops applying, resizes pods in place
+// when asked, keeps a disruption budget that cannot block drains by accident, exposes the target, reports what it
+// leaves alone (objects and fields of others, a second sizer, an autoscaler), and writes the status once.
 package sizer
 
 import (
@@ -9,16 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,55 +34,65 @@ const Finalizer = "sizer.keelson.dev/release"
 // maxPodsListed caps status.pods.
 const maxPodsListed = 100
 
-// Condition types and reasons.
-const (
-	ConditionReady        = "Ready"
-	ConditionTargetFound  = "TargetFound"
-	ConditionSized        = "Sized"
-	ConditionConflict     = "Conflict"
-	ConditionBudgetSafe   = "DisruptionBudgetSafe"
-	ReasonFound           = "Found"
-	ReasonCreated         = "Created"
-	ReasonTargetNotFound  = "TargetNotFound"
-	ReasonApplied         = "Applied"
-	ReasonRollingOut      = "RollingOut"
-	ReasonResizing        = "ResizingInPlace"
-	ReasonInPlaceFallback = "InPlaceInfeasible"
-	ReasonModeOff         = "UpdateModeOff"
-	ReasonConflict        = "FieldOwnedByAnotherManager"
-	ReasonNoConflict      = "NoConflict"
-	ReasonReady           = "Ready"
-	ReasonNotReady        = "NotReady"
-)
+// retryInterval is how soon a sizer blocked by an object it cannot watch (a user's Service or Ingress of the name
+// it would use: its cache holds only its own) looks again.
+const retryInterval = time.Minute
 
 // Reconciler reconciles WorkloadSizers.
 type Reconciler struct {
 	client.Client
-	// APIReader reads pods directly from the apiserver for in-place resizes (the cache holds only pod metadata).
+	// APIReader reads from the apiserver, past the cache: pods for in-place resizes (the cache holds only their
+	// metadata), objects the label-filtered cache cannot see, and managedFields before a hand-over.
 	APIReader client.Reader
+	// Recorder emits events on WorkloadSizers.
+	Recorder events.EventRecorder
 	// pacer spaces out status writes whose only news is counts (see statusUrgent).
 	pacer *statuspace.Pacer
+
+	mu sync.Mutex
+	// applied is, per sizer, the fields of its last apply to its target in this process: the cache may not show
+	// them yet, and a field the sizer owns must be handed over, not dropped, when it stops applying it.
+	applied map[string]fieldSet
 }
 
 // RBAC of the workload-sizer (make manifests turns these into its ClusterRole).
 // +kubebuilder:rbac:groups=sizer.keelson.dev,resources=workloadsizers,verbs=get;list;watch;update
-// +kubebuilder:rbac:groups=sizer.keelson.dev,resources=workloadsizers/status,verbs=update
+// +kubebuilder:rbac:groups=sizer.keelson.dev,resources=workloadsizers/status,verbs=update;patch
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods/resize,verbs=update
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// pass is one reconcile's working state: the sizer, the status being computed, and what the pass found.
+type pass struct {
+	wls    *sizerv1alpha1.WorkloadSizer
+	status *sizerv1alpha1.WorkloadSizerStatus
+	// conflicts are what the sizer left alone instead of writing (the Conflict condition).
+	conflicts []conflict
+	// problem is the workload's own report that it cannot reach its size.
+	problem *rolloutProblem
+	// retryLater: blocked by something the sizer does not watch; look again after retryInterval.
+	retryLater bool
+	// createdTarget: this pass created the target (an event says so).
+	createdTarget bool
+}
 
 // Reconcile brings one WorkloadSizer's target to its declared size and writes the sizer's status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	wls := &sizerv1alpha1.WorkloadSizer{}
 	if err := r.Get(ctx, req.NamespacedName, wls); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.String())
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("workloadsizer", klog.KObj(wls)))
 	if wls.DeletionTimestamp != nil {
-		r.pacer.Forget(req.String())
+		r.forget(req.String())
 		return ctrl.Result{}, r.release(ctx, wls)
 	}
 	if controllerutil.AddFinalizer(wls, Finalizer) {
@@ -91,58 +100,89 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 		}
 	}
-	status := wls.Status.DeepCopy()
-	status.ObservedGeneration = wls.Generation
-	err := r.reconcile(ctx, wls, status)
-	setReady(status, wls)
-	if !equality.Semantic.DeepEqual(&wls.Status, status) {
+
+	p := &pass{wls: wls, status: wls.Status.DeepCopy()}
+	err := r.reconcile(ctx, p)
+	var result ctrl.Result
+	if apierrors.IsConflict(err) && conflictMessage(err) == "" {
+		// A write raced with another writer (optimistic lock): nothing is wrong, read again soon.
+		err, result.RequeueAfter = nil, time.Second
+	} else if err == nil {
+		// observedGeneration moves only with a pass that did all it was asked: a failed one leaves it, so a
+		// client waiting for the generation does not take an error for success.
+		p.status.ObservedGeneration = wls.Generation
+	}
+	setConflict(p.status, wls.Generation, p.conflicts)
+	setReady(p.status, wls, p.problem)
+	if p.retryLater && err == nil {
+		result.RequeueAfter = retryInterval
+	}
+	r.recordEvents(wls, wls.Status, *p.status, p.createdTarget)
+
+	if !equality.Semantic.DeepEqual(&wls.Status, p.status) {
 		now := time.Now()
-		if wait := r.pacer.Wait(req.String(), now); wait > 0 && !statusUrgent(wls.Status, *status) {
+		if wait := r.pacer.Wait(req.String(), now); wait > 0 && !statusUrgent(wls.Status, *p.status) {
 			return ctrl.Result{RequeueAfter: wait}, err // only counts moved, moments after the last write
 		}
-		wls.Status = *status
-		if serr := r.Status().Update(ctx, wls); serr != nil {
-			err = errors.Join(err, fmt.Errorf("writing status: %w", serr))
+		if serr := r.writeStatus(ctx, wls, *p.status); serr != nil {
+			err = errors.Join(err, serr)
 		} else {
 			r.pacer.Wrote(req.String(), now)
 		}
 	}
-	return ctrl.Result{}, err
+	return result, err
 }
 
-func setCondition(st *sizerv1alpha1.WorkloadSizerStatus, t string, ok bool, reason, message string) {
-	s := metav1.ConditionFalse
-	if ok {
-		s = metav1.ConditionTrue
+// writeStatus writes the status as a merge patch against the sizer as read: it carries only what changed and no
+// resourceVersion, so it never conflicts with the sizer's own last write still missing from the cache.
+func (r *Reconciler) writeStatus(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, status sizerv1alpha1.WorkloadSizerStatus) error {
+	base := wls.DeepCopy()
+	wls.Status = status
+	if err := r.Status().Patch(ctx, wls, client.MergeFrom(base)); err != nil {
+		return fmt.Errorf("writing status: %w", client.IgnoreNotFound(err))
 	}
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: message,
-		ObservedGeneration: st.ObservedGeneration})
+	return nil
 }
 
-// reconcile does the work and fills status in.
-func (r *Reconciler) reconcile(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, st *sizerv1alpha1.WorkloadSizerStatus) error {
-	ref := wls.Spec.TargetRef
-	t, err := getTarget(ctx, r.Client, wls)
+// reconcile does the work and fills the pass's status in.
+func (r *Reconciler) reconcile(ctx context.Context, p *pass) error {
+	wls, st, g := p.wls, p.status, p.wls.Generation
+	ref := wls.Target()
+	if c, err := r.anotherSizer(ctx, wls); err != nil {
+		return err
+	} else if c != nil {
+		p.conflicts = append(p.conflicts, *c)
+		st.Resources, st.DisruptionBudget = nil, nil
+		setCondition(st, g, ConditionSized, false, ReasonAnotherSizer, c.message)
+		return nil
+	}
+	t, err := r.readTarget(ctx, wls)
 	if err != nil {
 		return fmt.Errorf("reading the target: %w", err)
 	}
 	if t == nil {
 		st.Replicas, st.ReadyReplicas, st.Selector, st.Pods, st.PodCount = 0, 0, "", nil, 0
+		st.DisruptionBudget = nil
 		if wls.Spec.Template == nil && wls.Spec.Image == "" {
-			setCondition(st, ConditionTargetFound, false, ReasonTargetNotFound, fmt.Sprintf(
+			setCondition(st, g, ConditionTargetFound, false, ReasonTargetNotFound, fmt.Sprintf(
 				"%s %s does not exist in namespace %s; create it, or give spec.image or spec.template so the sizer "+
 					"creates it", ref.Kind, ref.Name, wls.Namespace))
-			setCondition(st, ConditionSized, false, ReasonTargetNotFound, "nothing to size")
+			setCondition(st, g, ConditionSized, false, ReasonTargetNotFound, "nothing to size")
 			return nil // the target's creation wakes the sizer up
 		}
-		template := createdTemplate(wls)
-		patches, applied := patchesFor(wls, template, nil, true, true)
-		if err := r.createTarget(ctx, wls, patches); err != nil {
+		patches, applied := patchesFor(wls, createdTemplate(wls), nil, true, true)
+		w, err := createdWrite(wls, nil, wls.Spec.Size, patches)
+		if err == nil {
+			err = r.writeTarget(ctx, wls, nil, w)
+		}
+		if err != nil {
+			setCondition(st, g, ConditionSized, false, ReasonApplyFailed, err.Error())
 			return fmt.Errorf("creating %s %s: %w", ref.Kind, ref.Name, err)
 		}
+		p.createdTarget = true
 		st.Resources = applied
-		setCondition(st, ConditionTargetFound, true, ReasonCreated, fmt.Sprintf("created %s %s", ref.Kind, ref.Name))
-		setCondition(st, ConditionSized, false, ReasonRollingOut, "the target was just created")
+		setCondition(st, g, ConditionTargetFound, true, ReasonCreated, fmt.Sprintf("created %s %s", ref.Kind, ref.Name))
+		setCondition(st, g, ConditionSized, false, ReasonRollingOut, "the target was just created")
 		return nil
 	}
 
@@ -150,20 +190,21 @@ func (r *Reconciler) reconcile(ctx context.Context, wls *sizerv1alpha1.WorkloadS
 	if t.created {
 		reason = ReasonCreated
 	}
-	setCondition(st, ConditionTargetFound, true, reason, fmt.Sprintf("%s %s", ref.Kind, ref.Name))
+	setCondition(st, g, ConditionTargetFound, true, reason, fmt.Sprintf("%s %s", ref.Kind, ref.Name))
+	p.problem = t.problem
 
 	var errs []error
-	if err := r.size(ctx, wls, t, st); err != nil {
+	if err := r.size(ctx, p, t); err != nil {
 		errs = append(errs, err)
 	}
 	replicas := t.replicas
 	if wls.Spec.Size != nil {
 		replicas = *wls.Spec.Size
 	}
-	if err := r.syncBudget(ctx, wls, t.selector, replicas, st); err != nil {
+	if err := r.syncBudget(ctx, p, t, replicas); err != nil {
 		errs = append(errs, err)
 	}
-	if err := r.syncExpose(ctx, wls, t.template.Labels); err != nil {
+	if err := r.syncExpose(ctx, p, t); err != nil {
 		errs = append(errs, err)
 	}
 	if err := r.observe(ctx, wls, t, st); err != nil {
@@ -172,15 +213,31 @@ func (r *Reconciler) reconcile(ctx context.Context, wls *sizerv1alpha1.WorkloadS
 	return errors.Join(errs...)
 }
 
-// size writes replicas, resources and environment to the target as the update mode says, and sets Sized and
-// Conflict.
-func (r *Reconciler) size(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, t *target, st *sizerv1alpha1.WorkloadSizerStatus) error {
+// readTarget reads the target from the cache and, when the cache does not have it, from the apiserver: a
+// workload someone created a moment ago must be found, not created over.
+func (r *Reconciler) readTarget(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer) (*target, error) {
+	t, err := getTarget(ctx, r.Client, wls)
+	if err != nil || t != nil {
+		return t, err
+	}
+	return getTarget(ctx, r.APIReader, wls)
+}
+
+// size writes replicas, resources and environment to the target as the update mode says, and sets Sized and the
+// conflicts it meets.
+func (r *Reconciler) size(ctx context.Context, p *pass, t *target) error {
+	wls, st, g := p.wls, p.status, p.wls.Generation
 	mode := wls.Spec.UpdateMode
 	if mode == "" {
 		mode = sizerv1alpha1.UpdateModeRolling
 	}
+	owner := workloadFieldOwner(wls)
+	if t.created {
+		owner = FieldOwner
+	}
+	owned := ownedFields(t.obj, owner, FieldOwner).union(r.lastApplied(client.ObjectKeyFromObject(wls).String()))
 	toTemplate := mode == sizerv1alpha1.UpdateModeRolling || t.created
-	patches, applied := patchesFor(wls, t.template, ownedEnv(t.obj), toTemplate, toTemplate)
+	patches, applied := patchesFor(wls, t.template, owned.env, toTemplate, toTemplate)
 	st.Resources = applied
 
 	// In place: resize the running pods; when a resize is infeasible, fall back to the template.
@@ -188,48 +245,56 @@ func (r *Reconciler) size(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer,
 	if mode == sizerv1alpha1.UpdateModeInPlace && !t.created && len(applied) > 0 {
 		pending, infeasible, err := r.resizePods(ctx, wls, t, applied)
 		if err != nil {
+			setCondition(st, g, ConditionSized, false, ReasonApplyFailed, err.Error())
 			return err
 		}
 		inPlacePending, fellBack = pending, infeasible
 		if fellBack {
-			patches, _ = patchesFor(wls, t.template, ownedEnv(t.obj), true, false)
+			patches, _ = patchesFor(wls, t.template, owned.env, true, false)
 		}
 	}
 
-	replicasDiffer := wls.Spec.Size != nil && *wls.Spec.Size != t.replicas
+	replicas := wls.Spec.Size
+	if c, err := r.autoscalerConflict(ctx, wls); err != nil {
+		return err
+	} else if c != nil {
+		p.conflicts = append(p.conflicts, *c)
+		replicas = nil // handed over to the autoscaler with its current value
+	}
+	var w targetWrite
 	if t.created {
-		// The sizer owns all of a target it created: it always applies the whole object (a partial apply by the
-		// same manager would remove the fields it leaves out), and only when something changed.
-		if replicasDiffer || templateNeedsWrite(t.template, patches) || t.obj.GetAnnotations()[specHashAnnotation] != createdHash(wls, patches) {
-			if err := r.createTarget(ctx, wls, patches); err != nil {
-				return err
-			}
-		}
-	} else if replicasDiffer || templateNeedsWrite(t.template, patches) {
-		if err := r.applyTarget(ctx, wls, patches); err != nil {
-			if msg := conflictMessage(err); msg != "" {
-				setCondition(st, ConditionConflict, true, ReasonConflict, msg+
-					"; the sizer leaves these fields alone (set spec.forceOwnership to take them over)")
-				setCondition(st, ConditionSized, false, ReasonConflict, "fields the sizer would write are owned by "+
-					"another manager: see the Conflict condition")
-				return nil // a conflict is a state to report, not an error to retry
-			}
+		var err error
+		if w, err = createdWrite(wls, t, replicas, patches); err != nil {
 			return err
 		}
+	} else {
+		w = workloadWrite(wls, t, replicas, patches)
 	}
-	setCondition(st, ConditionConflict, false, ReasonNoConflict, "the sizer owns every field it writes")
+	if err := r.writeTarget(ctx, wls, t, w); err != nil {
+		if msg := conflictMessage(err); msg != "" {
+			p.conflicts = append(p.conflicts, conflict{reason: ReasonConflict, message: msg +
+				"; the sizer leaves these fields alone (set spec.forceOwnership to take them over)"})
+			setCondition(st, g, ConditionSized, false, ReasonConflict, "fields the sizer would write are owned by "+
+				"another manager: see the Conflict condition")
+			return nil // a conflict is a state to report, not an error to retry
+		}
+		if !apierrors.IsConflict(err) {
+			setCondition(st, g, ConditionSized, false, ReasonApplyFailed, err.Error())
+		}
+		return err
+	}
 	switch {
 	case mode == sizerv1alpha1.UpdateModeOff && !t.created:
-		setCondition(st, ConditionSized, true, ReasonModeOff,
+		setCondition(st, g, ConditionSized, true, ReasonModeOff,
 			"replicas applied; resources are reported, not written (updateMode Off leaves running pods alone)")
 	case fellBack:
-		setCondition(st, ConditionSized, false, ReasonInPlaceFallback,
+		setCondition(st, g, ConditionSized, false, ReasonInPlaceFallback,
 			"a pod cannot be resized in place (the node lacks room, or the resize policy forbids it): falling "+
 				"back to a rolling update of the template")
 	case inPlacePending:
-		setCondition(st, ConditionSized, false, ReasonResizing, "pods are being resized in place")
+		setCondition(st, g, ConditionSized, false, ReasonResizing, "pods are being resized in place")
 	default:
-		setCondition(st, ConditionSized, true, ReasonApplied, "replicas, resources and environment are applied")
+		setCondition(st, g, ConditionSized, true, ReasonApplied, "replicas, resources and environment are applied")
 	}
 	return nil
 }
@@ -262,26 +327,6 @@ func (r *Reconciler) observe(ctx context.Context, wls *sizerv1alpha1.WorkloadSiz
 	return nil
 }
 
-// setReady sums the conditions up.
-func setReady(st *sizerv1alpha1.WorkloadSizerStatus, wls *sizerv1alpha1.WorkloadSizer) {
-	for _, t := range []string{ConditionTargetFound, ConditionSized} {
-		if c := meta.FindStatusCondition(st.Conditions, t); c == nil || c.Status != metav1.ConditionTrue {
-			msg := t + " is not True"
-			if c != nil {
-				msg = c.Message
-			}
-			setCondition(st, ConditionReady, false, ReasonNotReady, msg)
-			return
-		}
-	}
-	if wls.Spec.Size != nil && st.ReadyReplicas < *wls.Spec.Size {
-		setCondition(st, ConditionReady, false, ReasonNotReady,
-			fmt.Sprintf("%d of %d replicas ready", st.ReadyReplicas, *wls.Spec.Size))
-		return
-	}
-	setCondition(st, ConditionReady, true, ReasonReady, fmt.Sprintf("%d replicas ready", st.ReadyReplicas))
-}
-
 // release runs when the sizer is deleted: a target it created goes with it (garbage collection); on a target it
 // did not create, its managedFields entry is dropped, so the values stay as they are and no longer belong to
 // anyone in particular. Then the finalizer goes.
@@ -289,13 +334,19 @@ func (r *Reconciler) release(ctx context.Context, wls *sizerv1alpha1.WorkloadSiz
 	if !controllerutil.ContainsFinalizer(wls, Finalizer) {
 		return nil
 	}
-	// Read the target from the apiserver: the cache keeps only the sizer's own managedFields entry.
+	// Read the target from the apiserver: the cache keeps only the sizers' own managedFields entries.
 	t, err := getTarget(ctx, r.APIReader, wls)
 	if err != nil {
 		return err
 	}
 	if t != nil && !t.created {
-		if remaining, found := withoutOurEntry(t.obj); found && len(remaining) > 0 {
+		managers := []string{workloadFieldOwner(wls)}
+		if c, err := r.anotherSizer(ctx, wls); err != nil {
+			return err
+		} else if c == nil {
+			managers = append(managers, FieldOwner) // no other sizer could have written the shared entry
+		}
+		if remaining, found := withoutEntriesOf(t.obj, managers...); found && len(remaining) > 0 {
 			patch := client.MergeFrom(t.obj.DeepCopyObject().(client.Object))
 			t.obj.SetManagedFields(remaining)
 			if err := r.Patch(ctx, t.obj, patch); err != nil && !apierrors.IsNotFound(err) {
@@ -307,90 +358,27 @@ func (r *Reconciler) release(ctx context.Context, wls *sizerv1alpha1.WorkloadSiz
 	return r.Update(ctx, wls)
 }
 
-// syncBudget keeps the PodDisruptionBudget the decision asks for, and only that.
-func (r *Reconciler) syncBudget(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, selector *metav1.LabelSelector,
-	replicas int32, st *sizerv1alpha1.WorkloadSizerStatus) error {
-	d := decidePDB(wls.Spec.Disruption, replicas)
-	setCondition(st, ConditionBudgetSafe, d.safe, d.reason, d.message)
-	key := types.NamespacedName{Namespace: wls.Namespace, Name: childName(wls)}
-	var existing policyv1.PodDisruptionBudget
-	err := r.Get(ctx, key, &existing)
-	if client.IgnoreNotFound(err) != nil {
-		return err
-	}
-	exists := err == nil && metav1.IsControlledBy(&existing, wls)
-	if !d.create {
-		st.DisruptionBudget = nil
-		if exists {
-			return client.IgnoreNotFound(r.Delete(ctx, &existing))
-		}
-		return nil
-	}
-	if !exists || !budgetMatches(&existing, selector, d) {
-		if err := r.Apply(ctx, newPDB(wls, selector, d), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying the disruption budget: %w", err)
-		}
-	}
-	st.DisruptionBudget = &sizerv1alpha1.DisruptionBudgetStatus{Name: key.Name, DisruptionsAllowed: existing.Status.DisruptionsAllowed}
-	return nil
+// lastApplied returns the fields of the sizer's last apply in this process.
+func (r *Reconciler) lastApplied(key string) fieldSet {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.applied[key]
 }
 
-func budgetMatches(pdb *policyv1.PodDisruptionBudget, selector *metav1.LabelSelector, d pdbDecision) bool {
-	return equality.Semantic.DeepEqual(pdb.Spec.Selector, selector) &&
-		equality.Semantic.DeepEqual(pdb.Spec.MinAvailable, d.minAvailable) &&
-		equality.Semantic.DeepEqual(pdb.Spec.MaxUnavailable, d.maxUnavailable) &&
-		pdb.Spec.UnhealthyPodEvictionPolicy != nil && *pdb.Spec.UnhealthyPodEvictionPolicy == policyv1.AlwaysAllow
+// rememberApplied records the fields of the sizer's last apply.
+func (r *Reconciler) rememberApplied(key string, fields fieldSet) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.applied == nil {
+		r.applied = map[string]fieldSet{}
+	}
+	r.applied[key] = fields
 }
 
-// syncExpose keeps the Service and Ingress the spec asks for, and deletes the ones it no longer asks for.
-func (r *Reconciler) syncExpose(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, podLabels map[string]string) error {
-	key := types.NamespacedName{Namespace: wls.Namespace, Name: childName(wls)}
-	wantService := wls.Spec.Expose != nil && wls.Spec.Expose.Service != nil && wls.Spec.Expose.Service.Enabled
-	wantIngress := wantService && wls.Spec.Expose.Ingress != nil && wls.Spec.Expose.Ingress.Enabled
-
-	var svc corev1.Service
-	if err := r.Get(ctx, key, &svc); client.IgnoreNotFound(err) != nil {
-		return err
-	} else if err == nil && !metav1.IsControlledBy(&svc, wls) {
-		svc = corev1.Service{} // someone else's Service of that name: never touched
-	}
-	switch {
-	case wantService && (svc.UID == "" || !serviceMatches(&svc, wls, podLabels)):
-		if err := r.Apply(ctx, newService(wls, podLabels), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying the Service: %w", err)
-		}
-	case !wantService && svc.UID != "":
-		if err := r.Delete(ctx, &svc); client.IgnoreNotFound(err) != nil {
-			return err
-		}
-	}
-
-	var ing networkingv1.Ingress
-	if err := r.Get(ctx, key, &ing); client.IgnoreNotFound(err) != nil {
-		return err
-	} else if err == nil && !metav1.IsControlledBy(&ing, wls) {
-		ing = networkingv1.Ingress{}
-	}
-	switch {
-	case wantIngress && (ing.UID == "" || ing.Annotations[specHashAnnotation] != ingressHash(wls)):
-		ac := newIngress(wls).WithAnnotations(map[string]string{specHashAnnotation: ingressHash(wls)})
-		if err := r.Apply(ctx, ac, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying the Ingress: %w", err)
-		}
-	case !wantIngress && ing.UID != "":
-		if err := r.Delete(ctx, &ing); client.IgnoreNotFound(err) != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func serviceMatches(svc *corev1.Service, wls *sizerv1alpha1.WorkloadSizer, podLabels map[string]string) bool {
-	s := wls.Spec.Expose.Service
-	target := s.TargetPort
-	if target == 0 {
-		target = s.Port
-	}
-	return equality.Semantic.DeepEqual(svc.Spec.Selector, podLabels) && svc.Spec.Type == s.Type &&
-		len(svc.Spec.Ports) == 1 && svc.Spec.Ports[0].Port == s.Port && svc.Spec.Ports[0].TargetPort.IntVal == target
+// forget drops what the process remembers of a sizer that is gone.
+func (r *Reconciler) forget(key string) {
+	r.pacer.Forget(key)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.applied, key)
 }

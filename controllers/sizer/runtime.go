@@ -16,6 +16,7 @@ const (
 	envGoMaxProcs     = "GOMAXPROCS"
 	envGoMemLimit     = "GOMEMLIMIT"
 	envJavaToolOpts   = "JAVA_TOOL_OPTIONS"
+	envJDKJavaOpts    = "JDK_JAVA_OPTIONS"
 	envNodeOptions    = "NODE_OPTIONS"
 	envPythonCPUCount = "PYTHON_CPU_COUNT"
 )
@@ -32,6 +33,10 @@ func cpuCount(limits corev1.ResourceList) int64 {
 	}
 	return max(1, int64(math.Ceil(float64(q.MilliValue())/1000)))
 }
+
+// goMaxProcs is what Go (1.25 and later) chooses itself from a CPU limit: rounded up, and never below 2, so the
+// garbage collector keeps a worker beside the program. Older Go versions get the same value from the variable.
+func goMaxProcs(cpus int64) int64 { return max(2, cpus) }
 
 // ourFlags are the option prefixes the sizer writes into options variables.
 var ourFlags = []string{"-XX:ActiveProcessorCount=", "-XX:MaxRAMPercentage=", "--max-old-space-size="}
@@ -60,13 +65,12 @@ func runtimeEnv(rt *sizerv1alpha1.RuntimeSpec, limits corev1.ResourceList, curre
 		return nil
 	}
 	theirs := map[string]corev1.EnvVar{} // set by someone else
-	base := map[string]string{}          // options values without the sizer's flags
+	kept := map[string]string{}          // other options in a variable of the sizer's own, which it keeps
 	for _, e := range current {
 		if owned[e.Name] {
-			base[e.Name] = withoutOurFlags(e.Value)
+			kept[e.Name] = withoutOurFlags(e.Value)
 		} else {
 			theirs[e.Name] = e
-			base[e.Name] = e.Value
 		}
 	}
 	headroom := float64(rt.MemoryHeadroomPercent)
@@ -82,31 +86,41 @@ func runtimeEnv(rt *sizerv1alpha1.RuntimeSpec, limits corev1.ResourceList, curre
 		}
 		out = append(out, corev1.EnvVar{Name: name, Value: value})
 	}
-	appendFlags := func(name string, flags ...string) {
-		if e, taken := theirs[name]; taken && e.ValueFrom != nil {
-			return // taken from a ConfigMap or Secret: not ours to edit
+	// appendFlags writes the flags the user did not set into an options variable of the sizer's own. A variable
+	// someone else set is theirs: writing it would be a conflict with its owner (a GitOps tool applying it back).
+	// The flags then go into the first of the alternatives that is free (the JVM reads JDK_JAVA_OPTIONS as well),
+	// or nowhere, leaving the user's settings to rule.
+	appendFlags := func(names []string, flags ...string) {
+		userSet := ""
+		for _, n := range names {
+			userSet += " " + theirs[n].Value + " " + kept[n]
 		}
 		var add []string
 		for _, f := range flags {
 			key, _, _ := strings.Cut(f, "=")
-			if !strings.Contains(base[name], key+"=") {
+			if !strings.Contains(userSet, key+"=") {
 				add = append(add, f) // the user did not set this flag
 			}
 		}
 		if len(add) == 0 {
 			return
 		}
-		out = append(out, corev1.EnvVar{Name: name, Value: strings.TrimSpace(base[name] + " " + strings.Join(add, " "))})
+		for _, name := range names {
+			if _, taken := theirs[name]; !taken {
+				out = append(out, corev1.EnvVar{Name: name, Value: strings.TrimSpace(kept[name] + " " + strings.Join(add, " "))})
+				return
+			}
+		}
 	}
 
 	for _, lang := range rt.Languages {
 		switch lang {
 		case sizerv1alpha1.LanguageGo:
 			if cpus > 0 {
-				set(envGoMaxProcs, fmt.Sprint(cpus))
+				set(envGoMaxProcs, fmt.Sprint(goMaxProcs(cpus)))
 			}
-			if mem > 0 {
-				set(envGoMemLimit, fmt.Sprintf("%dMiB", int64(usable)/(1<<20)))
+			if mib := int64(usable) / (1 << 20); mib > 0 {
+				set(envGoMemLimit, fmt.Sprintf("%dMiB", mib)) // below 1MiB: no limit rather than a zero one
 			}
 		case sizerv1alpha1.LanguageJava:
 			var flags []string
@@ -116,10 +130,10 @@ func runtimeEnv(rt *sizerv1alpha1.RuntimeSpec, limits corev1.ResourceList, curre
 			if mem > 0 {
 				flags = append(flags, fmt.Sprintf("-XX:MaxRAMPercentage=%.1f", heapShare*(100-headroom)))
 			}
-			appendFlags(envJavaToolOpts, flags...)
+			appendFlags([]string{envJavaToolOpts, envJDKJavaOpts}, flags...)
 		case sizerv1alpha1.LanguageNode:
-			if mem > 0 {
-				appendFlags(envNodeOptions, fmt.Sprintf("--max-old-space-size=%d", int64(heapShare*usable)/(1<<20)))
+			if mib := int64(heapShare*usable) / (1 << 20); mib > 0 {
+				appendFlags([]string{envNodeOptions}, fmt.Sprintf("--max-old-space-size=%d", mib))
 			}
 		case sizerv1alpha1.LanguagePython:
 			if cpus > 0 {

@@ -3,15 +3,16 @@ package sizer
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -32,39 +33,39 @@ const ControllerName = "workloadsizer"
 // targetIndex indexes sizers by "<Kind>/<name>" of their target.
 const targetIndex = "sizer.keelson.dev/target"
 
-// CacheOptions narrows the cache: the PodDisruptionBudgets, Services and Ingresses it holds are only the sizer's
-// own; pods are watched as metadata only (names and labels for the status).
+// CacheOptions narrows the cache: the Services and Ingresses it holds are only the sizer's own; every
+// PodDisruptionBudget is held (a user's budget over a target's pods must be seen, and budgets are few), as is every
+// HorizontalPodAutoscaler (one on a target must be seen); pods are watched as metadata only (names and labels for
+// the status).
 func CacheOptions() cache.Options {
 	sel := cachesel.Has(NameLabel)
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&policyv1.PodDisruptionBudget{}: {Label: sel},
-			&corev1.Service{}:               {Label: sel},
-			&networkingv1.Ingress{}:         {Label: sel},
-			// The sizer reads its own managedFields entry on targets (which env variables it owns), so targets
-			// keep theirs; everything else is stripped.
-			&appsv1.Deployment{}:  {Transform: keepManagedFieldsOf(FieldOwner)},
-			&appsv1.StatefulSet{}: {Transform: keepManagedFieldsOf(FieldOwner)},
+			&corev1.Service{}:       {Label: sel},
+			&networkingv1.Ingress{}: {Label: sel},
+			// The sizer reads its own managedFields entries on targets (which fields it owns), so targets keep
+			// those; everything else is stripped.
+			&appsv1.Deployment{}:  {Transform: keepSizerManagedFields},
+			&appsv1.StatefulSet{}: {Transform: keepSizerManagedFields},
 			podMetadata():         {Transform: slimPod},
 		},
 	}
 }
 
-// keepManagedFieldsOf strips every managedFields entry but the given manager's.
-func keepManagedFieldsOf(manager string) toolscache.TransformFunc {
-	return func(obj any) (any, error) {
-		if o, ok := obj.(metav1.Object); ok {
-			var keep []metav1.ManagedFieldsEntry
-			for _, e := range o.GetManagedFields() {
-				if e.Manager == manager {
-					keep = append(keep, e)
-				}
+// keepSizerManagedFields strips every managedFields entry but the sizers' own (FieldOwner and the per-sizer
+// managers under it).
+func keepSizerManagedFields(obj any) (any, error) {
+	if o, ok := obj.(metav1.Object); ok {
+		var keep []metav1.ManagedFieldsEntry
+		for _, e := range o.GetManagedFields() {
+			if e.Manager == FieldOwner || strings.HasPrefix(e.Manager, FieldOwner+"/") {
+				keep = append(keep, e)
 			}
-			o.SetManagedFields(keep)
 		}
-		return obj, nil
+		o.SetManagedFields(keep)
 	}
+	return obj, nil
 }
 
 // podMetadata is the sizer's view of pods: metadata only.
@@ -81,11 +82,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder(ControllerName + "-controller")
+	}
 	r.pacer = statuspace.New(statusInterval)
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &sizerv1alpha1.WorkloadSizer{}, targetIndex,
 		func(obj client.Object) []string {
-			w := obj.(*sizerv1alpha1.WorkloadSizer)
-			return []string{targetKey(w.Spec.TargetRef.Kind, w.Spec.TargetRef.Name)}
+			ref := obj.(*sizerv1alpha1.WorkloadSizer).Target()
+			return []string{targetKey(ref.Kind, ref.Name)}
 		}); err != nil {
 		return fmt.Errorf("indexing sizers by target: %w", err)
 	}
@@ -97,7 +101,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.sizersOf("StatefulSet"))).
 		Watches(pod, handler.EnqueueRequestsFromMapFunc(r.sizersSelecting), builder.OnlyMetadata,
 			builder.WithPredicates(podSetChanged())).
-		Owns(&policyv1.PodDisruptionBudget{}).
+		Watches(&policyv1.PodDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(r.sizersOfBudget)).
+		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.sizersOfAutoscaler)).
 		Owns(&corev1.Service{}).
 		Owns(&networkingv1.Ingress{}).
 		Complete(r)
@@ -121,6 +126,36 @@ func requests(items []sizerv1alpha1.WorkloadSizer) []reconcile.Request {
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: w.Namespace, Name: w.Name}})
 	}
 	return out
+}
+
+// sizersOfBudget maps a PodDisruptionBudget to its sizer, or, for a budget of someone else's, to the namespace's
+// sizers that keep a budget (theirs may now overlap it, or no longer).
+func (r *Reconciler) sizersOfBudget(ctx context.Context, obj client.Object) []reconcile.Request {
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil && ref.Kind == "WorkloadSizer" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}}}
+	}
+	var list sizerv1alpha1.WorkloadSizerList
+	if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	var match []sizerv1alpha1.WorkloadSizer
+	for _, w := range list.Items {
+		if w.Spec.Disruption != nil {
+			match = append(match, w)
+		}
+	}
+	return requests(match)
+}
+
+// sizersOfAutoscaler maps a HorizontalPodAutoscaler to the sizers of the workload it scales.
+func (r *Reconciler) sizersOfAutoscaler(ctx context.Context, obj client.Object) []reconcile.Request {
+	hpa, ok := obj.(*autoscalingv2.HorizontalPodAutoscaler)
+	if !ok {
+		return nil
+	}
+	t := hpa.Spec.ScaleTargetRef
+	return r.sizersOf(t.Kind)(ctx, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Namespace: obj.GetNamespace(), Name: t.Name}})
 }
 
 // podSetChanged passes pod creations and deletions and label changes: what changes a sizer's list of pods.

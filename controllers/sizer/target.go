@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,13 +29,16 @@ type target struct {
 	template      corev1.PodTemplateSpec
 	// created: the sizer created it (it controls it), so the sizer owns all of it.
 	created bool
+	// problem is the workload's own report that it cannot create or roll out its pods, or nil.
+	problem *rolloutProblem
 }
 
 // getTarget reads the sizer's target through reader; nil when it does not exist.
 func getTarget(ctx context.Context, reader client.Reader, wls *sizerv1alpha1.WorkloadSizer) (*target, error) {
-	key := types.NamespacedName{Namespace: wls.Namespace, Name: wls.Spec.TargetRef.Name}
+	ref := wls.Target()
+	key := types.NamespacedName{Namespace: wls.Namespace, Name: ref.Name}
 	var t target
-	switch wls.Spec.TargetRef.Kind {
+	switch ref.Kind {
 	case "StatefulSet":
 		var s appsv1.StatefulSet
 		if err := reader.Get(ctx, key, &s); err != nil {
@@ -49,10 +54,25 @@ func getTarget(ctx context.Context, reader client.Reader, wls *sizerv1alpha1.Wor
 		}
 		t = target{obj: &d, replicas: ptr.Deref(d.Spec.Replicas, 1), statusReplica: d.Status.Replicas,
 			ready:    d.Status.ReadyReplicas,
-			selector: d.Spec.Selector, template: d.Spec.Template}
+			selector: d.Spec.Selector, template: d.Spec.Template, problem: deploymentProblem(&d)}
 	}
 	t.created = metav1.IsControlledBy(t.obj, wls)
 	return &t, nil
+}
+
+// deploymentProblem reads a Deployment's conditions for a failure to create pods (ReplicaFailure, set when a quota
+// or an admission webhook refuses them) or a rollout past its progress deadline.
+func deploymentProblem(d *appsv1.Deployment) *rolloutProblem {
+	for _, c := range d.Status.Conditions {
+		switch {
+		case c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue:
+			return &rolloutProblem{reason: ReasonReplicaFailure, message: fmt.Sprintf("Deployment %s cannot create pods: %s",
+				d.Name, c.Message)}
+		case c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded":
+			return &rolloutProblem{reason: ReasonProgressDeadline, message: fmt.Sprintf("Deployment %s: %s", d.Name, c.Message)}
+		}
+	}
+	return nil
 }
 
 // patchesFor decides what to write into each container of template: the bounded resources (when they go to the
@@ -107,49 +127,130 @@ func hasEnv(env []corev1.EnvVar, want corev1.EnvVar) bool {
 	return false
 }
 
-// applyTarget writes the patches (and replicas) to an existing target with server-side apply.
-func (r *Reconciler) applyTarget(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, patches []containerPatch) error {
-	opts := []client.ApplyOption{client.FieldOwner(FieldOwner)}
-	if wls.Spec.ForceOwnership {
-		opts = append(opts, client.ForceOwnership)
-	}
-	var err error
-	if wls.Spec.TargetRef.Kind == "StatefulSet" {
-		err = r.Apply(ctx, statefulSetPatch(wls.Namespace, wls.Spec.TargetRef.Name, wls.Spec.Size, patches), opts...)
+// targetWrite is one pass's write to the target: the apply configuration, the field manager it is applied as,
+// whether it is forced, and whether it changes anything at all.
+type targetWrite struct {
+	ac     runtime.ApplyConfiguration // of a Deployment or a StatefulSet
+	owner  string
+	force  bool
+	needed bool
+}
+
+// workloadWrite is what the sizer applies to a target it did not create: replicas (when it sizes them) and the
+// container patches, nothing else, so other field managers keep what they own.
+func workloadWrite(wls *sizerv1alpha1.WorkloadSizer, t *target, replicas *int32, patches []containerPatch) targetWrite {
+	ref := wls.Target()
+	w := targetWrite{owner: workloadFieldOwner(wls), force: wls.Spec.ForceOwnership,
+		needed: (replicas != nil && *replicas != t.replicas) || templateNeedsWrite(t.template, patches)}
+	if ref.Kind == "StatefulSet" {
+		w.ac = statefulSetPatch(wls.Namespace, ref.Name, replicas, patches)
 	} else {
-		err = r.Apply(ctx, deploymentPatch(wls.Namespace, wls.Spec.TargetRef.Name, wls.Spec.Size, patches), opts...)
+		w.ac = deploymentPatch(wls.Namespace, ref.Name, replicas, patches)
 	}
+	return w
+}
+
+// createdWrite is the whole target the sizer creates and owns, with a hash of itself so an unchanged spec applies
+// nothing. t is nil when the target does not exist yet.
+func createdWrite(wls *sizerv1alpha1.WorkloadSizer, t *target, replicas *int32, patches []containerPatch) (targetWrite, error) {
+	hash := createdHash(wls, replicas, patches)
+	w := targetWrite{owner: FieldOwner, force: true}
+	if t == nil {
+		w.needed = true
+	} else {
+		w.needed = (replicas != nil && *replicas != t.replicas) || templateNeedsWrite(t.template, patches) ||
+			t.obj.GetAnnotations()[specHashAnnotation] != hash
+	}
+	annotations := map[string]string{specHashAnnotation: hash}
+	if wls.Target().Kind == "StatefulSet" {
+		ac, err := newStatefulSet(wls, replicas, patches)
+		if err != nil {
+			return w, err
+		}
+		w.ac = ac.WithAnnotations(annotations)
+		return w, nil
+	}
+	ac, err := newDeployment(wls, replicas, patches)
 	if err != nil {
-		return fmt.Errorf("applying to %s %s: %w", wls.Spec.TargetRef.Kind, wls.Spec.TargetRef.Name, err)
+		return w, err
 	}
-	return nil
+	w.ac = ac.WithAnnotations(annotations)
+	return w, nil
 }
 
 // createdHash fingerprints what the sizer applies to a target it created, so an unchanged spec applies nothing.
-func createdHash(wls *sizerv1alpha1.WorkloadSizer, patches []containerPatch) string {
+func createdHash(wls *sizerv1alpha1.WorkloadSizer, replicas *int32, patches []containerPatch) string {
 	t, _ := templateAC(createdTemplate(wls), patches)
 	b, _ := json.Marshal(struct {
 		Template any
 		Size     *int32
-	}{t, wls.Spec.Size})
+	}{t, replicas})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
 }
 
-// createTarget creates (or updates) the whole target the sizer owns.
-func (r *Reconciler) createTarget(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, patches []containerPatch) error {
-	opts := []client.ApplyOption{client.FieldOwner(FieldOwner), client.ForceOwnership}
-	hash := map[string]string{specHashAnnotation: createdHash(wls, patches)}
-	if wls.Spec.TargetRef.Kind == "StatefulSet" {
-		ac, err := newStatefulSet(wls, patches)
-		if err != nil {
-			return err
+// writeTarget hands over the fields the sizer no longer applies, then applies w when it changes anything. owned
+// is what the sizer owns on the target as far as this process knows (the cache's managedFields entry and its own
+// last apply); it decides whether a hand-over is needed at all, and the hand-over itself re-reads the target from
+// the apiserver.
+func (r *Reconciler) writeTarget(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, t *target, w targetWrite) error {
+	applying := appliedFields(w.ac)
+	key := client.ObjectKeyFromObject(wls).String()
+	if t != nil {
+		owned := ownedFields(t.obj, w.owner, FieldOwner).union(r.lastApplied(key))
+		legacy := !t.created && hasEntryOf(t.obj, FieldOwner)
+		if released := owned.minus(applying); !released.empty() || legacy {
+			if err := r.handOverFields(ctx, wls, w.owner, applying); err != nil {
+				return err
+			}
+			r.rememberApplied(key, fieldSet{}) // what is left is in the cache once the hand-over reaches it
 		}
-		return r.Apply(ctx, ac.WithAnnotations(hash), opts...)
 	}
-	ac, err := newDeployment(wls, patches)
-	if err != nil {
+	if !w.needed {
+		return nil
+	}
+	opts := []client.ApplyOption{client.FieldOwner(w.owner)}
+	if w.force {
+		opts = append(opts, client.ForceOwnership)
+	}
+	ref := wls.Target()
+	if err := r.Apply(ctx, w.ac, opts...); err != nil {
+		return fmt.Errorf("applying to %s %s: %w", ref.Kind, ref.Name, err)
+	}
+	r.rememberApplied(key, applying)
+	return nil
+}
+
+// hasEntryOf reports whether one of obj's managedFields entries belongs to manager.
+func hasEntryOf(obj metav1.Object, manager string) bool {
+	return slices.ContainsFunc(obj.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool { return e.Manager == manager })
+}
+
+// handOverFields reads the target from the apiserver (the cache keeps only the sizer's own managedFields entries)
+// and gives up every field the sizer owns there but no longer applies, keeping its value. On a workload the sizer
+// did not create, an entry of the shared FieldOwner (written by an earlier version) is renamed to this sizer's own
+// field manager, so that it, too, is released when the sizer goes. The write carries the resourceVersion read, so a
+// concurrent change makes it fail and the pass retry rather than overwrite someone's managedFields.
+func (r *Reconciler) handOverFields(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, owner string, applying fieldSet) error {
+	live, err := getTarget(ctx, r.APIReader, wls)
+	if err != nil || live == nil {
 		return err
 	}
-	return r.Apply(ctx, ac.WithAnnotations(hash), opts...)
+	var legacy []string
+	if !live.created {
+		legacy = []string{FieldOwner}
+	}
+	released := ownedFields(live.obj, append([]string{owner}, legacy...)...).minus(applying)
+	entries, changed := handOver(live.obj.GetManagedFields(), owner, legacy, released)
+	if !changed || len(entries) == 0 {
+		// Nothing to rewrite; or nothing would be left, which a patch cannot say (an empty list leaves
+		// managedFields alone) and which cannot happen on a workload someone else made.
+		return nil
+	}
+	patch := client.MergeFromWithOptions(live.obj.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+	live.obj.SetManagedFields(entries)
+	if err := r.Patch(ctx, live.obj, patch); err != nil {
+		return fmt.Errorf("handing over %s of %s %s: %w", released, wls.Target().Kind, wls.Target().Name, err)
+	}
+	return nil
 }

@@ -106,7 +106,7 @@ func handover(ctx context.Context, c client.Client, ns, releaseNS, name string, 
 // size 0) and keeps it at its size.
 func ensureProbe(ctx context.Context, c client.Client, ns string) error {
 	p := &sizerv1alpha1.WorkloadSizer{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns},
-		Spec: sizerv1alpha1.WorkloadSizerSpec{TargetRef: sizerv1alpha1.TargetRef{Kind: "Deployment", Name: "probe"},
+		Spec: sizerv1alpha1.WorkloadSizerSpec{TargetRef: &sizerv1alpha1.TargetRef{Kind: "Deployment", Name: "probe"},
 			Image: "registry.k8s.io/pause:3.10.2", Size: ptr.To[int32](0)}}
 	if err := client.IgnoreAlreadyExists(c.Create(ctx, p)); err != nil {
 		return err

@@ -93,7 +93,7 @@ func sizerBench(ctx context.Context, c client.Client, s *scraper, ns string, n i
 	if err := parallel(n, func(i int) error {
 		name := fmt.Sprintf("app-%d", i)
 		return c.Create(ctx, &sizerv1alpha1.WorkloadSizer{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: sizerv1alpha1.WorkloadSizerSpec{TargetRef: sizerv1alpha1.TargetRef{Kind: "Deployment", Name: name},
+			Spec: sizerv1alpha1.WorkloadSizerSpec{TargetRef: &sizerv1alpha1.TargetRef{Kind: "Deployment", Name: name},
 				Size: ptr.To[int32](2), ForceOwnership: true,
 				Resources: []sizerv1alpha1.ContainerResources{{ContainerName: "app",
 					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}}}}})

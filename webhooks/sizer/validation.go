@@ -2,6 +2,8 @@ package sizer
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -11,11 +13,12 @@ import (
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
 )
 
-// Default fills in the defaults the CRD schema cannot: the Service's target port and the container name of the
-// image shorthand's template; and the ones it can, so the stored object says what the controller does.
+// Default fills in defaults the CRD schema also has, so the stored object says what the controller does. Values
+// the controller derives from others (the Service's target port follows its port) are left unset, so that they
+// keep following.
 func Default(w *sizerv1alpha1.WorkloadSizer) {
 	s := &w.Spec
-	if s.TargetRef.APIVersion == "" {
+	if s.TargetRef != nil && s.TargetRef.APIVersion == "" {
 		s.TargetRef.APIVersion = "apps/v1"
 	}
 	if s.UpdateMode == "" {
@@ -37,9 +40,6 @@ func Default(w *sizerv1alpha1.WorkloadSizer) {
 		if svc.Port == 0 {
 			svc.Port = 80
 		}
-		if svc.TargetPort == 0 {
-			svc.TargetPort = svc.Port
-		}
 		if svc.Type == "" {
 			svc.Type = corev1.ServiceTypeClusterIP
 		}
@@ -54,11 +54,13 @@ func Validate(w *sizerv1alpha1.WorkloadSizer) field.ErrorList {
 	var errs field.ErrorList
 	s := &w.Spec
 	p := field.NewPath("spec")
-	if k := s.TargetRef.Kind; k != "Deployment" && k != "StatefulSet" {
-		errs = append(errs, field.NotSupported(p.Child("targetRef", "kind"), k, []string{"Deployment", "StatefulSet"}))
-	}
-	if s.TargetRef.Name == "" {
-		errs = append(errs, field.Required(p.Child("targetRef", "name"), ""))
+	if ref := s.TargetRef; ref != nil {
+		if k := ref.Kind; k != "Deployment" && k != "StatefulSet" {
+			errs = append(errs, field.NotSupported(p.Child("targetRef", "kind"), k, []string{"Deployment", "StatefulSet"}))
+		}
+		if ref.Name == "" {
+			errs = append(errs, field.Required(p.Child("targetRef", "name"), ""))
+		}
 	}
 	if s.Image != "" && s.Template != nil {
 		errs = append(errs, field.Forbidden(p.Child("template"), "set image or template, not both"))
@@ -115,17 +117,21 @@ func notAbove(low, high corev1.ResourceList, p *field.Path, what string) field.E
 	return errs
 }
 
+// intOrPercent accepts a non-negative integer or a percentage from 0% to 100%, as the disruption controller does.
 func intOrPercent(v *intstr.IntOrString, p *field.Path) field.ErrorList {
 	if v == nil {
 		return nil
 	}
-	if v.Type == intstr.Int && v.IntVal < 0 {
-		return field.ErrorList{field.Invalid(p, v.IntVal, "must be non-negative")}
-	}
-	if v.Type == intstr.String {
-		if _, err := intstr.GetScaledValueFromIntOrPercent(v, 100, true); err != nil {
-			return field.ErrorList{field.Invalid(p, v.StrVal, "must be a number or a percentage")}
+	if v.Type == intstr.Int {
+		if v.IntVal < 0 {
+			return field.ErrorList{field.Invalid(p, v.IntVal, "must be non-negative")}
 		}
+		return nil
+	}
+	digits, ok := strings.CutSuffix(v.StrVal, "%")
+	n, err := strconv.Atoi(digits)
+	if !ok || err != nil || digits == "" || digits[0] == '+' || digits[0] == '-' || n > 100 {
+		return field.ErrorList{field.Invalid(p, v.StrVal, "must be a non-negative integer or a percentage from 0% to 100%")}
 	}
 	return nil
 }
@@ -133,9 +139,25 @@ func intOrPercent(v *intstr.IntOrString, p *field.Path) field.ErrorList {
 // ValidateUpdate checks what may not change: the target (a sizer moved between workloads would leave the first
 // one half-owned).
 func ValidateUpdate(old, w *sizerv1alpha1.WorkloadSizer) field.ErrorList {
-	if old.Spec.TargetRef.Kind != w.Spec.TargetRef.Kind || old.Spec.TargetRef.Name != w.Spec.TargetRef.Name {
+	before, after := old.Target(), w.Target()
+	if (old.Spec.TargetRef == nil) != (w.Spec.TargetRef == nil) || before.Kind != after.Kind || before.Name != after.Name {
 		return field.ErrorList{field.Invalid(field.NewPath("spec", "targetRef"), w.Spec.TargetRef,
 			"spec.targetRef is immutable: create a new WorkloadSizer for another workload")}
+	}
+	return nil
+}
+
+// ValidateUnique refuses a sizer for a workload another sizer of the namespace already sizes: two sizers would
+// write the same fields in turn.
+func ValidateUnique(w *sizerv1alpha1.WorkloadSizer, others []sizerv1alpha1.WorkloadSizer) field.ErrorList {
+	ref := w.Target()
+	for _, o := range others {
+		t := o.Target()
+		if o.UID == w.UID || o.Name == w.Name || o.DeletionTimestamp != nil || t.Kind != ref.Kind || t.Name != ref.Name {
+			continue
+		}
+		return field.ErrorList{field.Duplicate(field.NewPath("spec", "targetRef"),
+			fmt.Sprintf("%s %s is already sized by WorkloadSizer %s", ref.Kind, ref.Name, o.Name))}
 	}
 	return nil
 }

@@ -5,10 +5,12 @@ package sizer
 
 import (
 	"context"
+	"fmt"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -23,7 +25,7 @@ import (
 func SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewWebhookManagedBy(mgr, &sizerv1alpha1.WorkloadSizer{}).
 		WithDefaulter(Defaulter{}).
-		WithValidator(Validator{}).
+		WithValidator(Validator{Reader: mgr.GetClient()}).
 		Complete()
 }
 
@@ -42,13 +44,24 @@ func (Defaulter) Default(ctx context.Context, w *sizerv1alpha1.WorkloadSizer) er
 }
 
 // Validator rejects invalid WorkloadSizers.
-type Validator struct{}
+type Validator struct {
+	// Reader lists the namespace's sizers, to refuse a second sizer for one workload.
+	Reader client.Reader
+}
 
 var groupKind = sizerv1alpha1.GroupVersion.WithKind("WorkloadSizer").GroupKind()
 
-// ValidateCreate checks a new sizer.
-func (Validator) ValidateCreate(_ context.Context, w *sizerv1alpha1.WorkloadSizer) (admission.Warnings, error) {
-	if errs := Validate(w); len(errs) > 0 {
+// ValidateCreate checks a new sizer, and that no other sizer of its namespace sizes its workload.
+func (v Validator) ValidateCreate(ctx context.Context, w *sizerv1alpha1.WorkloadSizer) (admission.Warnings, error) {
+	errs := Validate(w)
+	if v.Reader != nil {
+		var list sizerv1alpha1.WorkloadSizerList
+		if err := v.Reader.List(ctx, &list, client.InNamespace(w.Namespace)); err != nil {
+			return nil, apierrors.NewInternalError(fmt.Errorf("listing the namespace's WorkloadSizers: %w", err))
+		}
+		errs = append(errs, ValidateUnique(w, list.Items)...)
+	}
+	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(groupKind, w.Name, errs)
 	}
 	return Warnings(w), nil

@@ -41,7 +41,7 @@ func namespace(t *testing.T, env *testenv.Env) string { return env.Namespace(t, 
 
 func valid(name string) *sizerv1alpha1.WorkloadSizer {
 	return &sizerv1alpha1.WorkloadSizer{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: sizerv1alpha1.WorkloadSizerSpec{TargetRef: sizerv1alpha1.TargetRef{Kind: "Deployment", Name: "web"}, Size: ptr.To[int32](2)}}
+		Spec: sizerv1alpha1.WorkloadSizerSpec{TargetRef: &sizerv1alpha1.TargetRef{Kind: "Deployment", Name: "web"}, Size: ptr.To[int32](2)}}
 }
 
 func q(s string) resource.Quantity { return resource.MustParse(s) }

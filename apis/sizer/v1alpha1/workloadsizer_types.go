@@ -203,10 +203,13 @@ type ExposeSpec struct {
 // WorkloadSizerSpec is what size a workload should have.
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.image) && has(self.template))",message="set image or template, not both"
+// +kubebuilder:validation:XValidation:rule="has(self.targetRef) == has(oldSelf.targetRef)",fieldPath=".targetRef",message="spec.targetRef is immutable: create a new WorkloadSizer for another workload"
 type WorkloadSizerSpec struct {
-	// TargetRef is the Deployment or StatefulSet to size. Immutable.
+	// TargetRef is the Deployment or StatefulSet to size. Immutable. Unset, the target is the Deployment named
+	// like the WorkloadSizer (created from image or template when it does not exist).
+	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.targetRef is immutable: create a new WorkloadSizer for another workload"
-	TargetRef TargetRef `json:"targetRef"`
+	TargetRef *TargetRef `json:"targetRef,omitempty"`
 	// Image is the seed's shorthand: when the target does not exist, the sizer creates it with one container "app"
 	// of this image.
 	// +optional
@@ -310,6 +313,8 @@ type WorkloadSizerStatus struct {
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.updateMode`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // WorkloadSizer keeps a Deployment or StatefulSet at its declared size: replicas, container resources, runtime
@@ -334,6 +339,18 @@ type WorkloadSizerList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	// Items are the WorkloadSizers.
 	Items []WorkloadSizer `json:"items"`
+}
+
+// Target is the workload the sizer sizes: spec.targetRef, or the Deployment named like the sizer when it is unset.
+func (w *WorkloadSizer) Target() TargetRef {
+	if w.Spec.TargetRef != nil {
+		t := *w.Spec.TargetRef
+		if t.APIVersion == "" {
+			t.APIVersion = "apps/v1"
+		}
+		return t
+	}
+	return TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: w.Name}
 }
 
 func init() {

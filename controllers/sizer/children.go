@@ -1,0 +1,187 @@
+package sizer
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+)
+
+// A PodDisruptionBudget, Service or Ingress the sizer keeps is named after the target, which is what users look
+// for, and so what they may have made themselves. The sizer creates only what does not exist, and never writes to,
+// takes over or deletes an object it did not create: it reports it in the Conflict condition instead.
+
+// claim reads the child of obj's kind and key and says whether it is the sizer's. The cache holds only objects with
+// the sizer's label, so "not there" is checked again against the apiserver before anything is created: a user's
+// object of that name then shows up as foreign. exists is false when there is no object of that name at all.
+func (r *Reconciler) claim(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, key types.NamespacedName, obj client.Object,
+	creating bool) (exists, ours bool, err error) {
+	err = r.Get(ctx, key, obj)
+	if client.IgnoreNotFound(err) != nil {
+		return false, false, err
+	}
+	if err != nil && creating {
+		err = r.APIReader.Get(ctx, key, obj)
+		if client.IgnoreNotFound(err) != nil {
+			return false, false, err
+		}
+	}
+	if err != nil {
+		return false, false, nil
+	}
+	return true, metav1.IsControlledBy(obj, wls), nil
+}
+
+// notOwned is the conflict of a child name taken by an object the sizer did not create.
+func notOwned(kind, name, field string) conflict {
+	return conflict{reason: ReasonObjectNotOwned, message: fmt.Sprintf(
+		"%s %s exists and was not created by this sizer: it is left untouched (rename or delete it, or unset %s)",
+		kind, name, field)}
+}
+
+// overlappingBudget returns the name of a PodDisruptionBudget, not the sizer's, that selects pods with the
+// target's template labels, or "".
+func overlappingBudget(pdbs []policyv1.PodDisruptionBudget, wls *sizerv1alpha1.WorkloadSizer, podLabels map[string]string) string {
+	for i := range pdbs {
+		p := &pdbs[i]
+		if metav1.IsControlledBy(p, wls) || p.Spec.Selector == nil || p.DeletionTimestamp != nil {
+			continue // a nil selector selects nothing in policy/v1; an empty one selects every pod
+		}
+		sel, err := metav1.LabelSelectorAsSelector(p.Spec.Selector)
+		if err == nil && sel.Matches(labels.Set(podLabels)) {
+			return p.Name
+		}
+	}
+	return ""
+}
+
+// syncBudget keeps the PodDisruptionBudget the decision asks for, and only that.
+func (r *Reconciler) syncBudget(ctx context.Context, p *pass, t *target, replicas int32) error {
+	wls, st := p.wls, p.status
+	d := decidePDB(wls.Spec.Disruption, replicas)
+	key := types.NamespacedName{Namespace: wls.Namespace, Name: childName(wls)}
+	st.DisruptionBudget = nil
+	if d.create {
+		var all policyv1.PodDisruptionBudgetList
+		if err := r.List(ctx, &all, client.InNamespace(wls.Namespace)); err != nil {
+			return fmt.Errorf("listing disruption budgets: %w", err)
+		}
+		if other := overlappingBudget(all.Items, wls, t.template.Labels); other != "" {
+			p.conflicts = append(p.conflicts, conflict{reason: ReasonBudgetOverlap, message: fmt.Sprintf(
+				"PodDisruptionBudget %s already selects the pods of %s %s: the sizer adds no second budget (every "+
+					"eviction would fail); unset spec.disruption or delete that budget", other, wls.Target().Kind, wls.Target().Name)})
+			d = pdbDecision{safe: true, reason: ReasonBudgetNotRequested, message: fmt.Sprintf(
+				"PodDisruptionBudget %s, not the sizer's, governs the pods", other)}
+		}
+	}
+	setCondition(st, wls.Generation, ConditionBudgetSafe, d.safe, d.reason, d.message)
+
+	var existing policyv1.PodDisruptionBudget
+	exists, ours, err := r.claim(ctx, wls, key, &existing, d.create)
+	if err != nil {
+		return err
+	}
+	if exists && !ours {
+		if d.create {
+			p.conflicts = append(p.conflicts, notOwned("PodDisruptionBudget", key.Name, "spec.disruption"))
+			p.retryLater = true
+		}
+		return nil
+	}
+	if !d.create {
+		if exists {
+			return client.IgnoreNotFound(r.Delete(ctx, &existing))
+		}
+		return nil
+	}
+	if !exists || !budgetMatches(&existing, t.selector, d) {
+		if err := r.Apply(ctx, newPDB(wls, t.selector, d), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying the disruption budget: %w", err)
+		}
+	}
+	st.DisruptionBudget = &sizerv1alpha1.DisruptionBudgetStatus{Name: key.Name, DisruptionsAllowed: existing.Status.DisruptionsAllowed}
+	return nil
+}
+
+func budgetMatches(pdb *policyv1.PodDisruptionBudget, selector *metav1.LabelSelector, d pdbDecision) bool {
+	return equality.Semantic.DeepEqual(pdb.Spec.Selector, selector) &&
+		equality.Semantic.DeepEqual(pdb.Spec.MinAvailable, d.minAvailable) &&
+		equality.Semantic.DeepEqual(pdb.Spec.MaxUnavailable, d.maxUnavailable) &&
+		pdb.Spec.UnhealthyPodEvictionPolicy != nil && *pdb.Spec.UnhealthyPodEvictionPolicy == policyv1.AlwaysAllow
+}
+
+// syncExpose keeps the Service and Ingress the spec asks for, and deletes its own ones it no longer asks for.
+func (r *Reconciler) syncExpose(ctx context.Context, p *pass, t *target) error {
+	wls := p.wls
+	key := types.NamespacedName{Namespace: wls.Namespace, Name: childName(wls)}
+	wantService := wls.Spec.Expose != nil && wls.Spec.Expose.Service != nil && wls.Spec.Expose.Service.Enabled
+	wantIngress := wantService && wls.Spec.Expose.Ingress != nil && wls.Spec.Expose.Ingress.Enabled
+	selector := serviceSelector(t.selector, t.template.Labels)
+
+	var svc corev1.Service
+	exists, ours, err := r.claim(ctx, wls, key, &svc, wantService)
+	if err != nil {
+		return err
+	}
+	switch {
+	case exists && !ours:
+		if wantService {
+			p.conflicts = append(p.conflicts, notOwned("Service", key.Name, "spec.expose.service"))
+			p.retryLater = true
+		}
+	case wantService && (!exists || !serviceMatches(&svc, wls, selector)):
+		if err := r.Apply(ctx, newService(wls, selector), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying the Service: %w", err)
+		}
+	case !wantService && exists:
+		if err := r.Delete(ctx, &svc); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+
+	var ing networkingv1.Ingress
+	exists, ours, err = r.claim(ctx, wls, key, &ing, wantIngress)
+	if err != nil {
+		return err
+	}
+	switch {
+	case exists && !ours:
+		if wantIngress {
+			p.conflicts = append(p.conflicts, notOwned("Ingress", key.Name, "spec.expose.ingress"))
+			p.retryLater = true
+		}
+	case wantIngress && (!exists || ing.Annotations[specHashAnnotation] != ingressHash(wls)):
+		ac := newIngress(wls).WithAnnotations(map[string]string{specHashAnnotation: ingressHash(wls)})
+		if err := r.Apply(ctx, ac, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying the Ingress: %w", err)
+		}
+	case !wantIngress && exists:
+		if err := r.Delete(ctx, &ing); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func serviceMatches(svc *corev1.Service, wls *sizerv1alpha1.WorkloadSizer, selector map[string]string) bool {
+	s := wls.Spec.Expose.Service
+	return equality.Semantic.DeepEqual(svc.Spec.Selector, selector) && svc.Spec.Type == s.Type &&
+		len(svc.Spec.Ports) == 1 && svc.Spec.Ports[0].Port == s.Port && svc.Spec.Ports[0].TargetPort.IntVal == servicePort(s)
+}
+
+// servicePort is the port on the pods: targetPort, else the Service's own port.
+func servicePort(s *sizerv1alpha1.ServiceExpose) int32 {
+	if s.TargetPort == 0 {
+		return s.Port
+	}
+	return s.TargetPort
+}

@@ -1,0 +1,121 @@
+package sizer
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+)
+
+// Condition types and reasons.
+const (
+	ConditionReady        = "Ready"
+	ConditionTargetFound  = "TargetFound"
+	ConditionSized        = "Sized"
+	ConditionConflict     = "Conflict"
+	ConditionBudgetSafe   = "DisruptionBudgetSafe"
+	ReasonFound           = "Found"
+	ReasonCreated         = "Created"
+	ReasonTargetNotFound  = "TargetNotFound"
+	ReasonApplied         = "Applied"
+	ReasonApplyFailed     = "ApplyFailed"
+	ReasonRollingOut      = "RollingOut"
+	ReasonResizing        = "ResizingInPlace"
+	ReasonInPlaceFallback = "InPlaceInfeasible"
+	ReasonModeOff         = "UpdateModeOff"
+	ReasonNoConflict      = "NoConflict"
+	ReasonReady           = "Ready"
+	ReasonNotReady        = "NotReady"
+	// ReasonReplicaFailure: the workload cannot create its pods (a quota, an admission webhook, a policy).
+	ReasonReplicaFailure = "ReplicaFailure"
+	// ReasonProgressDeadline: the workload's rollout stopped making progress.
+	ReasonProgressDeadline = "ProgressDeadlineExceeded"
+)
+
+// Reasons of the Conflict condition: why the sizer leaves something alone instead of writing it.
+const (
+	// ReasonConflict: a field the sizer would write is owned by another field manager with another value.
+	ReasonConflict = "FieldOwnedByAnotherManager"
+	// ReasonObjectNotOwned: a PodDisruptionBudget, Service or Ingress of the name the sizer would use exists and was
+	// not created by this sizer.
+	ReasonObjectNotOwned = "ObjectNotOwned"
+	// ReasonBudgetOverlap: another PodDisruptionBudget already selects the workload's pods (two budgets over one
+	// pod make every eviction of it fail).
+	ReasonBudgetOverlap = "BudgetOverlap"
+	// ReasonAnotherSizer: an older WorkloadSizer sizes the same workload.
+	ReasonAnotherSizer = "AnotherSizer"
+	// ReasonAutoscaler: a HorizontalPodAutoscaler scales the workload while spec.size is set.
+	ReasonAutoscaler = "AutoscalerOnTarget"
+)
+
+// conflict is one thing the sizer left alone instead of writing, and why.
+type conflict struct {
+	reason, message string
+}
+
+// setCondition sets one condition, observed at the sizer's current generation.
+func setCondition(st *sizerv1alpha1.WorkloadSizerStatus, generation int64, t string, ok bool, reason, message string) {
+	s := metav1.ConditionFalse
+	if ok {
+		s = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: message,
+		ObservedGeneration: generation})
+}
+
+// setConflict sums the pass's conflicts up in the Conflict condition: its reason is the first conflict's (they are
+// sorted, so the reason is stable), its message lists them all.
+func setConflict(st *sizerv1alpha1.WorkloadSizerStatus, generation int64, conflicts []conflict) {
+	if len(conflicts) == 0 {
+		setCondition(st, generation, ConditionConflict, false, ReasonNoConflict, "the sizer owns every field and object it writes")
+		return
+	}
+	sort.Slice(conflicts, func(i, j int) bool {
+		return conflicts[i].reason+conflicts[i].message < conflicts[j].reason+conflicts[j].message
+	})
+	msgs := make([]string, 0, len(conflicts))
+	for _, c := range conflicts {
+		msgs = append(msgs, c.message)
+	}
+	setCondition(st, generation, ConditionConflict, true, conflicts[0].reason, strings.Join(msgs, "; "))
+}
+
+// rolloutProblem is the workload's own report that it cannot reach its size, or nil.
+type rolloutProblem struct {
+	reason, message string
+}
+
+// setReady sums the conditions up: Ready is True when the target exists, is sized, nothing is in conflict, the
+// workload reports no failure to create or roll out its pods, and enough replicas are ready. A not-Ready sizer's
+// reason names the first thing that is wrong, so `kubectl get wls` shows it.
+func setReady(st *sizerv1alpha1.WorkloadSizerStatus, wls *sizerv1alpha1.WorkloadSizer, problem *rolloutProblem) {
+	g := wls.Generation
+	if c := meta.FindStatusCondition(st.Conditions, ConditionConflict); c != nil && c.Status == metav1.ConditionTrue {
+		setCondition(st, g, ConditionReady, false, c.Reason, c.Message)
+		return
+	}
+	for _, t := range []string{ConditionTargetFound, ConditionSized} {
+		if c := meta.FindStatusCondition(st.Conditions, t); c == nil || c.Status != metav1.ConditionTrue {
+			reason, msg := ReasonNotReady, t+" is not True"
+			if c != nil {
+				reason, msg = c.Reason, c.Message
+			}
+			setCondition(st, g, ConditionReady, false, reason, msg)
+			return
+		}
+	}
+	if problem != nil {
+		setCondition(st, g, ConditionReady, false, problem.reason, problem.message)
+		return
+	}
+	if wls.Spec.Size != nil && st.ReadyReplicas < *wls.Spec.Size {
+		setCondition(st, g, ConditionReady, false, ReasonNotReady,
+			fmt.Sprintf("%d of %d replicas ready", st.ReadyReplicas, *wls.Spec.Size))
+		return
+	}
+	setCondition(st, g, ConditionReady, true, ReasonReady, fmt.Sprintf("%d replicas ready", st.ReadyReplicas))
+}

@@ -1,0 +1,71 @@
+package sizer
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+)
+
+// Event reasons: what a user must notice, each recorded once when it starts.
+const (
+	EventTargetCreated   = "TargetCreated"
+	EventConflict        = "Conflict"
+	EventInPlaceFallback = "FellBackToRolling"
+	EventBudgetRefused   = "BudgetRefused"
+	EventApplyFailed     = "ApplyFailed"
+)
+
+// sizerEvent is one event to record.
+type sizerEvent struct {
+	eventType, reason, action, note string
+}
+
+// transitionEvents derives the events of a pass from the status before and after it: a conflict that starts or
+// changes its reason, a fallback to a rolling update, a budget refused because it would block drains, a failed
+// apply. Events follow transitions only, so a steady state records nothing.
+func transitionEvents(old, updated sizerv1alpha1.WorkloadSizerStatus, createdTarget bool, target string) []sizerEvent {
+	var out []sizerEvent
+	if createdTarget {
+		out = append(out, sizerEvent{corev1.EventTypeNormal, EventTargetCreated, "Create", "Created " + target})
+	}
+	started := func(t, reason string) *metav1.Condition {
+		c := meta.FindStatusCondition(updated.Conditions, t)
+		if c == nil || c.Reason != reason {
+			return nil
+		}
+		if before := meta.FindStatusCondition(old.Conditions, t); before != nil && before.Reason == reason && before.Status == c.Status {
+			return nil
+		}
+		return c
+	}
+	if c := meta.FindStatusCondition(updated.Conditions, ConditionConflict); c != nil && c.Status == metav1.ConditionTrue {
+		if c := started(ConditionConflict, c.Reason); c != nil {
+			out = append(out, sizerEvent{corev1.EventTypeWarning, EventConflict, c.Reason, c.Message})
+		}
+	}
+	if c := started(ConditionSized, ReasonInPlaceFallback); c != nil {
+		out = append(out, sizerEvent{corev1.EventTypeWarning, EventInPlaceFallback, "Resize", c.Message})
+	}
+	if c := started(ConditionSized, ReasonApplyFailed); c != nil {
+		out = append(out, sizerEvent{corev1.EventTypeWarning, EventApplyFailed, "Apply", c.Message})
+	}
+	if c := started(ConditionBudgetSafe, ReasonBudgetWouldBlock); c != nil {
+		out = append(out, sizerEvent{corev1.EventTypeWarning, EventBudgetRefused, "Budget", c.Message})
+	}
+	return out
+}
+
+// recordEvents records a pass's events on the sizer.
+func (r *Reconciler) recordEvents(wls *sizerv1alpha1.WorkloadSizer, old, updated sizerv1alpha1.WorkloadSizerStatus, createdTarget bool) {
+	if r.Recorder == nil {
+		return
+	}
+	ref := wls.Target()
+	subject := &sizerv1alpha1.WorkloadSizer{TypeMeta: wls.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: wls.Name, Namespace: wls.Namespace, UID: wls.UID}}
+	for _, e := range transitionEvents(old, updated, createdTarget, ref.Kind+" "+ref.Name) {
+		r.Recorder.Eventf(subject, nil, e.eventType, e.reason, e.action, "%s", e.note)
+	}
+}

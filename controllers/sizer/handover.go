@@ -1,0 +1,350 @@
+package sizer
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// fieldSet is the part of a workload's fields a sizer can own: replicas, each container's resource quantities
+// (keyed "requests/cpu", "limits/memory") and each container's environment variables.
+type fieldSet struct {
+	replicas  bool
+	resources map[string]map[string]bool // container → "requests/cpu"
+	env       map[string]map[string]bool // container → variable name
+}
+
+func (s *fieldSet) addResource(container, key string) { s.resources = addTo(s.resources, container, key) }
+func (s *fieldSet) addEnv(container, name string)     { s.env = addTo(s.env, container, name) }
+
+func addTo(m map[string]map[string]bool, container, key string) map[string]map[string]bool {
+	if m == nil {
+		m = map[string]map[string]bool{}
+	}
+	if m[container] == nil {
+		m[container] = map[string]bool{}
+	}
+	m[container][key] = true
+	return m
+}
+
+// empty reports whether the set holds no field.
+func (s fieldSet) empty() bool {
+	return !s.replicas && countLeaves(s.resources) == 0 && countLeaves(s.env) == 0
+}
+
+func countLeaves(m map[string]map[string]bool) int {
+	n := 0
+	for _, keys := range m {
+		n += len(keys)
+	}
+	return n
+}
+
+// minus is the set of fields in s and not in other: what a sizer owns and no longer applies.
+func (s fieldSet) minus(other fieldSet) fieldSet {
+	out := fieldSet{replicas: s.replicas && !other.replicas}
+	for c, keys := range s.resources {
+		for k := range keys {
+			if !other.resources[c][k] {
+				out.addResource(c, k)
+			}
+		}
+	}
+	for c, names := range s.env {
+		for n := range names {
+			if !other.env[c][n] {
+				out.addEnv(c, n)
+			}
+		}
+	}
+	return out
+}
+
+// union is the set of fields in s or other.
+func (s fieldSet) union(other fieldSet) fieldSet {
+	out := fieldSet{replicas: s.replicas || other.replicas}
+	for _, set := range []fieldSet{s, other} {
+		for c, keys := range set.resources {
+			for k := range keys {
+				out.addResource(c, k)
+			}
+		}
+		for c, names := range set.env {
+			for n := range names {
+				out.addEnv(c, n)
+			}
+		}
+	}
+	return out
+}
+
+// String lists the fields, sorted, for messages and logs.
+func (s fieldSet) String() string {
+	var parts []string
+	if s.replicas {
+		parts = append(parts, "spec.replicas")
+	}
+	for c, keys := range s.resources {
+		for k := range keys {
+			parts = append(parts, "container "+c+" resources."+strings.ReplaceAll(k, "/", "."))
+		}
+	}
+	for c, names := range s.env {
+		for n := range names {
+			parts = append(parts, "container "+c+" env "+n)
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+// appliedFields is the fieldSet of an apply configuration of a Deployment or StatefulSet (they share the JSON
+// shape of spec.replicas and spec.template.spec.containers).
+func appliedFields(ac any) fieldSet {
+	var shape struct {
+		Spec struct {
+			Replicas *int32 `json:"replicas"`
+			Template struct {
+				Spec struct {
+					Containers []struct {
+						Name      string `json:"name"`
+						Resources struct {
+							Requests map[string]any `json:"requests"`
+							Limits   map[string]any `json:"limits"`
+						} `json:"resources"`
+						Env []struct {
+							Name string `json:"name"`
+						} `json:"env"`
+					} `json:"containers"`
+				} `json:"spec"`
+			} `json:"template"`
+		} `json:"spec"`
+	}
+	b, err := json.Marshal(ac)
+	if err != nil {
+		return fieldSet{}
+	}
+	if err := json.Unmarshal(b, &shape); err != nil {
+		return fieldSet{}
+	}
+	out := fieldSet{replicas: shape.Spec.Replicas != nil}
+	for _, c := range shape.Spec.Template.Spec.Containers {
+		for name := range c.Resources.Requests {
+			out.addResource(c.Name, "requests/"+name)
+		}
+		for name := range c.Resources.Limits {
+			out.addResource(c.Name, "limits/"+name)
+		}
+		for _, e := range c.Env {
+			out.addEnv(c.Name, e.Name)
+		}
+	}
+	return out
+}
+
+// isOurs reports whether a managedFields entry is one of the given managers' applies to the main resource.
+func isOurs(e metav1.ManagedFieldsEntry, managers []string) bool {
+	if e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != "" {
+		return false
+	}
+	for _, m := range managers {
+		if e.Manager == m {
+			return true
+		}
+	}
+	return false
+}
+
+// ownedFields reads, from obj's managedFields, the fields the given managers own (the FieldsV1 trie:
+// f:spec → f:replicas, and f:spec → f:template → f:spec → f:containers → k:{"name":…} → f:resources / f:env).
+func ownedFields(obj metav1.Object, managers ...string) fieldSet {
+	var out fieldSet
+	for _, e := range obj.GetManagedFields() {
+		if !isOurs(e, managers) || e.FieldsV1 == nil {
+			continue
+		}
+		var trie map[string]any
+		if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &trie); err != nil {
+			continue
+		}
+		if _, ok := walk(trie, "f:spec")["f:replicas"]; ok {
+			out.replicas = true
+		}
+		for key, sub := range walk(trie, "f:spec", "f:template", "f:spec", "f:containers") {
+			container, ok := keyName(key)
+			if !ok {
+				continue
+			}
+			subMap, _ := sub.(map[string]any)
+			for _, kind := range []string{"requests", "limits"} {
+				for name := range walk(subMap, "f:resources", "f:"+kind) {
+					if res, ok := strings.CutPrefix(name, "f:"); ok {
+						out.addResource(container, kind+"/"+res)
+					}
+				}
+			}
+			for envKey := range walk(subMap, "f:env") {
+				if name, ok := keyName(envKey); ok {
+					out.addEnv(container, name)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// handOver rewrites managedFields so that the given managers no longer own the released fields, and renames the
+// entries of the legacy managers to manager. The values stay as they are: a field nobody owns any more is not
+// removed by the next apply, which is what giving a field up must mean (an apply that merely leaves a field out
+// removes it, or resets it to its default, when its manager was the only owner). changed is false when there was
+// nothing to rewrite.
+func handOver(entries []metav1.ManagedFieldsEntry, manager string, legacy []string, released fieldSet) (out []metav1.ManagedFieldsEntry, changed bool) {
+	ours := append([]string{manager}, legacy...)
+	for _, e := range entries {
+		if !isOurs(e, ours) || e.FieldsV1 == nil {
+			out = append(out, e)
+			continue
+		}
+		var trie map[string]any
+		if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &trie); err != nil {
+			out = append(out, e)
+			continue
+		}
+		removed := removeFields(trie, released)
+		if e.Manager != manager {
+			e.Manager, changed = manager, true
+		}
+		if removed {
+			changed = true
+			prune(trie)
+			if len(trie) == 0 {
+				continue // nothing left: the entry goes
+			}
+			b, _ := json.Marshal(trie)
+			e.FieldsV1 = &metav1.FieldsV1{Raw: b}
+		}
+		out = append(out, e)
+	}
+	return mergeSameManager(out), changed
+}
+
+// mergeSameManager folds two Apply entries of one manager and API version into one (a legacy entry renamed next
+// to a current one), since the apiserver keeps at most one per manager, operation and version.
+func mergeSameManager(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	var out []metav1.ManagedFieldsEntry
+	index := map[string]int{}
+	for _, e := range entries {
+		key := e.Manager + "\x00" + string(e.Operation) + "\x00" + e.APIVersion + "\x00" + e.Subresource
+		i, seen := index[key]
+		if !seen || e.FieldsV1 == nil || out[i].FieldsV1 == nil {
+			index[key] = len(out)
+			out = append(out, e)
+			continue
+		}
+		var a, b map[string]any
+		if json.Unmarshal(out[i].FieldsV1.GetRawBytes(), &a) != nil || json.Unmarshal(e.FieldsV1.GetRawBytes(), &b) != nil {
+			out = append(out, e)
+			continue
+		}
+		mergeTrie(a, b)
+		raw, _ := json.Marshal(a)
+		out[i].FieldsV1 = &metav1.FieldsV1{Raw: raw}
+	}
+	return out
+}
+
+func mergeTrie(into, from map[string]any) {
+	for k, v := range from {
+		sub, ok := v.(map[string]any)
+		dst, ok2 := into[k].(map[string]any)
+		if ok && ok2 {
+			mergeTrie(dst, sub)
+			continue
+		}
+		if _, exists := into[k]; !exists {
+			into[k] = v
+		}
+	}
+}
+
+// removeFields deletes the released fields from a FieldsV1 trie and reports whether it deleted any.
+func removeFields(trie map[string]any, released fieldSet) bool {
+	removed := false
+	if released.replicas {
+		if spec := walk(trie, "f:spec"); spec != nil {
+			if _, ok := spec["f:replicas"]; ok {
+				delete(spec, "f:replicas")
+				removed = true
+			}
+		}
+	}
+	containers := walk(trie, "f:spec", "f:template", "f:spec", "f:containers")
+	for key, sub := range containers {
+		container, ok := keyName(key)
+		if !ok {
+			continue
+		}
+		subMap, _ := sub.(map[string]any)
+		for k := range released.resources[container] {
+			kind, res, _ := strings.Cut(k, "/")
+			if list := walk(subMap, "f:resources", "f:"+kind); list != nil {
+				if _, ok := list["f:"+res]; ok {
+					delete(list, "f:"+res)
+					removed = true
+				}
+			}
+		}
+		if env := walk(subMap, "f:env"); env != nil {
+			for envKey := range env {
+				if name, ok := keyName(envKey); ok && released.env[container][name] {
+					delete(env, envKey)
+					removed = true
+				}
+			}
+		}
+	}
+	return removed
+}
+
+// prune removes the maps a removal emptied, and list items that are left with nothing but their key (owning a
+// container's name alone would make a later apply that omits the container remove it).
+func prune(m map[string]any) {
+	for k, v := range m {
+		sub, ok := v.(map[string]any)
+		if !ok {
+			continue
+		}
+		prune(sub)
+		if len(sub) == 0 && k != "." && !isLeaf(k, m) {
+			delete(m, k)
+			continue
+		}
+		if strings.HasPrefix(k, "k:") && onlyKey(sub) {
+			delete(m, k)
+		}
+	}
+}
+
+// isLeaf: in FieldsV1 a leaf field is an empty map ("f:image": {}); a map that became empty after a removal was a
+// parent. Leaves are told apart by never having held children: we only remove below f:resources.f:requests,
+// f:resources.f:limits, f:env and f:spec, so a parent of a removed field is one of those names.
+func isLeaf(k string, _ map[string]any) bool {
+	switch k {
+	case "f:spec", "f:template", "f:containers", "f:resources", "f:requests", "f:limits", "f:env":
+		return false
+	}
+	return !strings.HasPrefix(k, "k:")
+}
+
+// onlyKey reports whether a list item's entry holds nothing but "." and its key field f:name.
+func onlyKey(item map[string]any) bool {
+	for k := range item {
+		if k != "." && k != "f:name" {
+			return false
+		}
+	}
+	return true
+}

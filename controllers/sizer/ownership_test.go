@@ -1,0 +1,326 @@
+package sizer_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/sizer"
+)
+
+// managersOf lists the field managers of an object's managedFields.
+func managersOf(obj client.Object) []string {
+	var out []string
+	for _, m := range obj.GetManagedFields() {
+		out = append(out, m.Manager)
+	}
+	return out
+}
+
+// ownedBySizers reports whether any sizer field manager has an entry on obj.
+func ownedBySizers(obj client.Object) bool {
+	for _, m := range managersOf(obj) {
+		if strings.HasPrefix(m, sizer.FieldOwner) {
+			return true
+		}
+	}
+	return false
+}
+
+// A user's own PodDisruptionBudget, Service and Ingress named like the target are never rewritten, never get the
+// sizer's owner reference and survive the sizer's deletion unchanged; the sizer reports each, by name.
+func TestUsersObjectsNamedLikeTheTargetAreLeftAlone(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	s.deployment("web", "user", ptr.To[int32](3), corev1.Container{Name: "app", Image: "web:v1"})
+	// The user's own objects, named like the target. The budget selects other pods, so only its name is in the way.
+	userPDB := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: s.ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(2)),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "batch"}}}}
+	userSvc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: s.ns},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Selector: map[string]string{"app": "web"},
+			Ports: []corev1.ServicePort{{Name: "web", Port: 8080, TargetPort: intstr.FromInt32(8080)}}}}
+	userIng := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: s.ns},
+		Spec: networkingv1.IngressSpec{DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+			Name: "web", Port: networkingv1.ServiceBackendPort{Number: 8080}}}}}
+	for _, o := range []client.Object{userPDB, userSvc, userIng} {
+		s.g.Expect(env.Client.Create(s.ctx, o, client.FieldOwner("user"))).To(Succeed())
+	}
+	snapshot := func() (policyv1.PodDisruptionBudgetSpec, corev1.ServiceSpec, networkingv1.IngressSpec) {
+		var p policyv1.PodDisruptionBudget
+		var sv corev1.Service
+		var in networkingv1.Ingress
+		key := client.ObjectKey{Namespace: s.ns, Name: "web"}
+		s.g.Expect(env.Client.Get(s.ctx, key, &p)).To(Succeed())
+		s.g.Expect(env.Client.Get(s.ctx, key, &sv)).To(Succeed())
+		s.g.Expect(env.Client.Get(s.ctx, key, &in)).To(Succeed())
+		for _, o := range []client.Object{&p, &sv, &in} {
+			s.g.Expect(o.GetOwnerReferences()).To(BeEmpty(), "%T got an owner reference", o)
+			s.g.Expect(ownedBySizers(o)).To(BeFalse(), "%T was written by the sizer: %v", o, managersOf(o))
+		}
+		return p.Spec, sv.Spec, in.Spec
+	}
+	pdb0, svc0, ing0 := snapshot()
+
+	s.sizer("web", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("web"), Size: ptr.To[int32](3), ForceOwnership: true,
+		Disruption: &sizerv1alpha1.DisruptionSpec{Profile: sizerv1alpha1.ProfileQuorum},
+		Expose: &sizerv1alpha1.ExposeSpec{Service: &sizerv1alpha1.ServiceExpose{Enabled: true, Port: 80, Type: corev1.ServiceTypeClusterIP},
+			Ingress: &sizerv1alpha1.IngressExpose{Enabled: true, Path: "/"}}})
+	s.g.Eventually(s.condition("web", sizer.ConditionConflict), timeout, poll).Should(Equal("True/" + sizer.ReasonObjectNotOwned))
+	msg := conditionMessage(s.get("web"), sizer.ConditionConflict)
+	for _, want := range []string{"PodDisruptionBudget web", "Service web", "Ingress web"} {
+		s.g.Expect(msg).To(ContainSubstring(want))
+	}
+	s.g.Expect(s.condition("web", sizer.ConditionReady)()).To(Equal("False/" + sizer.ReasonObjectNotOwned),
+		"Ready shows the conflict (kubectl get wls shows Ready's reason)")
+	s.g.Consistently(func() bool {
+		p, sv, in := snapshot()
+		return equalSpecs(p, pdb0) && equalSpecs(sv, svc0) && equalSpecs(in, ing0)
+	}, time.Second, poll).Should(BeTrue(), "the user's objects are unchanged")
+
+	s.g.Expect(env.Client.Delete(s.ctx, s.get("web"))).To(Succeed())
+	s.g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "web"}, &sizerv1alpha1.WorkloadSizer{}))
+	}, timeout, poll).Should(BeTrue())
+	p, sv, in := snapshot()
+	s.g.Expect(equalSpecs(p, pdb0) && equalSpecs(sv, svc0) && equalSpecs(in, ing0)).To(BeTrue(), "the user's objects survive the sizer")
+}
+
+func equalSpecs(a, b any) bool { return equality.Semantic.DeepEqual(a, b) }
+
+// A budget of the user's over the target's pods, under any name, keeps the sizer from adding a second one (every
+// eviction of a pod under two budgets fails); a budget of the sizer's own is removed when the user's appears.
+func TestNoSecondBudgetOverTheSamePods(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	s.deployment("api", "user", ptr.To[int32](4), corev1.Container{Name: "app", Image: "api:v1"})
+	s.sizer("api", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("api"), Size: ptr.To[int32](4), ForceOwnership: true,
+		Disruption: &sizerv1alpha1.DisruptionSpec{Profile: sizerv1alpha1.ProfileQuorum}})
+	key := client.ObjectKey{Namespace: s.ns, Name: "api"}
+	s.g.Eventually(func() error { return env.Client.Get(s.ctx, key, &policyv1.PodDisruptionBudget{}) }, timeout, poll).Should(Succeed())
+
+	mine := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "api-team-budget", Namespace: s.ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(3)),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}}}}
+	s.g.Expect(env.Client.Create(s.ctx, mine)).To(Succeed())
+	s.g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(s.ctx, key, &policyv1.PodDisruptionBudget{}))
+	}, timeout, poll).Should(BeTrue(), "the sizer's own budget goes once the user's covers the pods")
+	s.g.Eventually(s.condition("api", sizer.ConditionConflict), timeout, poll).Should(Equal("True/" + sizer.ReasonBudgetOverlap))
+	s.g.Expect(conditionMessage(s.get("api"), sizer.ConditionConflict)).To(ContainSubstring("api-team-budget"))
+	s.g.Consistently(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(s.ctx, key, &policyv1.PodDisruptionBudget{}))
+	}, time.Second, poll).Should(BeTrue(), "no second budget")
+	s.g.Expect(env.Client.Get(s.ctx, client.ObjectKeyFromObject(mine), mine)).To(Succeed())
+	s.g.Expect(mine.Spec.MinAvailable.IntValue()).To(Equal(3))
+	s.g.Expect(mine.OwnerReferences).To(BeEmpty())
+
+	// The user's budget goes: the sizer's comes back.
+	s.g.Expect(env.Client.Delete(s.ctx, mine)).To(Succeed())
+	s.g.Eventually(func() error { return env.Client.Get(s.ctx, key, &policyv1.PodDisruptionBudget{}) }, timeout, poll).Should(Succeed())
+	s.g.Eventually(s.condition("api", sizer.ConditionConflict), timeout, poll).Should(Equal("False/" + sizer.ReasonNoConflict))
+}
+
+// The simplest form: a sizer with an image and no targetRef never takes over a user's Deployment of its name.
+func TestAUsersDeploymentIsNeverCreatedOver(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	s.deployment("solo", "user", ptr.To[int32](2), corev1.Container{Name: "main", Image: "user:v1"})
+	s.sizer("solo", sizerv1alpha1.WorkloadSizerSpec{Image: "nginx", Size: ptr.To[int32](2)})
+	s.g.Eventually(s.condition("solo", sizer.ConditionTargetFound), timeout, poll).Should(Equal("True/" + sizer.ReasonFound))
+	d := s.getDeployment("solo")
+	s.g.Expect(d.OwnerReferences).To(BeEmpty())
+	s.g.Expect(d.Spec.Template.Spec.Containers).To(HaveLen(1))
+	s.g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("user:v1"))
+}
+
+// The simplest form creates and keeps a Deployment named like the sizer.
+func TestNoTargetRefSizesTheDeploymentNamedLikeTheSizer(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	w := s.sizer("hello", sizerv1alpha1.WorkloadSizerSpec{Image: "nginx:1.27", Size: ptr.To[int32](2)})
+	s.g.Eventually(func() error {
+		return env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "hello"}, &appsv1.Deployment{})
+	}, timeout, poll).Should(Succeed())
+	d := s.getDeployment("hello")
+	s.g.Expect(metav1.IsControlledBy(d, w)).To(BeTrue())
+	s.g.Expect(*d.Spec.Replicas).To(Equal(int32(2)))
+}
+
+// Unsetting spec.size hands replicas over with their current value: a resources change afterwards (an apply
+// without replicas) must not reset them to the default of one.
+func TestUnsettingSizeKeepsReplicas(t *testing.T) {
+	for _, created := range []bool{false, true} {
+		name := map[bool]string{false: "referenced", true: "created"}[created]
+		t.Run(name, func(t *testing.T) {
+			s := newScenario(t)
+			startController(t)
+			spec := sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("hpa"), Size: ptr.To[int32](4), ForceOwnership: true,
+				Resources: []sizerv1alpha1.ContainerResources{{ContainerName: "*", Requests: rl("cpu", "100m")}}}
+			if created {
+				spec.Image = "nginx"
+			} else {
+				s.deployment("hpa", "user", nil, corev1.Container{Name: "app", Image: "x"})
+			}
+			s.sizer("hpa", spec)
+			s.g.Eventually(func() int32 {
+				var d appsv1.Deployment
+				if err := env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "hpa"}, &d); err != nil {
+					return 0
+				}
+				return ptr.Deref(d.Spec.Replicas, 0)
+			}, timeout, poll).Should(Equal(int32(4)))
+			s.g.Eventually(s.condition("hpa", sizer.ConditionSized), timeout, poll).Should(Equal("True/" + sizer.ReasonApplied))
+
+			s.update("hpa", func(w *sizerv1alpha1.WorkloadSizer) { w.Spec.Size = nil })
+			s.g.Eventually(func() int64 { return s.get("hpa").Status.ObservedGeneration }, timeout, poll).Should(Equal(s.get("hpa").Generation))
+			s.update("hpa", func(w *sizerv1alpha1.WorkloadSizer) { w.Spec.Resources[0].Requests = rl("cpu", "200m") })
+			s.g.Eventually(func() string {
+				return s.getDeployment("hpa").Spec.Template.Spec.Containers[0].Resources.Requests.Cpu().String()
+			}, timeout, poll).Should(Equal("200m"))
+			s.g.Consistently(func() int32 { return ptr.Deref(s.getDeployment("hpa").Spec.Replicas, 0) }, time.Second, poll).
+				Should(Equal(int32(4)), "replicas keep their value once the sizer lets them go")
+
+			// Someone else (an HPA through /scale, kubectl scale) now moves replicas; the sizer leaves them be.
+			d := s.getDeployment("hpa")
+			d.Spec.Replicas = ptr.To[int32](6)
+			s.g.Expect(env.Client.Update(s.ctx, d, client.FieldOwner("horizontal-pod-autoscaler"))).To(Succeed())
+			s.update("hpa", func(w *sizerv1alpha1.WorkloadSizer) { w.Spec.Resources[0].Requests = rl("cpu", "300m") })
+			s.g.Eventually(func() string {
+				return s.getDeployment("hpa").Spec.Template.Spec.Containers[0].Resources.Requests.Cpu().String()
+			}, timeout, poll).Should(Equal("300m"))
+			s.g.Expect(ptr.Deref(s.getDeployment("hpa").Spec.Replicas, 0)).To(Equal(int32(6)))
+		})
+	}
+}
+
+// Switching updateMode from Rolling to Off or InPlace hands the resources and environment the sizer wrote over
+// with their values: the template does not change, so no pod rolls.
+func TestLeavingRollingModeKeepsTheTemplate(t *testing.T) {
+	for _, mode := range []sizerv1alpha1.UpdateMode{sizerv1alpha1.UpdateModeOff, sizerv1alpha1.UpdateModeInPlace} {
+		t.Run(string(mode), func(t *testing.T) {
+			s := newScenario(t)
+			startController(t)
+			s.deployment("svc", "user", ptr.To[int32](2), corev1.Container{Name: "app", Image: "x"})
+			s.sizer("svc", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("svc"), ForceOwnership: true,
+				Resources: []sizerv1alpha1.ContainerResources{{ContainerName: "app", Requests: rl("cpu", "250m"),
+					Limits: rl("cpu", "1", "memory", "512Mi"), ControlledValues: sizerv1alpha1.RequestsAndLimits}},
+				Runtime: &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{"go"}, MemoryHeadroomPercent: 10}})
+			s.g.Eventually(s.condition("svc", sizer.ConditionSized), timeout, poll).Should(Equal("True/" + sizer.ReasonApplied))
+			before := s.getDeployment("svc").Spec.Template
+			s.g.Expect(before.Spec.Containers[0].Env).NotTo(BeEmpty())
+
+			s.update("svc", func(w *sizerv1alpha1.WorkloadSizer) { w.Spec.UpdateMode = mode })
+			s.g.Eventually(func() int64 { return s.get("svc").Status.ObservedGeneration }, timeout, poll).Should(Equal(s.get("svc").Generation))
+			// The next write to the workload (a new size) carries no template fields any more.
+			s.update("svc", func(w *sizerv1alpha1.WorkloadSizer) { w.Spec.Size = ptr.To[int32](3) })
+			s.g.Eventually(func() int32 { return *s.getDeployment("svc").Spec.Replicas }, timeout, poll).Should(Equal(int32(3)))
+			s.g.Consistently(func() corev1.PodTemplateSpec { return s.getDeployment("svc").Spec.Template }, time.Second, poll).
+				Should(Equal(before), "the template keeps what the sizer wrote")
+		})
+	}
+}
+
+// Two sizers on one workload: the second is reported and writes nothing, so they never take turns.
+func TestASecondSizerOnTheSameTargetIsReported(t *testing.T) {
+	s := newScenario(t)
+	c := startController(t)
+	s.deployment("shared", "user", ptr.To[int32](1), corev1.Container{Name: "app", Image: "x"})
+	s.sizer("first", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("shared"), Size: ptr.To[int32](2), ForceOwnership: true})
+	s.g.Eventually(func() int32 { return *s.getDeployment("shared").Spec.Replicas }, timeout, poll).Should(Equal(int32(2)))
+	s.g.Eventually(s.condition("first", sizer.ConditionSized), timeout, poll).Should(Equal("True/" + sizer.ReasonApplied))
+
+	// Creation timestamps have a resolution of one second: the second sizer must be younger.
+	s.g.Eventually(func() bool { return time.Since(s.get("first").CreationTimestamp.Time) > time.Second }, timeout, poll).Should(BeTrue())
+	s.sizer("second", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("shared"), Size: ptr.To[int32](5), ForceOwnership: true})
+	s.g.Eventually(s.condition("second", sizer.ConditionConflict), timeout, poll).Should(Equal("True/" + sizer.ReasonAnotherSizer))
+	s.g.Expect(conditionMessage(s.get("second"), sizer.ConditionConflict)).To(ContainSubstring("WorkloadSizer first"))
+	s.g.Expect(s.condition("second", sizer.ConditionReady)()).To(Equal("False/" + sizer.ReasonAnotherSizer))
+	s.g.Consistently(func() int32 { return *s.getDeployment("shared").Spec.Replicas }, time.Second, poll).Should(Equal(int32(2)))
+	s.g.Expect(s.condition("first", sizer.ConditionConflict)()).To(Equal("False/" + sizer.ReasonNoConflict))
+	_ = c
+
+	// Each sizer writes as its own field manager.
+	s.g.Expect(managersOf(s.getDeployment("shared"))).To(ContainElement(sizer.FieldOwner + "/first"))
+	s.g.Expect(managersOf(s.getDeployment("shared"))).NotTo(ContainElement(sizer.FieldOwner + "/second"))
+
+	// The second one's deletion releases nothing of the first's.
+	s.g.Expect(env.Client.Delete(s.ctx, s.get("second"))).To(Succeed())
+	s.g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "second"}, &sizerv1alpha1.WorkloadSizer{}))
+	}, timeout, poll).Should(BeTrue())
+	s.g.Expect(managersOf(s.getDeployment("shared"))).To(ContainElement(sizer.FieldOwner + "/first"))
+}
+
+// An HPA on the workload while spec.size is set: reported by name, replicas left to it; with size unset it is the
+// supported setup and no conflict.
+func TestAnAutoscalerOnTheWorkloadIsReported(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	s.deployment("scaled", "user", ptr.To[int32](3), corev1.Container{Name: "app", Image: "x"})
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "scaled-hpa", Namespace: s.ns},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{MinReplicas: ptr.To[int32](2), MaxReplicas: 10,
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "scaled"}}}
+	s.g.Expect(env.Client.Create(s.ctx, hpa)).To(Succeed())
+	s.sizer("scaled", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("scaled"), Size: ptr.To[int32](7), ForceOwnership: true,
+		Resources: []sizerv1alpha1.ContainerResources{{ContainerName: "app", Requests: rl("cpu", "100m")}}})
+	s.g.Eventually(s.condition("scaled", sizer.ConditionConflict), timeout, poll).Should(Equal("True/" + sizer.ReasonAutoscaler))
+	s.g.Expect(conditionMessage(s.get("scaled"), sizer.ConditionConflict)).To(ContainSubstring("scaled-hpa"))
+	s.g.Eventually(func() string {
+		return s.getDeployment("scaled").Spec.Template.Spec.Containers[0].Resources.Requests.Cpu().String()
+	}, timeout, poll).Should(Equal("100m"), "the rest is still sized")
+	s.g.Consistently(func() int32 { return *s.getDeployment("scaled").Spec.Replicas }, time.Second, poll).Should(Equal(int32(3)))
+
+	s.update("scaled", func(w *sizerv1alpha1.WorkloadSizer) { w.Spec.Size = nil })
+	s.g.Eventually(s.condition("scaled", sizer.ConditionConflict), timeout, poll).Should(Equal("False/" + sizer.ReasonNoConflict))
+	s.g.Expect(*s.getDeployment("scaled").Spec.Replicas).To(Equal(int32(3)))
+}
+
+// A failed apply shows in Sized (reason and message) and leaves observedGeneration where it was.
+func TestAFailedApplyIsReportedAndNotObserved(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	s.deployment("bad", "user", ptr.To[int32](1), corev1.Container{Name: "app", Image: "x"})
+	s.sizer("bad", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("bad"), Size: ptr.To[int32](1), ForceOwnership: true})
+	s.g.Eventually(s.condition("bad", sizer.ConditionSized), timeout, poll).Should(Equal("True/" + sizer.ReasonApplied))
+	s.g.Eventually(func() int64 { return s.get("bad").Status.ObservedGeneration }, timeout, poll).Should(Equal(int64(1)))
+
+	// A resource name the apiserver refuses in a pod template (it is neither standard nor domain-qualified).
+	s.update("bad", func(w *sizerv1alpha1.WorkloadSizer) {
+		w.Spec.Resources = []sizerv1alpha1.ContainerResources{{ContainerName: "app", Requests: rl("widgets", "1")}}
+	})
+	s.g.Eventually(s.condition("bad", sizer.ConditionSized), timeout, poll).Should(Equal("False/" + sizer.ReasonApplyFailed))
+	s.g.Expect(conditionMessage(s.get("bad"), sizer.ConditionSized)).To(ContainSubstring("widgets"))
+	s.g.Expect(s.condition("bad", sizer.ConditionReady)()).To(Equal("False/" + sizer.ReasonApplyFailed))
+	s.g.Consistently(func() int64 { return s.get("bad").Status.ObservedGeneration }, time.Second, poll).Should(Equal(int64(1)))
+}
+
+// Ready reflects a workload that cannot create its pods (a quota, an admission webhook).
+func TestReadyReflectsAWorkloadThatCannotCreatePods(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	s.deployment("quota", "user", ptr.To[int32](1), corev1.Container{Name: "app", Image: "x"})
+	s.sizer("quota", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("quota"), ForceOwnership: true})
+	s.g.Eventually(s.condition("quota", sizer.ConditionReady), timeout, poll).Should(Equal("True/" + sizer.ReasonReady))
+
+	d := s.getDeployment("quota")
+	d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue,
+		Reason: "FailedCreate", Message: `pods "quota-1" is forbidden: exceeded quota: compute`}}
+	s.g.Expect(env.Client.Status().Update(s.ctx, d)).To(Succeed())
+	s.g.Eventually(s.condition("quota", sizer.ConditionReady), timeout, poll).Should(Equal("False/" + sizer.ReasonReplicaFailure))
+	s.g.Expect(conditionMessage(s.get("quota"), sizer.ConditionReady)).To(ContainSubstring("exceeded quota"))
+}
