@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -89,6 +90,15 @@ func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 			w.Spec.Resources = []sizerv1alpha1.ContainerResources{{ContainerName: "app",
 				MinAllowed: corev1.ResourceList{"memory": q("2Gi")}, MaxAllowed: corev1.ResourceList{"memory": q("1Gi")}}}
 		}, "spec.resources[0].minAllowed[memory]", ""},
+		"percentage above 100": {func(w *sizerv1alpha1.WorkloadSizer) {
+			w.Spec.Disruption = &sizerv1alpha1.DisruptionSpec{Profile: sizerv1alpha1.ProfileNone, MinAvailable: ptr.To(intstr.FromString("150%"))}
+		}, "spec.disruption.minAvailable", "spec.disruption.minAvailable"},
+		"negative percentage": {func(w *sizerv1alpha1.WorkloadSizer) {
+			w.Spec.Disruption = &sizerv1alpha1.DisruptionSpec{Profile: sizerv1alpha1.ProfileNone, MaxUnavailable: ptr.To(intstr.FromString("-5%"))}
+		}, "spec.disruption.maxUnavailable", "spec.disruption.maxUnavailable"},
+		"negative budget": {func(w *sizerv1alpha1.WorkloadSizer) {
+			w.Spec.Disruption = &sizerv1alpha1.DisruptionSpec{Profile: sizerv1alpha1.ProfileNone, MaxUnavailable: ptr.To(intstr.FromInt32(-1))}
+		}, "spec.disruption.maxUnavailable", "spec.disruption.maxUnavailable"},
 		"template without containers": {func(w *sizerv1alpha1.WorkloadSizer) {
 			w.Spec.Template = &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"a": "b"}}}
 		}, "spec.template.spec.containers", "spec.template.spec.containers"},
@@ -112,7 +122,44 @@ func TestTargetIsImmutable(t *testing.T) {
 		err := env.Client.Update(context.Background(), w)
 		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
 		g.Expect(err.Error()).To(ContainSubstring("spec.targetRef is immutable"))
+
+		// Removing it would move the sizer to the Deployment named like itself.
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), w)).To(Succeed())
+		w.Spec.TargetRef = nil
+		err = env.Client.Update(context.Background(), w)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		g.Expect(err.Error()).To(ContainSubstring("spec.targetRef is immutable"))
 	}
+}
+
+// A second sizer for a workload that one already sizes is refused, with the field and the first sizer's name.
+func TestASecondSizerForOneWorkloadIsRefused(t *testing.T) {
+	serveWebhooks(t)
+	g := NewWithT(t)
+	ns := namespace(t, withWebhook)
+	first := valid("first")
+	first.Namespace = ns
+	g.Expect(withWebhook.Client.Create(context.Background(), first)).To(Succeed())
+	second := valid("second")
+	second.Namespace = ns
+	g.Eventually(func() string {
+		err := withWebhook.Client.Create(context.Background(), second.DeepCopy())
+		if err == nil {
+			return "admitted"
+		}
+		return err.Error()
+	}, 10*time.Second, 50*time.Millisecond).Should(And(ContainSubstring("spec.targetRef"), ContainSubstring("WorkloadSizer first")))
+
+	// Another workload is fine; so is the simplest form, whose target is named like the sizer.
+	other := valid("other")
+	other.Namespace = ns
+	other.Spec.TargetRef.Name = "api"
+	g.Expect(withWebhook.Client.Create(context.Background(), other)).To(Succeed())
+	solo := valid("solo")
+	solo.Namespace = ns
+	solo.Spec.TargetRef = nil
+	g.Expect(withWebhook.Client.Create(context.Background(), solo)).To(Succeed())
+	g.Expect(solo.Spec.TargetRef).To(BeNil(), "no targetRef stays none")
 }
 
 func TestDefaultsAndWarnings(t *testing.T) {
@@ -125,7 +172,7 @@ func TestDefaultsAndWarnings(t *testing.T) {
 	c, recorded := withWebhook.ClientWithWarnings(t)
 	g.Expect(c.Create(context.Background(), w)).To(Succeed())
 	g.Expect(w.Spec.UpdateMode).To(Equal(sizerv1alpha1.UpdateModeRolling))
-	g.Expect(w.Spec.Expose.Service.TargetPort).To(Equal(int32(8080)), "targetPort defaults to the port")
+	g.Expect(w.Spec.Expose.Service.TargetPort).To(BeZero(), "targetPort is left to follow the port, not frozen")
 	g.Expect(recorded.All()).To(ContainElement(ContainSubstring("SingleInstance profile blocks node drains")))
 	g.Expect(w.Finalizers).To(ConsistOf(sizerctrl.Finalizer), "a new sizer gets the controller's finalizer at creation")
 	// Only at creation: the controller removes it on deletion, and an update must not bring it back.

@@ -131,10 +131,12 @@ type DisruptionSpec struct {
 	// MinAvailable overrides the profile.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="must be a non-negative integer or a percentage from 0% to 100%"
 	MinAvailable *intstr.IntOrString `json:"minAvailable,omitempty"`
 	// MaxUnavailable overrides the profile.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="must be a non-negative integer or a percentage from 0% to 100%"
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 	// AllowBlockingDrains creates a budget even when it allows zero evictions, which blocks node drains until
 	// someone intervenes. Off by default: such a budget is not created and DisruptionBudgetSafe says why.
