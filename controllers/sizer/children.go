@@ -2,6 +2,9 @@ package sizer
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +18,19 @@ import (
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
 )
+
+// specHashAnnotation records, on a child whose spec is awkward to compare field by field, the hash of what the
+// sizer last applied, so a steady state applies nothing.
+const specHashAnnotation = "sizer.keelson.dev/spec-hash"
+
+func ingressHash(wls *sizerv1alpha1.WorkloadSizer) string {
+	b, _ := json.Marshal(struct {
+		Ingress *sizerv1alpha1.IngressExpose
+		Port    int32
+	}{wls.Spec.Expose.Ingress, wls.Spec.Expose.Service.Port})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
 
 // A PodDisruptionBudget, Service or Ingress the sizer keeps is named after the target, which is what users look
 // for, and so what they may have made themselves. The sizer creates only what does not exist, and never writes to,

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -46,6 +47,12 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Recorder emits events on WorkloadSizers.
 	Recorder events.EventRecorder
+	// Discovery tells whether the apiserver resizes pods in place; nil assumes it does.
+	Discovery discovery.DiscoveryInterface
+	// ResizeDeferredTimeout and ResizeInProgressTimeout bound an in-place resize before the sizer falls back to a
+	// rolling update; zero means DefaultResizeDeferredTimeout and DefaultResizeInProgressTimeout.
+	ResizeDeferredTimeout, ResizeInProgressTimeout time.Duration
+	resize                                         resizeSupport
 	// pacer spaces out status writes whose only news is counts (see statusUrgent).
 	pacer *statuspace.Pacer
 
@@ -77,6 +84,8 @@ type pass struct {
 	problem *rolloutProblem
 	// retryLater: blocked by something the sizer does not watch; look again after retryInterval.
 	retryLater bool
+	// recheck: in-place resizes are under way; look at the pods again after this long.
+	recheck time.Duration
 	// createdTarget: this pass created the target (an event says so).
 	createdTarget bool
 }
@@ -117,12 +126,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if p.retryLater && err == nil {
 		result.RequeueAfter = retryInterval
 	}
+	if p.recheck > 0 && err == nil && (result.RequeueAfter == 0 || p.recheck < result.RequeueAfter) {
+		result.RequeueAfter = p.recheck
+	}
 	r.recordEvents(wls, wls.Status, *p.status, p.createdTarget)
 
 	if !equality.Semantic.DeepEqual(&wls.Status, p.status) {
 		now := time.Now()
 		if wait := r.pacer.Wait(req.String(), now); wait > 0 && !statusUrgent(wls.Status, *p.status) {
-			return ctrl.Result{RequeueAfter: wait}, err // only counts moved, moments after the last write
+			if result.RequeueAfter == 0 || wait < result.RequeueAfter {
+				result.RequeueAfter = wait
+			}
+			return result, err // only counts moved, moments after the last write
 		}
 		if serr := r.writeStatus(ctx, wls, *p.status); serr != nil {
 			err = errors.Join(err, serr)
@@ -240,17 +255,19 @@ func (r *Reconciler) size(ctx context.Context, p *pass, t *target) error {
 	patches, applied := patchesFor(wls, t.template, owned.env, toTemplate, toTemplate)
 	st.Resources = applied
 
-	// In place: resize the running pods; when a resize is infeasible, fall back to the template.
-	inPlacePending, fellBack := false, false
+	// In place: resize the running pods; when a resize is infeasible, refused or past its deadline, fall back to
+	// the template.
+	var resize resizeOutcome
 	if mode == sizerv1alpha1.UpdateModeInPlace && !t.created && len(applied) > 0 {
-		pending, infeasible, err := r.resizePods(ctx, wls, t, applied)
-		if err != nil {
+		var err error
+		if resize, err = r.resizePods(ctx, wls, t, applied); err != nil {
 			setCondition(st, g, ConditionSized, false, ReasonApplyFailed, err.Error())
 			return err
 		}
-		inPlacePending, fellBack = pending, infeasible
-		if fellBack {
+		if resize.fallback != "" {
 			patches, _ = patchesFor(wls, t.template, owned.env, true, false)
+		} else if resize.pending {
+			p.recheck = resize.recheck
 		}
 	}
 
@@ -287,11 +304,10 @@ func (r *Reconciler) size(ctx context.Context, p *pass, t *target) error {
 	case mode == sizerv1alpha1.UpdateModeOff && !t.created:
 		setCondition(st, g, ConditionSized, true, ReasonModeOff,
 			"replicas applied; resources are reported, not written (updateMode Off leaves running pods alone)")
-	case fellBack:
-		setCondition(st, g, ConditionSized, false, ReasonInPlaceFallback,
-			"a pod cannot be resized in place (the node lacks room, or the resize policy forbids it): falling "+
-				"back to a rolling update of the template")
-	case inPlacePending:
+	case resize.fallback != "":
+		setCondition(st, g, ConditionSized, false, ReasonInPlaceFallback, resize.fallback+
+			": falling back to a rolling update of the template")
+	case resize.pending:
 		setCondition(st, g, ConditionSized, false, ReasonResizing, "pods are being resized in place")
 	default:
 		setCondition(st, g, ConditionSized, true, ReasonApplied, "replicas, resources and environment are applied")

@@ -2,96 +2,226 @@ package sizer
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
 )
 
-// specHashAnnotation records, on a child whose spec is awkward to compare field by field, the hash of what the
-// sizer last applied, so a steady state applies nothing.
-const specHashAnnotation = "sizer.keelson.dev/spec-hash"
+// Deadlines of an in-place resize, after which the sizer falls back to a rolling update of the template (the
+// vertical pod autoscaler's updater uses the same two): a resize the kubelet defers (the node lacks room now) gets
+// five minutes, one in progress an hour.
+const (
+	DefaultResizeDeferredTimeout   = 5 * time.Minute
+	DefaultResizeInProgressTimeout = time.Hour
+)
 
-func ingressHash(wls *sizerv1alpha1.WorkloadSizer) string {
-	b, _ := json.Marshal(struct {
-		Ingress *sizerv1alpha1.IngressExpose
-		Port    int32
-	}{wls.Spec.Expose.Ingress, wls.Spec.Expose.Service.Port})
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8])
+// resizePollInterval is how often a sizer with resizes under way looks at its pods again: their progress is in pod
+// status, which the sizer's metadata-only pod watch does not see.
+const resizePollInterval = 5 * time.Second
+
+// resizeOutcome is what the pods' resize conditions say.
+type resizeOutcome struct {
+	// pending: some pod's resize is not done yet.
+	pending bool
+	// fallback, when set, says why the sizer gives up on resizing in place (a resize infeasible or past its
+	// deadline): the resources then go into the template.
+	fallback string
+	// recheck is when a pending resize next needs a look (its deadline, or the poll interval).
+	recheck time.Duration
+}
+
+// resizeVerdict reads one pod's resize conditions at now.
+func resizeVerdict(pod *corev1.Pod, now time.Time, deferredTimeout, inProgressTimeout time.Duration) resizeOutcome {
+	var out resizeOutcome
+	for _, c := range pod.Status.Conditions {
+		var limit time.Duration
+		switch {
+		case c.Type == corev1.PodResizePending && c.Reason == corev1.PodReasonInfeasible:
+			return resizeOutcome{fallback: fmt.Sprintf("pod %s cannot be resized in place: %s", pod.Name, c.Message)}
+		case c.Type == corev1.PodResizePending:
+			limit = deferredTimeout
+		case c.Type == corev1.PodResizeInProgress:
+			limit = inProgressTimeout
+		default:
+			continue
+		}
+		age := now.Sub(c.LastTransitionTime.Time)
+		if age >= limit {
+			return resizeOutcome{fallback: fmt.Sprintf("the in-place resize of pod %s is %s for %s, past its %s deadline",
+				pod.Name, conditionState(c), age.Round(time.Second), limit)}
+		}
+		out.pending = true
+		out.recheck = min(resizePollInterval, limit-age)
+	}
+	return out
+}
+
+func conditionState(c corev1.PodCondition) string {
+	if c.Type == corev1.PodResizeInProgress {
+		return "in progress"
+	}
+	if c.Reason != "" {
+		return c.Reason
+	}
+	return "pending"
+}
+
+// resizeUnderWay reports whether the kubelet still runs a container with other resources than its spec asks (it
+// reports what it allocated in status.containerStatuses[].resources), before any resize condition shows.
+func resizeUnderWay(pod *corev1.Pod) bool {
+	for _, st := range pod.Status.ContainerStatuses {
+		if st.Resources == nil {
+			continue
+		}
+		for _, c := range pod.Spec.Containers {
+			if c.Name == st.Name && (!quantitiesEqual(c.Resources.Requests, st.Resources.Requests) ||
+				!quantitiesEqual(c.Resources.Limits, st.Resources.Limits)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func quantitiesEqual(a, b corev1.ResourceList) bool {
+	return listEqual(a, b) && listEqual(b, a)
+}
+
+// combine folds the outcome of another pod into o.
+func (o resizeOutcome) combine(other resizeOutcome) resizeOutcome {
+	if o.fallback == "" {
+		o.fallback = other.fallback
+	}
+	o.pending = o.pending || other.pending
+	if other.recheck > 0 && (o.recheck == 0 || other.recheck < o.recheck) {
+		o.recheck = other.recheck
+	}
+	return o
+}
+
+// resizeSupport remembers whether the apiserver serves the pods' resize subresource (Kubernetes 1.33 and later).
+type resizeSupport struct {
+	once      sync.Once
+	supported bool
+	err       error
+}
+
+// check asks the apiserver's discovery once; a failure to ask is retried on the next call.
+func (s *resizeSupport) check(d discovery.DiscoveryInterface) (bool, error) {
+	if d == nil {
+		return true, nil
+	}
+	s.once.Do(func() {
+		list, err := d.ServerResourcesForGroupVersion("v1")
+		if err != nil {
+			s.err = err
+			return
+		}
+		for _, r := range list.APIResources {
+			if r.Name == "pods/resize" {
+				s.supported = true
+			}
+		}
+	})
+	if s.err != nil {
+		err := s.err
+		s.once, s.err = sync.Once{}, nil
+		return false, fmt.Errorf("asking the apiserver whether pods can be resized in place: %w", err)
+	}
+	return s.supported, nil
 }
 
 // resizePods resizes the target's running pods in place, through the pods' resize subresource, to the applied
-// resources. It reports whether resizes are still under way, and whether one is infeasible (the apiserver refuses
-// it, or the kubelet reports it cannot be done), in which case the caller falls back to a rolling update.
+// resources, and reads how their resizes are going.
 func (r *Reconciler) resizePods(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, t *target,
-	applied []sizerv1alpha1.AppliedResources) (pending, infeasible bool, err error) {
+	applied []sizerv1alpha1.AppliedResources) (resizeOutcome, error) {
+	supported, err := r.resize.check(r.Discovery)
+	if err != nil {
+		return resizeOutcome{}, err
+	}
+	if !supported {
+		return resizeOutcome{fallback: "this cluster does not resize pods in place (no pods/resize subresource before " +
+			"Kubernetes 1.33)"}, nil
+	}
 	sel, err := metav1.LabelSelectorAsSelector(t.selector)
 	if err != nil {
-		return false, false, err
+		return resizeOutcome{}, err
 	}
 	var pods corev1.PodList
 	if err := r.APIReader.List(ctx, &pods, client.InNamespace(wls.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return false, false, fmt.Errorf("listing pods to resize: %w", err)
+		return resizeOutcome{}, fmt.Errorf("listing pods to resize: %w", err)
 	}
+	deferred, inProgress := r.ResizeDeferredTimeout, r.ResizeInProgressTimeout
+	if deferred == 0 {
+		deferred = DefaultResizeDeferredTimeout
+	}
+	if inProgress == 0 {
+		inProgress = DefaultResizeInProgressTimeout
+	}
+	now := time.Now()
+	var out resizeOutcome
 	for i := range pods.Items {
 		pod := &pods.Items[i]
 		if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		for _, c := range pod.Status.Conditions {
-			switch {
-			case c.Type == corev1.PodResizePending && c.Reason == corev1.PodReasonInfeasible:
-				infeasible = true
-			case c.Type == corev1.PodResizePending || c.Type == corev1.PodResizeInProgress:
-				pending = true
-			}
+		out = out.combine(resizeVerdict(pod, now, deferred, inProgress))
+		if resizeUnderWay(pod) {
+			out = out.combine(resizeOutcome{pending: true, recheck: resizePollInterval})
 		}
-		changed := false
-		for ci := range pod.Spec.Containers {
-			c := &pod.Spec.Containers[ci]
-			for _, a := range applied {
-				if a.ContainerName != c.Name || resourcesEqual(*c, a) {
-					continue
-				}
-				if c.Resources.Requests == nil {
-					c.Resources.Requests = corev1.ResourceList{}
-				}
-				for k, v := range a.Requests {
-					c.Resources.Requests[k] = v
-				}
-				if a.Limits != nil {
-					if c.Resources.Limits == nil {
-						c.Resources.Limits = corev1.ResourceList{}
-					}
-					for k, v := range a.Limits {
-						c.Resources.Limits[k] = v
-					}
-				}
-				changed = true
-			}
-		}
-		if !changed {
+		if !resizeTo(pod, applied) {
 			continue
 		}
-		pending = true
+		out = out.combine(resizeOutcome{pending: true, recheck: resizePollInterval})
 		if err := r.SubResource("resize").Update(ctx, pod); err != nil {
 			if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
-				infeasible = true // e.g. a QoS class change, or a resource that cannot change in place
+				// e.g. a QoS class change, or a resource that cannot change in place
+				out = out.combine(resizeOutcome{fallback: fmt.Sprintf("the apiserver refuses to resize pod %s in place: %s",
+					pod.Name, apierrors.ReasonForError(err))})
 				continue
 			}
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				continue // the pod changed or went; the next pass sees it
 			}
-			return pending, infeasible, fmt.Errorf("resizing pod %s: %w", pod.Name, err)
+			return out, fmt.Errorf("resizing pod %s: %w", pod.Name, err)
 		}
 	}
-	return pending, infeasible, nil
+	return out, nil
+}
+
+// resizeTo sets the applied resources in pod's spec and reports whether anything changed.
+func resizeTo(pod *corev1.Pod, applied []sizerv1alpha1.AppliedResources) bool {
+	changed := false
+	for ci := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[ci]
+		for _, a := range applied {
+			if a.ContainerName != c.Name || resourcesEqual(*c, a) {
+				continue
+			}
+			if c.Resources.Requests == nil {
+				c.Resources.Requests = corev1.ResourceList{}
+			}
+			for k, v := range a.Requests {
+				c.Resources.Requests[k] = v
+			}
+			if a.Limits != nil {
+				if c.Resources.Limits == nil {
+					c.Resources.Limits = corev1.ResourceList{}
+				}
+				for k, v := range a.Limits {
+					c.Resources.Limits[k] = v
+				}
+			}
+			changed = true
+		}
+	}
+	return changed
 }

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -84,6 +85,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder(ControllerName + "-controller")
+	}
+	if r.Discovery == nil {
+		d, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+		if err != nil {
+			return fmt.Errorf("a discovery client: %w", err)
+		}
+		r.Discovery = d
 	}
 	r.pacer = statuspace.New(statusInterval)
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &sizerv1alpha1.WorkloadSizer{}, targetIndex,
