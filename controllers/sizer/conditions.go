@@ -48,6 +48,9 @@ const (
 	ReasonBudgetOverlap = "BudgetOverlap"
 	// ReasonAnotherSizer: an older WorkloadSizer sizes the same workload.
 	ReasonAnotherSizer = "AnotherSizer"
+	// ReasonTakenBack: under forceOwnership, another writer took the sizer's fields back again and again; the sizer
+	// stopped forcing them.
+	ReasonTakenBack = "FieldsTakenBack"
 	// ReasonAutoscaler: a HorizontalPodAutoscaler scales the workload while spec.size is set.
 	ReasonAutoscaler = "AutoscalerOnTarget"
 )

@@ -324,3 +324,34 @@ func TestReadyReflectsAWorkloadThatCannotCreatePods(t *testing.T) {
 	s.g.Eventually(s.condition("quota", sizer.ConditionReady), timeout, poll).Should(Equal("False/" + sizer.ReasonReplicaFailure))
 	s.g.Expect(conditionMessage(s.get("quota"), sizer.ConditionReady)).To(ContainSubstring("exceeded quota"))
 }
+
+// Under forceOwnership, a writer that keeps taking the fields back (a GitOps tool syncing with force) is not
+// fought forever: after three take-backs the sizer stops forcing and names it.
+func TestATakeBackLoopIsStoppedAndReported(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	gitopsApply := func() {
+		d := &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+			ObjectMeta: metav1.ObjectMeta{Name: "synced", Namespace: s.ns},
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "synced"}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "synced"}},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "x"}}}}}}
+		s.g.Expect(env.Client.Patch(s.ctx, d, client.Apply, client.FieldOwner("gitops"), client.ForceOwnership)).To(Succeed())
+	}
+	replicas := func() int32 { return *s.getDeployment("synced").Spec.Replicas }
+	gitopsApply()
+	s.sizer("synced", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("synced"), Size: ptr.To[int32](4), ForceOwnership: true})
+	s.g.Eventually(replicas, timeout, poll).Should(Equal(int32(4)))
+	for range 3 {
+		gitopsApply()
+		s.g.Eventually(replicas, timeout, poll).Should(Equal(int32(4)), "the sizer takes the field back")
+	}
+	gitopsApply()
+	s.g.Eventually(s.condition("synced", sizer.ConditionConflict), timeout, poll).Should(Equal("True/" + sizer.ReasonTakenBack))
+	s.g.Expect(conditionMessage(s.get("synced"), sizer.ConditionConflict)).To(ContainSubstring(`"gitops"`))
+	s.g.Consistently(replicas, time.Second, poll).Should(Equal(int32(2)), "the sizer stopped forcing")
+
+	// A new spec is a new request: the sizer forces it again.
+	s.update("synced", func(w *sizerv1alpha1.WorkloadSizer) { w.Spec.Size = ptr.To[int32](5) })
+	s.g.Eventually(replicas, timeout, poll).Should(Equal(int32(5)))
+}

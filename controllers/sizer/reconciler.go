@@ -60,6 +60,8 @@ type Reconciler struct {
 	// applied is, per sizer, the fields of its last apply to its target in this process: the cache may not show
 	// them yet, and a field the sizer owns must be handed over, not dropped, when it stops applying it.
 	applied map[string]fieldSet
+	// fights are, per sizer, its forced writes that had to take fields back (see fight.go).
+	fights map[string]fightLog
 }
 
 // RBAC of the workload-sizer (make manifests turns these into its ClusterRole).
@@ -289,8 +291,15 @@ func (r *Reconciler) size(ctx context.Context, p *pass, t *target) error {
 	}
 	if err := r.writeTarget(ctx, wls, t, w); err != nil {
 		if msg := conflictMessage(err); msg != "" {
-			p.conflicts = append(p.conflicts, conflict{reason: ReasonConflict, message: msg +
-				"; the sizer leaves these fields alone (set spec.forceOwnership to take them over)"})
+			var fight fightError
+			if errors.As(err, &fight) {
+				p.conflicts = append(p.conflicts, conflict{reason: ReasonTakenBack, message: fmt.Sprintf(
+					"%s; these fields were taken back %d times within %s after the sizer forced them: it stopped "+
+						"forcing until its spec changes (make one of the two writers let go)", msg, fightLimit, fightWindow)})
+			} else {
+				p.conflicts = append(p.conflicts, conflict{reason: ReasonConflict, message: msg +
+					"; the sizer leaves these fields alone (set spec.forceOwnership to take them over)"})
+			}
 			setCondition(st, g, ConditionSized, false, ReasonConflict, "fields the sizer would write are owned by "+
 				"another manager: see the Conflict condition")
 			return nil // a conflict is a state to report, not an error to retry
@@ -397,4 +406,5 @@ func (r *Reconciler) forget(key string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.applied, key)
+	delete(r.fights, key)
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -210,11 +211,19 @@ func (r *Reconciler) writeTarget(ctx context.Context, wls *sizerv1alpha1.Workloa
 		return nil
 	}
 	opts := []client.ApplyOption{client.FieldOwner(w.owner)}
+	stoppedForcing := false
 	if w.force {
-		opts = append(opts, client.ForceOwnership)
+		if r.beforeForcedWrite(key, wls.Generation, time.Now()) {
+			opts = append(opts, client.ForceOwnership)
+		} else {
+			stoppedForcing = true
+		}
 	}
 	ref := wls.Target()
 	if err := r.Apply(ctx, w.ac, opts...); err != nil {
+		if stoppedForcing {
+			err = fightError{err}
+		}
 		return fmt.Errorf("applying to %s %s: %w", ref.Kind, ref.Name, err)
 	}
 	r.rememberApplied(key, applying)
