@@ -18,14 +18,13 @@ import (
 )
 
 // oneStep creates a pipeline of one unpinned step on the user's claim.
-func (s *scenario) oneStep(name string, step inferencev1alpha1.Step) *inferencev1alpha1.Pipeline {
+func (s *scenario) oneStep(name string, step inferencev1alpha1.Step) {
 	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
 		Spec: inferencev1alpha1.PipelineSpec{
 			ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StoragePVC, ClaimName: "models"},
 			Steps:        []inferencev1alpha1.Step{step},
 		}}
 	s.g.Expect(env.Client.Create(s.ctx, p)).To(Succeed())
-	return p
 }
 
 func (s *scenario) deployment(name string) *appsv1.Deployment {

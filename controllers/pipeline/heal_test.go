@@ -65,8 +65,6 @@ func TestDriftIsCorrected(t *testing.T) {
 	s.g.Consistently(c.Writes.Load, 2*time.Second, poll).Should(Equal(writes), "writes after the drift was corrected")
 }
 
-
-
 // A pipeline deleted before the cache has seen its volume still deletes the volume before it lets the pipeline go:
 // "is it gone" is asked of the API. The reconciler here reads through a cache that has seen nothing.
 func TestDeletionDoesNotTrustALaggingCache(t *testing.T) {
