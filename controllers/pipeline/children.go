@@ -201,6 +201,16 @@ func (r *Reconciler) deleteRemovedSteps(ctx context.Context, p *inferencev1alpha
 	return errs
 }
 
+// nameTaken reports whether a child's name is taken by an object that is not the pipeline's.
+func nameTaken(failures map[string]failure) bool {
+	for _, f := range failures {
+		if f.reason == ReasonNameTaken {
+			return true
+		}
+	}
+	return false
+}
+
 // kindOf names an object's kind for messages.
 func kindOf(obj client.Object) string {
 	switch obj.(type) {

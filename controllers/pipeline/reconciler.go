@@ -62,6 +62,10 @@ func (r *Reconciler) reader() client.Reader {
 // sees that claim, since the cache holds only the controller's own objects.
 const claimPoll = 5 * time.Second
 
+// nameTakenPoll is how often a pipeline whose child name is taken by an object of someone else's looks again: that
+// object carries no label of ours, so no watch sees it go.
+const nameTakenPoll = 30 * time.Second
+
 // RBAC of the pipeline-controller (make manifests turns these into its ClusterRole).
 // +kubebuilder:rbac:groups=inference.keelson.dev,resources=pipelines,verbs=get;list;watch;update
 // +kubebuilder:rbac:groups=inference.keelson.dev,resources=pipelines/status,verbs=update
@@ -116,6 +120,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if p.Spec.ModelStorage.Type == inferencev1alpha1.StoragePVC && (o.pvc == nil || o.pvc.Status.Phase != corev1.ClaimBound) {
 		return ctrl.Result{RequeueAfter: claimPoll}, nil
+	}
+	if nameTaken(o.failures) {
+		return ctrl.Result{RequeueAfter: nameTakenPoll}, nil
 	}
 	return ctrl.Result{}, nil
 }
