@@ -62,8 +62,13 @@ func EffectiveTemplate(ds *daemonsetv1alpha1.DaemonSet) *corev1.PodTemplateSpec 
 	return t
 }
 
-// hasHostPort reports whether any container of spec binds a host port; such a template never surges.
-func hasHostPort(spec *corev1.PodSpec) bool {
+// usesHostPorts reports whether the pods of spec bind ports on their node: a container with a host port, or any
+// container of a host-network pod (whose container ports are host ports). Such a template never surges: the surge
+// pod could not bind the ports the old pod holds.
+func usesHostPorts(spec *corev1.PodSpec) bool {
+	if spec.HostNetwork {
+		return true
+	}
 	for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
 		for _, c := range cs {
 			for _, p := range c.Ports {

@@ -132,8 +132,8 @@ func eventSubject(ds *daemonsetv1alpha1.DaemonSet) *daemonsetv1alpha1.DaemonSet 
 
 // deletedKinds names the kinds of pods deleted, for an event: "outdated", "failed and misscheduled".
 func deletedKinds(reasons []string) string {
-	words := map[string]string{deleteUpdate: "outdated", deleteFailed: "failed", deleteMisscheduled: "misscheduled",
-		deleteDuplicate: "duplicate"}
+	words := map[string]string{deleteUpdate: "outdated", deleteFailed: "failed", deleteSucceeded: "succeeded",
+		deleteMisscheduled: "misscheduled", deleteDuplicate: "duplicate"}
 	named := make([]string, 0, len(reasons))
 	for _, r := range reasons {
 		if w, ok := words[r]; ok {

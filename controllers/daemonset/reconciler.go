@@ -1,6 +1,7 @@
 // Package daemonset is the controller behind Keelson's DaemonSet: one pod per eligible node, rolled out node by
-// node. Reconcile reads the DaemonSet, the nodes and its pods from the cache, asks the pure planner (rollout.go) what
-// to create and delete, does it in slow-start batches guarded by expectations, and writes the status once.
+// node. Reconcile asks the expectations whether the cache has seen its last writes, then reads the DaemonSet, the
+// nodes and its pods from the cache, asks the pure planner (rollout.go) what to create and delete, does it in
+// slow-start batches guarded by expectations, and writes the status once.
 package daemonset
 
 import (
@@ -17,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -44,16 +46,22 @@ type Reconciler struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
+	// APIReader reads pods live, past the cache, on a DaemonSet's first pass in this process (see seedExpectations)
+	// and before adopting a pod; SetupWithManager sets the manager's.
+	APIReader client.Reader
+
 	initOnce     sync.Once
 	expectations *expectations.Expectations
 	backoff      *failureBackoff
 	pacer        *statuspace.Pacer
+	seeded       *seenSet
+	written      *writtenStatuses
 }
 
 // RBAC of the daemonset-controller (make manifests turns these into its ClusterRole).
 // +kubebuilder:rbac:groups=daemonset.keelson.dev,resources=daemonsets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=daemonset.keelson.dev,resources=daemonsets/status,verbs=update
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=daemonset.keelson.dev,resources=daemonsets/status,verbs=update;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;patch;delete
 
@@ -62,6 +70,8 @@ func (r *Reconciler) init() {
 		r.expectations = expectations.New()
 		r.backoff = newFailureBackoff(failedPodBackoffInitial, failedPodBackoffMax)
 		r.pacer = statuspace.New(statusInterval)
+		r.seeded = newSeenSet()
+		r.written = newWrittenStatuses()
 		if r.Now == nil {
 			r.Now = time.Now
 		}
@@ -76,33 +86,51 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.expectations.Forget(req.String())
 			r.pacer.Forget(req.String())
+			r.seeded.forget(req.String())
+			r.written.forget(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if ds.DeletionTimestamp != nil {
 		r.expectations.Forget(req.String())
 		r.backoff.forget(string(ds.UID) + "/")
+		r.seeded.forget(req.String())
+		r.written.forget(req.String())
 		return ctrl.Result{}, nil // the garbage collector removes the pods and revisions it owns
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("daemonset", klog.KObj(ds)))
 
 	result, status, err := r.reconcile(ctx, ds)
-	if status != nil && !equality.Semantic.DeepEqual(ds.Status, *status) {
+	// A status equal to the cached one, or to the one this process wrote last (the cache may not have seen that
+	// write yet), is not written again.
+	if status != nil && !equality.Semantic.DeepEqual(ds.Status, *status) && !r.written.same(req.String(), ds.UID, *status) {
 		now := r.Now()
 		if wait := r.pacer.Wait(req.String(), now); wait > 0 && !statusUrgent(ds.Status, *status) {
 			// Only counters moved, and the last write was moments ago: write with a later pass.
-			if result.RequeueAfter == 0 || wait < result.RequeueAfter {
-				result.RequeueAfter = wait
-			}
+			result.RequeueAfter = sooner(result.RequeueAfter, wait)
 			return result, err
 		}
-		if serr := r.writeStatus(ctx, ds, *status); serr != nil {
+		conflict, serr := r.writeStatus(ctx, ds, *status)
+		switch {
+		case serr != nil:
 			err = errors.Join(err, serr)
-		} else {
+		case conflict:
+			// Someone else moved the object; not an error worth a backoff: look again in a moment.
+			result.RequeueAfter = sooner(result.RequeueAfter, statusConflictRequeue)
+		default:
 			r.pacer.Wrote(req.String(), now)
+			r.written.wrote(req.String(), ds.UID, *status)
 		}
 	}
 	return result, err
+}
+
+// sooner is the earlier of two requeue delays, where 0 means none.
+func sooner(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // reconcile does the work and returns the status to write (nil when it could not be computed).
@@ -110,14 +138,27 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 	key := client.ObjectKeyFromObject(ds).String()
 	now := r.Now()
 
+	// The expectations are asked before the cache is read: a creation or deletion observed between the read and
+	// the question would otherwise make a stale list look trustworthy (a second pod on a node, an old pod
+	// deleted twice). A pass that is not satisfied plans nothing; it only reports status.
+	if err := r.seedExpectations(ctx, ds, key); err != nil {
+		return ctrl.Result{}, nil, err
+	}
+	satisfied := r.expectations.Satisfied(key)
+
 	var nodes corev1.NodeList
 	if err := r.List(ctx, &nodes); err != nil {
 		return ctrl.Result{}, nil, fmt.Errorf("listing nodes: %w", err)
 	}
-	pods, terminating, err := r.ownedPods(ctx, ds)
+	owned, err := r.ownedPods(ctx, ds)
 	if err != nil {
 		return ctrl.Result{}, nil, err
 	}
+	owned, retryAdoption, err := r.adoptAndRelease(ctx, ds, owned)
+	if err != nil {
+		return ctrl.Result{}, nil, err
+	}
+	pods, terminating := splitPods(owned)
 	var revList appsv1.ControllerRevisionList
 	if err := r.List(ctx, &revList, client.InNamespace(ds.Namespace), client.MatchingFields{ownerIndex: string(ds.UID)}); err != nil {
 		return ctrl.Result{}, nil, fmt.Errorf("listing revisions: %w", err)
@@ -128,7 +169,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 	if err != nil {
 		return ctrl.Result{}, nil, err
 	}
-	views, err := buildViews(ds, template, nodes.Items, pods, terminating, r.backoffFor(ds, now))
+	views, err := buildViews(ds, template, nodes.Items, pods, terminating, r.backoffFor(ds, history.updateHash, now))
 	if err != nil {
 		return ctrl.Result{}, nil, err
 	}
@@ -136,13 +177,13 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 
 	var result ctrl.Result
 	var actErr error
-	if r.expectations.Satisfied(key) {
+	if satisfied {
 		p := planNodes(views, s, history.updateHash, history.currentHash, now)
 		progressing := len(p.creates)+len(p.deletes) > 0
 		log.FromContext(ctx).V(1).Info("Planned", "nodes", len(nodes.Items), "pods", len(pods),
 			"creates", len(p.creates), "deletes", len(p.deletes), "requeueAfter", p.requeueAfter)
 		for _, node := range p.failedNodes {
-			r.backoff.failed(backoffKey(ds, node), now)
+			r.backoff.failed(backoffKey(ds, history.updateHash, node), now)
 		}
 		actErr = r.execute(ctx, ds, key, p, history.templates)
 		result.RequeueAfter = p.requeueAfter
@@ -150,40 +191,59 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 			actErr = r.pruneRevisions(ctx, ds, revList.Items, pods, history)
 		}
 	}
-	status := computeStatus(ds.Status, views, statusInput{
+	if retryAdoption {
+		result.RequeueAfter = sooner(result.RequeueAfter, statusConflictRequeue)
+	}
+	status := computeStatus(r.written.current(key, ds.UID, ds.Status), views, statusInput{
 		generation: ds.Generation, updateHash: history.updateHash, currentHash: history.currentHash,
 		collisionCount: history.collisionCount, strategy: s, now: now,
 	})
 	return result, &status, actErr
 }
 
-// ownedPods lists the DaemonSet's pods from the cache: the live ones, and per node how many are being deleted.
-func (r *Reconciler) ownedPods(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet) ([]*corev1.Pod, map[string]int, error) {
+// ownedPods lists the pods the DaemonSet controls from the cache, those being deleted included.
+func (r *Reconciler) ownedPods(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet) ([]*corev1.Pod, error) {
 	var list corev1.PodList
 	if err := r.List(ctx, &list, client.InNamespace(ds.Namespace), client.MatchingFields{ownerIndex: string(ds.UID)}); err != nil {
-		return nil, nil, fmt.Errorf("listing pods: %w", err)
+		return nil, fmt.Errorf("listing pods: %w", err)
 	}
-	var pods []*corev1.Pod
-	terminating := map[string]int{}
+	pods := make([]*corev1.Pod, 0, len(list.Items))
 	for i := range list.Items {
-		pod := &list.Items[i]
-		if pod.DeletionTimestamp != nil {
-			terminating[podNode(pod)]++
-			continue
-		}
-		pods = append(pods, pod)
+		pods = append(pods, &list.Items[i])
 	}
-	return pods, terminating, nil
+	return pods, nil
 }
 
-// backoffKey names a node's failed-pod backoff for one DaemonSet.
-func backoffKey(ds *daemonsetv1alpha1.DaemonSet, node string) string {
-	return string(ds.UID) + "/" + node
+// splitPods separates the pods the planner sees from those being deleted, which it counts per node (no new pod goes
+// to a node while its old pod still runs). A terminal pod (Failed or Succeeded) whose deletion was requested counts
+// as gone: its containers have stopped, and a finalizer holding it must not keep its node without a pod forever.
+func splitPods(owned []*corev1.Pod) (pods []*corev1.Pod, terminating map[string]int) {
+	terminating = map[string]int{}
+	for _, pod := range owned {
+		switch {
+		case pod.DeletionTimestamp == nil:
+			pods = append(pods, pod)
+		case !isTerminal(pod):
+			terminating[podNode(pod)]++
+		}
+	}
+	return pods, terminating
 }
 
-// backoffFor returns how long failed pods of ds on a node must still wait.
-func (r *Reconciler) backoffFor(ds *daemonsetv1alpha1.DaemonSet, now time.Time) func(node string) time.Duration {
-	return func(node string) time.Duration { return r.backoff.remaining(backoffKey(ds, node), now) }
+// isTerminal reports whether the pod's containers have all stopped for good.
+func isTerminal(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
+}
+
+// backoffKey names a node's failed-pod backoff for one DaemonSet and template revision: a new template starts
+// without the backoff the old one earned (a fixed template must not wait out the broken one's 15 minutes).
+func backoffKey(ds *daemonsetv1alpha1.DaemonSet, updateHash, node string) string {
+	return string(ds.UID) + "/" + updateHash + "/" + node
+}
+
+// backoffFor returns how long failed pods of ds on a node must still wait under the template revision updateHash.
+func (r *Reconciler) backoffFor(ds *daemonsetv1alpha1.DaemonSet, updateHash string, now time.Time) func(node string) time.Duration {
+	return func(node string) time.Duration { return r.backoff.remaining(backoffKey(ds, updateHash, node), now) }
 }
 
 // buildViews turns nodes and pods into the planner's view: eligibility per node and the pods on each, sorted by
@@ -243,20 +303,23 @@ func strategyFor(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSp
 			partition: int(ptr.Deref(ru.Partition, 0)), paused: ru.Paused}
 	}
 	onDelete := ds.Spec.UpdateStrategy.Type == daemonsetv1alpha1.OnDeleteStrategyType
-	return resolveStrategy(knobs, onDelete, hasHostPort(&template.Spec), ds.Spec.MinReadySeconds, desired)
+	return resolveStrategy(knobs, onDelete, usesHostPorts(&template.Spec), ds.Spec.MinReadySeconds, desired)
 }
 
-// writeStatus writes status to the status subresource (Reconcile calls it only when the status differs, so a
-// steady state writes nothing). It replaces the whole status (a merge patch would leave out counters that are 0 on
-// both sides, which the schema requires), guarded by the resourceVersion read: a conflict means a newer object,
-// and a requeue.
-func (r *Reconciler) writeStatus(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, status daemonsetv1alpha1.DaemonSetStatus) error {
-	ds.Status = status
-	if err := r.Status().Update(ctx, ds); err != nil {
-		if apierrors.IsConflict(err) {
-			return err // retried with backoff; not worth a loud log of its own
-		}
-		return fmt.Errorf("writing status: %w", err)
+// writeStatus writes status to the status subresource with a merge patch that states the whole status (see
+// statusPatch) and carries no resourceVersion: it cannot conflict with this controller's own last write, which the
+// cache may not have seen yet. It reports a conflict (possible only if the apiserver runs out of its own retries)
+// apart from errors, for a short requeue.
+func (r *Reconciler) writeStatus(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, status daemonsetv1alpha1.DaemonSetStatus) (conflict bool, err error) {
+	body, err := statusPatch(status)
+	if err != nil {
+		return false, err
 	}
-	return nil
+	if err := r.Status().Patch(ctx, ds, client.RawPatch(types.MergePatchType, body)); err != nil {
+		if apierrors.IsConflict(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("writing status: %w", err)
+	}
+	return false, nil
 }

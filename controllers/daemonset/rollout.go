@@ -51,6 +51,7 @@ type podDelete struct {
 const (
 	deleteMisscheduled = "Misscheduled"
 	deleteFailed       = "Failed"
+	deleteSucceeded    = "Succeeded"
 	deleteDuplicate    = "Duplicate"
 	deleteUpdate       = "Update"
 )
@@ -59,7 +60,7 @@ const (
 type plan struct {
 	creates []podCreate
 	deletes []podDelete
-	// failedNodes are nodes whose failed pods are deleted now: their backoff grows.
+	// failedNodes are nodes whose failed (or succeeded) pods are deleted now: their backoff grows.
 	failedNodes []string
 	// requeueAfter is when time-based work is next due (backoff ends, a pod becomes available); 0 for never.
 	requeueAfter time.Duration
@@ -175,18 +176,24 @@ func planNodes(nodes []nodeView, s strategy, updateHash, currentHash string, now
 		var live []*corev1.Pod
 		waitingFailed := false
 		for _, pod := range n.pods {
-			if pod.Status.Phase != corev1.PodFailed {
+			if !isTerminal(pod) {
 				live = append(live, pod)
 				continue
 			}
+			// A Succeeded daemon pod is as finished as a Failed one (restartPolicy Always never lets it get
+			// there by itself: an eviction or a node shutdown did): both are replaced, after the same backoff.
 			if n.backoff > 0 {
-				// Keep the failed pod until its backoff ends, so the node gets no new pod yet and the
+				// Keep the terminal pod until its backoff ends, so the node gets no new pod yet and the
 				// controller does not create and delete pods in a hot loop.
 				waitingFailed = true
 				p.requeue(n.backoff)
 				continue
 			}
-			p.deletes = append(p.deletes, podDelete{pod, deleteFailed})
+			reason := deleteFailed
+			if pod.Status.Phase == corev1.PodSucceeded {
+				reason = deleteSucceeded
+			}
+			p.deletes = append(p.deletes, podDelete{pod, reason})
 			p.failedNodes = append(p.failedNodes, n.name)
 		}
 		if len(live) == 0 {
@@ -204,6 +211,8 @@ func planNodes(nodes []nodeView, s strategy, updateHash, currentHash string, now
 	}
 
 	if s.onDelete || s.paused {
+		// No rollout step, but a pod turning available later must still be counted then (numberAvailable).
+		requeueForAvailability(nodes, s, now, &p)
 		return p
 	}
 	if s.maxSurge > 0 {
@@ -260,6 +269,17 @@ func dedupe(live []*corev1.Pod, updateHash string, s strategy, p *plan) []*corev
 		p.deletes = append(p.deletes, podDelete{pod, deleteDuplicate})
 	}
 	return keep
+}
+
+// requeueForAvailability asks for a pass when the next pod that is ready, but not yet for minReadySeconds, becomes
+// available: no event marks that moment.
+func requeueForAvailability(nodes []nodeView, s strategy, now time.Time, p *plan) {
+	for _, n := range nodes {
+		for _, pod := range n.pods {
+			_, wait := availability(pod, s.minReadySeconds, now)
+			p.requeue(wait)
+		}
+	}
 }
 
 // countUnavailable counts the nodes that should run the pod, are up, and have no available pod; nodes that are

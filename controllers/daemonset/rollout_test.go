@@ -106,6 +106,22 @@ func TestPlanNodes(t *testing.T) {
 			s:       rolling(1, 0),
 			requeue: 8 * time.Second,
 		},
+		"succeeded pod is deleted like a failed one; the replacement waits for the next pass": {
+			nodes:  []nodeView{view("a", func() *corev1.Pod { p := testPod("pa", newRev, failed); p.Status.Phase = corev1.PodSucceeded; return p }())},
+			s:      rolling(1, 0),
+			want:   []string{"delete pa (Succeeded)"},
+			failed: []string{"a"},
+		},
+		"OnDelete: a pod ready but not yet for minReadySeconds brings a pass when it becomes available": {
+			nodes:   []nodeView{view("a", readyFor(testPod("pa", newRev, available), 3*time.Second))},
+			s:       strategy{onDelete: true, maxUnavailable: 1, minReadySeconds: 10},
+			requeue: 7 * time.Second,
+		},
+		"paused: a pod ready but not yet for minReadySeconds brings a pass when it becomes available": {
+			nodes:   []nodeView{view("a", readyFor(testPod("pa", newRev, available), 3*time.Second)), view("b", testPod("pb", oldRev, available))},
+			s:       strategy{paused: true, maxUnavailable: 1, minReadySeconds: 10},
+			requeue: 7 * time.Second,
+		},
 		"no new pod while the old one terminates": {
 			nodes: []nodeView{func() nodeView { v := view("a"); v.terminating = 1; return v }()},
 			s:     rolling(1, 0),
@@ -206,6 +222,12 @@ func TestPlanNodes(t *testing.T) {
 	}
 }
 
+// readyFor makes p ready since d before now.
+func readyFor(p *corev1.Pod, d time.Duration) *corev1.Pod {
+	p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-d))
+	return p
+}
+
 func TestAvailabilityWaitsForMinReadySeconds(t *testing.T) {
 	p := testPod("p", newRev, available)
 	p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-4 * time.Second))
@@ -240,6 +262,22 @@ func TestResolveStrategy(t *testing.T) {
 	} {
 		if got := resolveStrategy(tc.knobs, tc.onDelete, tc.hostPort, 0, tc.desired); got != tc.want {
 			t.Errorf("%s: got %+v, want %+v", name, got, tc.want)
+		}
+	}
+}
+
+// The controller never surges a template whose pods bind ports on their node, also when the webhook is down.
+func TestUsesHostPorts(t *testing.T) {
+	for name, tc := range map[string]struct {
+		spec corev1.PodSpec
+		want bool
+	}{
+		"no ports":     {corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}, false},
+		"host port":    {corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Ports: []corev1.ContainerPort{{ContainerPort: 80, HostPort: 80}}}}}, true},
+		"host network": {corev1.PodSpec{HostNetwork: true, Containers: []corev1.Container{{Name: "c", Ports: []corev1.ContainerPort{{ContainerPort: 9100}}}}}, true},
+	} {
+		if got := usesHostPorts(&tc.spec); got != tc.want {
+			t.Errorf("%s: usesHostPorts = %v, want %v", name, got, tc.want)
 		}
 	}
 }

@@ -29,6 +29,10 @@ const ControllerName = "daemonset"
 // ownerIndex indexes pods and revisions by the UID of the Keelson DaemonSet that controls them.
 const ownerIndex = "daemonset.keelson.dev/owner-uid"
 
+// orphanIndex indexes pods that carry the DaemonSet name label and have no controller, by that name: the orphans a
+// DaemonSet may adopt, found without scanning its namespace's pods on every pass.
+const orphanIndex = "daemonset.keelson.dev/orphan-of"
+
 // CacheOptions narrows the manager's cache to what this controller needs: only pods and revisions that carry the
 // DaemonSet name label (never the cluster's other pods), and nodes without their image lists and other bulk.
 func CacheOptions() cache.Options {
@@ -69,23 +73,39 @@ func controllerUID(obj client.Object) string {
 	return string(ref.UID)
 }
 
+// orphanOf returns the DaemonSet name an orphaned pod is labelled with, for orphanIndex.
+func orphanOf(obj client.Object) []string {
+	if name := obj.GetLabels()[NameLabel]; name != "" && metav1.GetControllerOf(obj) == nil {
+		return []string{name}
+	}
+	return nil
+}
+
+// ownerOf returns the UID of obj's controlling Keelson DaemonSet, for ownerIndex.
+func ownerOf(obj client.Object) []string {
+	if uid := controllerUID(obj); uid != "" {
+		return []string{uid}
+	}
+	return nil
+}
+
 // SetupWithManager registers the controller: it watches DaemonSets, the pods and revisions they own, and nodes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.init()
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder(ControllerName + "-controller")
 	}
-	indexer := func(obj client.Object) []string {
-		if uid := controllerUID(obj); uid != "" {
-			return []string{uid}
-		}
-		return nil
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	ctx := context.Background()
 	for _, obj := range []client.Object{&corev1.Pod{}, &appsv1.ControllerRevision{}} {
-		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, ownerIndex, indexer); err != nil {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, ownerIndex, ownerOf); err != nil {
 			return fmt.Errorf("indexing %T by owner: %w", obj, err)
 		}
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, orphanIndex, orphanOf); err != nil {
+		return fmt.Errorf("indexing orphaned pods: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -132,6 +152,7 @@ type podHandler struct{ r *Reconciler }
 
 var _ handler.TypedEventHandler[client.Object, reconcile.Request] = &podHandler{}
 
+// owner is the request of obj's controlling DaemonSet.
 func (h *podHandler) owner(obj client.Object) (reconcile.Request, bool) {
 	if controllerUID(obj) == "" {
 		return reconcile.Request{}, false
@@ -140,20 +161,38 @@ func (h *podHandler) owner(obj client.Object) (reconcile.Request, bool) {
 	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}}, true
 }
 
-// Create observes a creation.
+// claimant is the request of the DaemonSet an orphaned pod is labelled for: it may adopt the pod.
+func (h *podHandler) claimant(obj client.Object) (reconcile.Request, bool) {
+	names := orphanOf(obj)
+	if len(names) == 0 {
+		return reconcile.Request{}, false
+	}
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: names[0]}}, true
+}
+
+// Create observes a creation. Only a controlled pod counts for the expectations: they count the controller's own
+// creations. An orphan wakes the DaemonSet it is labelled for, which may adopt it.
 func (h *podHandler) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	if req, ok := h.owner(e.Object); ok {
 		h.r.expectations.CreationObserved(req.String())
 		q.Add(req)
+	} else if req, ok := h.claimant(e.Object); ok {
+		q.Add(req)
 	}
 }
 
-// Update enqueues the owner when the pod's status or labels change.
+// Update enqueues the owner when the pod's status or labels change; when the pod changed hands (adopted, released,
+// orphaned), the DaemonSets on both sides.
 func (h *podHandler) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	if req, ok := h.owner(e.ObjectNew); ok {
 		if e.ObjectNew.GetDeletionTimestamp() != nil && e.ObjectOld.GetDeletionTimestamp() == nil {
 			h.r.expectations.DeletionObserved(req.String(), e.ObjectNew.GetUID())
 		}
+		q.Add(req)
+	} else if req, ok := h.claimant(e.ObjectNew); ok {
+		q.Add(req)
+	}
+	if req, ok := h.owner(e.ObjectOld); ok && controllerUID(e.ObjectOld) != controllerUID(e.ObjectNew) {
 		q.Add(req)
 	}
 }

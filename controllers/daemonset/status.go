@@ -116,7 +116,9 @@ func computeStatus(old daemonsetv1alpha1.DaemonSetStatus, nodes []nodeView, in s
 		if len(n.pods) > 0 {
 			st.CurrentNumberScheduled++
 		}
-		ready, available, updated := false, false, false
+		// updatedAvailable, not available, says whether the node is done: with surge an old pod keeps the node
+		// available while the new one starts (or fails) beside it, and that must not look like a finished update.
+		ready, available, updated, updatedAvailable := false, false, false, false
 		problem := ""
 		for _, pod := range n.pods {
 			ready = ready || isReady(pod)
@@ -124,6 +126,7 @@ func computeStatus(old daemonsetv1alpha1.DaemonSetStatus, nodes []nodeView, in s
 			available = available || ok
 			if pod.Labels[RevisionLabel] == in.updateHash {
 				updated = true
+				updatedAvailable = updatedAvailable || ok
 				if !ok && problem == "" {
 					problem = podProblem(pod)
 				}
@@ -150,10 +153,11 @@ func computeStatus(old daemonsetv1alpha1.DaemonSetStatus, nodes []nodeView, in s
 		switch {
 		case !targets[n.name] && !updated:
 			heldBack++
-		case targets[n.name] && !updated:
+		case targets[n.name] && !updatedAvailable:
 			pendingTargets++
-		case targets[n.name] && !available && problem != "" && !n.down:
-			stuck[n.name] = problem
+			if updated && problem != "" && !n.down {
+				stuck[n.name] = problem
+			}
 		}
 	}
 	st.NumberUnavailable = st.DesiredNumberScheduled - st.NumberAvailable
@@ -230,7 +234,7 @@ func setReady(st *daemonsetv1alpha1.DaemonSetStatus, unavailable map[string]stri
 		}
 	case pendingTargets > 0:
 		c.Status, c.Reason = metav1.ConditionFalse, ReasonUpdatePending
-		c.Message = fmt.Sprintf("%d nodes still wait for the update revision", pendingTargets)
+		c.Message = fmt.Sprintf("%d nodes still wait for an available pod of the update revision", pendingTargets)
 	}
 	meta.SetStatusCondition(&st.Conditions, c)
 }

@@ -74,3 +74,38 @@ func TestListNodesIsStableAndBounded(t *testing.T) {
 		}
 	}
 }
+
+// With surge, a node whose new pod starts (or crash loops) beside an available old pod is available, but not done:
+// the rollout is neither complete nor Ready, and a broken new pod can make it stuck.
+func TestComputeStatusWithSurgeWaitsForTheUpdatedPod(t *testing.T) {
+	in := statusInput{generation: 2, updateHash: newRev, currentHash: oldRev, strategy: strategy{maxSurge: 1}, now: now}
+	nodes := []nodeView{
+		view("a", testPod("pa", oldRev, available), testPod("pa2", newRev, starting)),
+		view("b", testPod("pb", newRev, available)),
+	}
+	st := computeStatus(daemonsetv1alpha1.DaemonSetStatus{}, nodes, in)
+	if st.NumberAvailable != 2 || st.UpdatedNumberScheduled != 2 {
+		t.Fatalf("counts: %+v", st)
+	}
+	if c := meta.FindStatusCondition(st.Conditions, ConditionProgressing); c.Reason != ReasonRollingUpdate {
+		t.Errorf("Progressing = %s (%s), want %s while a's new pod is not available", c.Reason, c.Message, ReasonRollingUpdate)
+	}
+	if c := meta.FindStatusCondition(st.Conditions, ConditionReady); c.Status != "False" || c.Reason != ReasonUpdatePending {
+		t.Errorf("Ready = %s %s, want False %s", c.Status, c.Reason, ReasonUpdatePending)
+	}
+
+	crashing := testPod("pa2", newRev, starting)
+	crashing.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}}
+	nodes[0] = view("a", testPod("pa", oldRev, available), crashing)
+	st = computeStatus(st, nodes, in)
+	if c := meta.FindStatusCondition(st.Conditions, ConditionProgressing); c.Reason != ReasonRolloutStuck {
+		t.Errorf("Progressing = %s (%s), want %s: the surge budget is used up by a pod that will not start", c.Reason, c.Message, ReasonRolloutStuck)
+	}
+
+	nodes[0] = view("a", testPod("pa", oldRev, available), testPod("pa2", newRev, available))
+	st = computeStatus(st, nodes, in)
+	if c := meta.FindStatusCondition(st.Conditions, ConditionReady); c.Status != "True" {
+		t.Errorf("Ready = %s %s once every new pod is available, want True", c.Status, c.Reason)
+	}
+}

@@ -134,6 +134,11 @@ func validateStrategy(spec *daemonsetv1alpha1.DaemonSetSpec, p *field.Path) fiel
 			errs = append(errs, field.Forbidden(rp.Child("maxSurge"), fmt.Sprintf(
 				"must be 0 because %s binds a hostPort: a surge pod starts beside the old pod on the same node and "+
 					"cannot bind the port the old pod holds, so the rollout would wait forever; use maxUnavailable instead", port)))
+		} else if spec.Template.Spec.HostNetwork {
+			errs = append(errs, field.Forbidden(rp.Child("maxSurge"),
+				"must be 0 because spec.template.spec.hostNetwork is true: the pod's container ports are host ports, "+
+					"a surge pod starts beside the old pod on the same node and cannot bind the ports the old pod "+
+					"holds, so the rollout would wait forever; use maxUnavailable instead"))
 		}
 	}
 	if ru.Partition != nil && *ru.Partition < 0 {

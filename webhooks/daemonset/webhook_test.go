@@ -97,6 +97,12 @@ func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 			ru := rollingUpdate(ds)
 			ru.MaxSurge, ru.MaxUnavailable = ptr.To(intstr.FromInt32(1)), ptr.To(intstr.FromInt32(0))
 		}, "spec.updateStrategy.rollingUpdate.maxSurge: Forbidden: must be 0 because container \"c\" port 9100 binds a hostPort", ""},
+		"hostNetwork with surge": {func(ds *daemonsetv1alpha1.DaemonSet) {
+			withContainer(ds, corev1.Container{Name: "c", Image: "x", Ports: []corev1.ContainerPort{{ContainerPort: 9100}}})
+			ds.Spec.Template.Spec.HostNetwork = true
+			ru := rollingUpdate(ds)
+			ru.MaxSurge, ru.MaxUnavailable = ptr.To(intstr.FromString("10%")), ptr.To(intstr.FromInt32(0))
+		}, "spec.updateStrategy.rollingUpdate.maxSurge: Forbidden: must be 0 because spec.template.spec.hostNetwork is true", ""},
 		"template labels outside the selector": {func(ds *daemonsetv1alpha1.DaemonSet) {
 			withContainer(ds, corev1.Container{Name: "c", Image: "x"})
 			ds.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}}

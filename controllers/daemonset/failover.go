@@ -1,0 +1,96 @@
+package daemonset
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+)
+
+// seedExpectations closes the failover window. A newly elected leader starts with a warm cache (so handover is
+// fast) and empty expectations, and the cache may not yet show the pods the old leader created or deleted moments
+// ago: planning from it would put a second pod on such a node. So the first pass over a DaemonSet in this process
+// reads its pods live, past the cache, and expects what the cache has not seen yet: a creation for each live pod
+// missing from the cache, a deletion for each cached pod that is gone or being deleted. Until the cache has caught
+// up, the expectations hold the pass back, as they do after this process's own writes. Later passes need no live
+// read: everything this process writes is in its own expectations.
+func (r *Reconciler) seedExpectations(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, key string) error {
+	if r.seeded.has(key, ds.UID) {
+		return nil
+	}
+	var live corev1.PodList
+	if err := r.APIReader.List(ctx, &live, client.InNamespace(ds.Namespace), client.MatchingLabels{NameLabel: ds.Name}); err != nil {
+		return fmt.Errorf("reading pods past the cache: %w", err)
+	}
+	// The cache is read after the live list, so that a pod missing from it has its event still to come.
+	cached, err := r.ownedPods(ctx, ds)
+	if err != nil {
+		return err
+	}
+	creations, deletions := cacheLag(ds.UID, live.Items, cached)
+	r.expectations.ExpectCreations(key, creations)
+	r.expectations.ExpectDeletions(key, deletions...)
+	r.seeded.add(key, ds.UID)
+	return nil
+}
+
+// cacheLag compares a live list of pods with the cached pods the DaemonSet owner controls: how many of the owner's
+// live pods the cache has yet to see created, and which cached pods it has yet to see deleted (gone from the live
+// list, or being deleted there).
+func cacheLag(owner types.UID, live []corev1.Pod, cached []*corev1.Pod) (creations int, deletions []types.UID) {
+	liveByUID := map[types.UID]*corev1.Pod{}
+	for i := range live {
+		pod := &live[i]
+		if controllerUID(pod) == string(owner) {
+			liveByUID[pod.UID] = pod
+		}
+	}
+	cachedUIDs := map[types.UID]bool{}
+	for _, pod := range cached {
+		cachedUIDs[pod.UID] = true
+		if pod.DeletionTimestamp != nil {
+			continue // its deletion is already seen
+		}
+		if l, ok := liveByUID[pod.UID]; !ok || l.DeletionTimestamp != nil {
+			deletions = append(deletions, pod.UID)
+		}
+	}
+	for uid := range liveByUID {
+		if !cachedUIDs[uid] {
+			creations++
+		}
+	}
+	return creations, deletions
+}
+
+// seenSet remembers the DaemonSets whose first pass in this process is done, by key and UID (a DaemonSet deleted
+// and created again under the same name is a new one).
+type seenSet struct {
+	mu   sync.Mutex
+	uids map[string]types.UID
+}
+
+func newSeenSet() *seenSet { return &seenSet{uids: map[string]types.UID{}} }
+
+func (s *seenSet) has(key string, uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.uids[key] == uid
+}
+
+func (s *seenSet) add(key string, uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.uids[key] = uid
+}
+
+func (s *seenSet) forget(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.uids, key)
+}
