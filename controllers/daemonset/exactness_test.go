@@ -235,4 +235,3 @@ func TestSplitPodsTreatsDeletedTerminalPodsAsGone(t *testing.T) {
 		t.Errorf("terminating = %v, want %v (a terminal pod held by a finalizer must not block its node)", terminating, want)
 	}
 }
-
