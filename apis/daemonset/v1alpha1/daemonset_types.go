@@ -92,7 +92,8 @@ type RollingUpdateDaemonSet struct {
 
 	// MaxSurge is how many nodes may briefly run an old and a new pod side by side (the new one starts before the
 	// old one stops), as a number or a percentage of the eligible nodes (rounded up). Defaults to 0. Must be 0 when
-	// a container uses a hostPort (the admission webhook rejects that; the controller never surges such a template).
+	// a container uses a hostPort or the pod uses hostNetwork, whose container ports are host ports (the admission
+	// webhook rejects that; the controller never surges such a template).
 	// +optional
 	// +kubebuilder:default=0
 	// +kubebuilder:validation:XIntOrString
