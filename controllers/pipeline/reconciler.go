@@ -73,6 +73,7 @@ const nameTakenPoll = 30 * time.Second
 // +kubebuilder:rbac:groups="",resources=services;persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods;nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=list
 
 // Reconcile brings one pipeline's storage and steps in line with its spec and writes its status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -124,6 +125,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if nameTaken(o.failures) {
 		return ctrl.Result{RequeueAfter: nameTakenPoll}, nil
 	}
+	if anyStuckCreating(o.pods) {
+		return ctrl.Result{RequeueAfter: volumePoll}, nil
+	}
 	return ctrl.Result{}, nil
 }
 
@@ -168,6 +172,11 @@ func (r *Reconciler) observe(ctx context.Context, p *inferencev1alpha1.Pipeline,
 		return err
 	}
 	o.nodes = nodes
+	events, err := r.volumeEvents(ctx, p.Namespace, pods.Items)
+	if err != nil {
+		return err
+	}
+	o.podEvents = events
 	return nil
 }
 

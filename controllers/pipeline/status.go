@@ -46,6 +46,10 @@ const (
 	ReasonContainerConfig = "CreateContainerConfigError"
 	// ReasonUnschedulable: the scheduler cannot place the step's pod; the message is the scheduler's.
 	ReasonUnschedulable = "Unschedulable"
+	// ReasonFailedMount, ReasonFailedAttachVolume: a pod cannot get its volume; the message is the kubelet's or the
+	// attach controller's event (a share that cannot be mounted, a ReadWriteOnce claim attached to another node).
+	ReasonFailedMount        = "FailedMount"
+	ReasonFailedAttachVolume = "FailedAttachVolume"
 )
 
 // observed is everything status is computed from.
@@ -59,6 +63,8 @@ type observed struct {
 	invalid string
 	// failures are the steps (storageKey: the storage) whose objects could not be written this pass.
 	failures map[string]failure
+	// podEvents are the volume events of the pods stuck in ContainerCreating, read only while some are.
+	podEvents []corev1.Event
 }
 
 // nodeProblem says why a step cannot run on its pinned node, or returns "" when it can (or is not pinned).
@@ -115,6 +121,11 @@ func stepStatus(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alp
 	}
 	if phase, reason, msg := podProblem(pods); reason != "" {
 		st.Phase, st.Reason = phase, reason
+		st.Message = fmt.Sprintf("%d of %d replicas ready; %s", d.Status.ReadyReplicas, want, msg)
+		return st
+	}
+	if reason, msg := volumeProblem(pods, o.podEvents); reason != "" {
+		st.Phase, st.Reason = inferencev1alpha1.PhaseDegraded, reason
 		st.Message = fmt.Sprintf("%d of %d replicas ready; %s", d.Status.ReadyReplicas, want, msg)
 		return st
 	}

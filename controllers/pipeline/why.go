@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +54,59 @@ func podProblem(pods []corev1.Pod) (phase inferencev1alpha1.Phase, reason, messa
 		}
 	}
 	return "", "", ""
+}
+
+// volumeReasons are the kubelet's and the attach controller's event reasons for a volume a pod cannot get: the
+// share cannot be mounted, or a ReadWriteOnce claim is attached to another node (Multi-Attach error).
+var volumeReasons = map[string]bool{"FailedMount": true, "FailedAttachVolume": true, "FailedMapVolume": true}
+
+// stuckCreating reports whether a pod is on a node but its containers have not started: what a volume that cannot
+// be mounted looks like in a pod's status (the why is only in its events).
+func stuckCreating(p corev1.Pod) bool {
+	if p.DeletionTimestamp != nil || p.Spec.NodeName == "" || p.Status.Phase != corev1.PodPending {
+		return false
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Waiting == nil || cs.State.Waiting.Reason != "ContainerCreating" {
+			return false
+		}
+	}
+	return true
+}
+
+// volumeProblem says which volume a step's pods stuck in ContainerCreating cannot get, from the latest of their
+// volume events (FailedMount, FailedAttachVolume, FailedMapVolume); "" when none.
+func volumeProblem(pods []corev1.Pod, events []corev1.Event) (reason, message string) {
+	stuck := map[string]string{}
+	for _, p := range pods {
+		if stuckCreating(p) {
+			stuck[string(p.UID)] = p.Name
+		}
+	}
+	var latest *corev1.Event
+	for i := range events {
+		e := &events[i]
+		if _, ok := stuck[string(e.InvolvedObject.UID)]; !ok || !volumeReasons[e.Reason] {
+			continue
+		}
+		if latest == nil || eventTime(latest).Before(eventTime(e)) {
+			latest = e
+		}
+	}
+	if latest == nil {
+		return "", ""
+	}
+	return latest.Reason, fmt.Sprintf("pod %s cannot start: %s", stuck[string(latest.InvolvedObject.UID)], strings.TrimSpace(latest.Message))
+}
+
+// eventTime is when an event last happened, whichever of its times its writer filled.
+func eventTime(e *corev1.Event) time.Time {
+	for _, t := range []time.Time{e.LastTimestamp.Time, e.EventTime.Time, e.FirstTimestamp.Time, e.CreationTimestamp.Time} {
+		if !t.IsZero() {
+			return t
+		}
+	}
+	return time.Time{}
 }
 
 // waitingFor finds a container of the pods waiting for one of reasons, and its pod's name.

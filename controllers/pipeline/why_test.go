@@ -34,10 +34,11 @@ func TestWhyAStepCannotStart(t *testing.T) {
 				{Name: "pull", Image: "registry.example/nope:v1"},
 				{Name: "tainted", Image: "x"},
 				{Name: "gpus", Image: "x"},
+				{Name: "mount", Image: "x"},
 			}}}
 	s.g.Expect(env.Client.Create(s.ctx, p)).To(Succeed())
 	s.g.Eventually(func() *inferencev1alpha1.Pipeline { return s.get("why") }, timeout, poll).Should(
-		HaveField("Status.StepsReady", "0/3"))
+		HaveField("Status.StepsReady", "0/4"))
 
 	s.stepPod("why", "pull", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "server", Image: "registry.example/nope:v1",
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull",
@@ -49,7 +50,22 @@ func TestWhyAStepCannotStart(t *testing.T) {
 	s.stepPod("why", "tainted", unschedulable("0/3 nodes are available: 1 node(s) had untolerated taint {nvidia.com/gpu: present}, 2 node(s) didn't match Pod's node affinity/selector."))
 	s.stepPod("why", "gpus", unschedulable("0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 2 node(s) didn't match Pod's node affinity/selector."))
 
+	// A pod on its node whose share cannot be mounted: only its events say why.
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "why-mount-x", Namespace: s.ns,
+		Labels: map[string]string{pipeline.PipelineLabel: "why", pipeline.StepLabel: "mount"}},
+		Spec: corev1.PodSpec{NodeName: s.ns + "-node", Containers: []corev1.Container{{Name: "server", Image: "x"}}}}
+	s.g.Expect(env.Client.Create(s.ctx, pod)).To(Succeed())
+	s.g.Expect(env.Client.Create(s.ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "why-mount-x.1", Namespace: s.ns},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, Namespace: s.ns, UID: pod.UID},
+		Reason:         "FailedMount", Type: corev1.EventTypeWarning, Source: corev1.EventSource{Component: "kubelet"},
+		Message:        `MountVolume.SetUp failed for volume "models" : mount failed: exit status 32: access denied by server`,
+		FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Count: 1})).To(Succeed())
+	pod.Status = corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "server", Image: "x",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}}
+	s.g.Expect(env.Client.Status().Update(s.ctx, pod)).To(Succeed())
+
 	for step, want := range map[string]struct{ reason, says string }{
+		"mount":   {pipeline.ReasonFailedMount, "access denied by server"},
 		"pull":    {pipeline.ReasonImagePull, "not found"},
 		"tainted": {pipeline.ReasonUnschedulable, "untolerated taint {nvidia.com/gpu: present}"},
 		"gpus":    {pipeline.ReasonUnschedulable, "Insufficient nvidia.com/gpu"},
