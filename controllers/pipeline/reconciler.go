@@ -1,7 +1,9 @@
 // Package pipeline is the controller behind Keelson's Pipeline: model storage (a read-only NFS PersistentVolume and
 // claim, or an existing claim), and one Deployment and Service per step, pinned to its node and wired to its next
-// steps. Reconcile applies each child only when its desired spec changed, and writes a status that says which step
-// waits for what. Deletion is ordered by a finalizer: steps, then the claim, then the volume.
+// steps. Reconcile applies each child only when it differs from the spec (a changed spec, or drift of a step's
+// Deployment or Service), never over an object that is not the pipeline's, and writes a status that says which step
+// waits for what and why, with events for its transitions. Deletion is ordered by a finalizer: steps, then the
+// claim, then the volume, each decided from the API.
 package pipeline
 
 import (

@@ -1,6 +1,8 @@
 // Package inference holds the admission webhooks of Keelson's Pipeline: defaults (step names, ports, strategies)
-// and validation (unique DNS-1123 step names, next steps that exist and form a DAG, storage parameters per type,
-// images), with field paths, and warnings (not errors) for steps pinned to nodes that do not exist right now.
+// and validation with field paths (unique DNS-1123 step names, a pipeline name that can name a Service, step object
+// names that clash with no other pipeline's, next steps that exist and form a DAG, storage parameters per type,
+// images, model paths inside the storage, extended resources such as GPUs with limits), and warnings (not errors)
+// for steps pinned to a kubernetes.io/hostname no node has right now.
 package inference
 
 import (
