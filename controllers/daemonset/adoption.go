@@ -79,7 +79,7 @@ func (r *Reconciler) adoptAndRelease(ctx context.Context, ds *daemonsetv1alpha1.
 		// Adopt only for a DaemonSet that still exists as read and is not being deleted: the cache may lag a
 		// deletion, and an adopted pod would then go with it.
 		var fresh daemonsetv1alpha1.DaemonSet
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(ds), &fresh); err != nil {
+		if err := r.liveReader().Get(ctx, client.ObjectKeyFromObject(ds), &fresh); err != nil {
 			return nil, false, fmt.Errorf("checking the DaemonSet before adopting pods: %w", err)
 		}
 		if fresh.UID != ds.UID || fresh.DeletionTimestamp != nil {

@@ -24,7 +24,7 @@ func (r *Reconciler) seedExpectations(ctx context.Context, ds *daemonsetv1alpha1
 		return nil
 	}
 	var live corev1.PodList
-	if err := r.APIReader.List(ctx, &live, client.InNamespace(ds.Namespace), client.MatchingLabels{NameLabel: ds.Name}); err != nil {
+	if err := r.liveReader().List(ctx, &live, client.InNamespace(ds.Namespace), client.MatchingLabels{NameLabel: ds.Name}); err != nil {
 		return fmt.Errorf("reading pods past the cache: %w", err)
 	}
 	// The cache is read after the live list, so that a pod missing from it has its event still to come.
@@ -37,6 +37,14 @@ func (r *Reconciler) seedExpectations(ctx context.Context, ds *daemonsetv1alpha1
 	r.expectations.ExpectDeletions(key, deletions...)
 	r.seeded.add(key, ds.UID)
 	return nil
+}
+
+// liveReader reads past the cache: APIReader, or the client for a reconciler set up without a manager.
+func (r *Reconciler) liveReader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
 }
 
 // cacheLag compares a live list of pods with the cached pods the DaemonSet owner controls: how many of the owner's

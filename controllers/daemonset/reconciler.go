@@ -105,7 +105,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// write yet), is not written again.
 	if status != nil && !equality.Semantic.DeepEqual(ds.Status, *status) && !r.written.same(req.String(), ds.UID, *status) {
 		now := r.Now()
-		if wait := r.pacer.Wait(req.String(), now); wait > 0 && !statusUrgent(ds.Status, *status) {
+		stored := r.written.current(req.String(), ds.UID, ds.Status)
+		if wait := r.pacer.Wait(req.String(), now); wait > 0 && !statusUrgent(stored, *status) {
 			// Only counters moved, and the last write was moments ago: write with a later pass.
 			result.RequeueAfter = sooner(result.RequeueAfter, wait)
 			return result, err
