@@ -49,6 +49,35 @@ func Default(p *inferencev1alpha1.Pipeline) {
 	}
 }
 
+// FollowDefaults clears the defaulted fields of p's steps (strategy, port) that still hold the value the old step's
+// defaults gave them, so that Default derives them again from the new step. Defaults are stored, and a stored default
+// would otherwise outlive its reason: a step given a GPU would keep the RollingUpdate it got as a CPU step (and wait
+// forever for the GPU its old pod holds), a step given another listenPort would keep the old port. A value the user
+// changed, or one that differs from what the old step's defaults say, is the user's and stays.
+func FollowDefaults(old, p *inferencev1alpha1.Pipeline) {
+	before := map[string]inferencev1alpha1.Step{}
+	for i, s := range old.Spec.Steps {
+		before[pipeline.StepName(old.Spec.Steps, i)] = s
+	}
+	for i := range p.Spec.Steps {
+		s := &p.Spec.Steps[i]
+		o, ok := before[pipeline.StepName(p.Spec.Steps, i)]
+		if !ok {
+			continue
+		}
+		bare := o
+		bare.Strategy = ""
+		if s.Strategy != "" && s.Strategy == o.Strategy && o.Strategy == pipeline.StepStrategy(bare) {
+			s.Strategy = ""
+		}
+		bare = o
+		bare.Port = 0
+		if s.Port != 0 && s.Port == o.Port && o.Port == pipeline.StepPort(bare) {
+			s.Port = 0
+		}
+	}
+}
+
 // Validate returns every problem of a pipeline's spec with its field path: everything the apiserver would refuse
 // later in a step's Deployment or Service (where it would fail on every pass instead of once, here) included.
 func Validate(p *inferencev1alpha1.Pipeline) field.ErrorList {

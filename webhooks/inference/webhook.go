@@ -7,8 +7,10 @@ package inference
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -36,8 +38,16 @@ func SetupWithManager(mgr ctrl.Manager) error {
 // Defaulter fills in a Pipeline's defaults.
 type Defaulter struct{}
 
-// Default applies Default.
-func (Defaulter) Default(_ context.Context, p *inferencev1alpha1.Pipeline) error {
+// Default applies Default. On an update, the defaults the old pipeline holds are derived again where the step they
+// came from changed (FollowDefaults): adding a GPU to a one-replica step switches it to Recreate, as on creation.
+func (Defaulter) Default(ctx context.Context, p *inferencev1alpha1.Pipeline) error {
+	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
+		var old inferencev1alpha1.Pipeline
+		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+			return fmt.Errorf("decoding the old pipeline: %w", err)
+		}
+		FollowDefaults(&old, p)
+	}
 	Default(p)
 	return nil
 }

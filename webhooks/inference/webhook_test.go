@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -218,4 +219,25 @@ func TestUnchangedSpecUpdatesAreAllowed(t *testing.T) {
 	cur.Spec.Steps[1].Image = "z"
 	_, err = webhook.Validator{}.ValidateUpdate(context.Background(), old, cur)
 	g.Expect(err).To(MatchError(ContainSubstring("spec.steps[0].model")), "a changed spec is checked in full")
+}
+
+// Stored defaults follow the step they came from: a CPU step given a GPU becomes Recreate, a new listenPort moves the
+// port; a strategy the user set (one the defaults would not give) stays.
+func TestDefaultsFollowTheStep(t *testing.T) {
+	serveWebhooks(t)
+	g := NewWithT(t)
+	p := valid("follow")
+	p.Namespace = namespace(t, withWebhook)
+	p.Spec.Steps[0].Args = map[string]string{"listenPort": "9080"}
+	p.Spec.Steps[1].Strategy = appsv1.RecreateDeploymentStrategyType
+	g.Expect(withWebhook.Client.Create(context.Background(), p)).To(Succeed())
+	g.Expect(p.Spec.Steps[0].Strategy).To(Equal(appsv1.RollingUpdateDeploymentStrategyType))
+
+	p.Spec.Steps[0].Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}
+	p.Spec.Steps[0].Args["listenPort"] = "9090"
+	p.Spec.Steps[1].Replicas = ptr.To[int32](3)
+	g.Expect(withWebhook.Client.Update(context.Background(), p)).To(Succeed())
+	g.Expect(p.Spec.Steps[0].Strategy).To(Equal(appsv1.RecreateDeploymentStrategyType), "the default follows the GPU")
+	g.Expect(p.Spec.Steps[0].Port).To(Equal(int32(9090)), "the default follows listenPort")
+	g.Expect(p.Spec.Steps[1].Strategy).To(Equal(appsv1.RecreateDeploymentStrategyType), "Recreate on a CPU step is the user's")
 }
