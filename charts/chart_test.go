@@ -398,6 +398,7 @@ func TestRBACIsExactlyWhatEachControllerUses(t *testing.T) {
 		},
 		"keelson-pipeline-controller": {
 			"/nodes": "get,list,watch", "/pods": "get,list,watch",
+			"/events":                 "create,list,patch", // list: the events of a pod stuck in ContainerCreating say which volume it waits for
 			"/persistentvolumeclaims": "create,delete,get,list,patch,watch", "/persistentvolumes": "create,delete,get,list,patch,watch",
 			"/services": "create,delete,get,list,patch,watch", "apps/deployments": "create,delete,get,list,patch,watch",
 			"inference.keelson.dev/pipelines": "get,list,update,watch", "inference.keelson.dev/pipelines/status": "update",
