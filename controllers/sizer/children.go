@@ -11,6 +11,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -115,13 +116,19 @@ func (r *Reconciler) syncBudget(ctx context.Context, p *pass, t *target, replica
 	}
 	if !d.create {
 		if exists {
-			return client.IgnoreNotFound(r.Delete(ctx, &existing))
+			return deleteOurs(ctx, r.Client, &existing)
 		}
 		return nil
 	}
 	if !exists || !budgetMatches(&existing, t.selector, d) {
-		if err := r.Apply(ctx, newPDB(wls, t.selector, d), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying the disruption budget: %w", err)
+		var want policyv1.PodDisruptionBudget
+		if err := typed(newPDB(wls, t.selector, d), &want); err != nil {
+			return err
+		}
+		if err := r.writeChild(ctx, p, &existing, exists, &want, "PodDisruptionBudget", "spec.disruption", func() {
+			existing.Spec = want.Spec
+		}); err != nil {
+			return fmt.Errorf("writing the disruption budget: %w", err)
 		}
 	}
 	st.DisruptionBudget = &sizerv1alpha1.DisruptionBudgetStatus{Name: key.Name, DisruptionsAllowed: existing.Status.DisruptionsAllowed}
@@ -155,11 +162,18 @@ func (r *Reconciler) syncExpose(ctx context.Context, p *pass, t *target) error {
 			p.retryLater = true
 		}
 	case wantService && (!exists || !serviceMatches(&svc, wls, selector)):
-		if err := r.Apply(ctx, newService(wls, selector), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying the Service: %w", err)
+		var want corev1.Service
+		if err := typed(newService(wls, selector), &want); err != nil {
+			return err
+		}
+		if err := r.writeChild(ctx, p, &svc, exists, &want, "Service", "spec.expose.service", func() {
+			// Only what the sizer decides: the cluster IP and node ports the apiserver allocated stay.
+			svc.Spec.Type, svc.Spec.Selector, svc.Spec.Ports = want.Spec.Type, want.Spec.Selector, want.Spec.Ports
+		}); err != nil {
+			return fmt.Errorf("writing the Service: %w", err)
 		}
 	case !wantService && exists:
-		if err := r.Delete(ctx, &svc); client.IgnoreNotFound(err) != nil {
+		if err := deleteOurs(ctx, r.Client, &svc); err != nil {
 			return err
 		}
 	}
@@ -176,14 +190,64 @@ func (r *Reconciler) syncExpose(ctx context.Context, p *pass, t *target) error {
 			p.retryLater = true
 		}
 	case wantIngress && (!exists || ing.Annotations[specHashAnnotation] != ingressHash(wls)):
-		ac := newIngress(wls).WithAnnotations(map[string]string{specHashAnnotation: ingressHash(wls)})
-		if err := r.Apply(ctx, ac, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying the Ingress: %w", err)
-		}
-	case !wantIngress && exists:
-		if err := r.Delete(ctx, &ing); client.IgnoreNotFound(err) != nil {
+		var want networkingv1.Ingress
+		if err := typed(newIngress(wls).WithAnnotations(map[string]string{specHashAnnotation: ingressHash(wls)}), &want); err != nil {
 			return err
 		}
+		if err := r.writeChild(ctx, p, &ing, exists, &want, "Ingress", "spec.expose.ingress", func() {
+			ing.Spec = want.Spec
+			if ing.Annotations == nil {
+				ing.Annotations = map[string]string{}
+			}
+			ing.Annotations[specHashAnnotation] = want.Annotations[specHashAnnotation]
+		}); err != nil {
+			return fmt.Errorf("writing the Ingress: %w", err)
+		}
+	case !wantIngress && exists:
+		if err := deleteOurs(ctx, r.Client, &ing); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeChild creates want when no object of its name exists, or updates the sizer's own existing object through
+// mutate. Creation is a Create, never an apply: an object of someone else's that appeared since the sizer looked
+// makes it fail with AlreadyExists, and is then reported, instead of being taken over (an apply would have merged
+// into it, with the sizer's owner reference). An update carries the resourceVersion read, so it cannot overwrite a
+// change it has not seen.
+func (r *Reconciler) writeChild(ctx context.Context, p *pass, existing client.Object, exists bool, want client.Object,
+	kind, field string, mutate func()) error {
+	if !exists {
+		err := r.Create(ctx, want, client.FieldOwner(FieldOwner))
+		if apierrors.IsAlreadyExists(err) {
+			p.conflicts = append(p.conflicts, notOwned(kind, want.GetName(), field))
+			p.retryLater = true
+			return nil
+		}
+		return err
+	}
+	mutate()
+	existing.SetLabels(want.GetLabels())
+	existing.SetOwnerReferences(want.GetOwnerReferences())
+	return r.Update(ctx, existing, client.FieldOwner(FieldOwner))
+}
+
+// deleteOurs deletes one of the sizer's own objects, on the condition that it is still the one read: a user's
+// object made under the same name since then is not deleted in its place.
+func deleteOurs(ctx context.Context, c client.Client, obj client.Object) error {
+	uid := obj.GetUID()
+	return client.IgnoreNotFound(c.Delete(ctx, obj, client.Preconditions{UID: &uid}))
+}
+
+// typed converts an apply configuration into the typed object it describes (they share one JSON form).
+func typed(ac any, into client.Object) error {
+	b, err := json.Marshal(ac)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, into); err != nil {
+		return fmt.Errorf("converting %T: %w", into, err)
 	}
 	return nil
 }

@@ -16,8 +16,10 @@ type fieldSet struct {
 	env       map[string]map[string]bool // container → variable name
 }
 
-func (s *fieldSet) addResource(container, key string) { s.resources = addTo(s.resources, container, key) }
-func (s *fieldSet) addEnv(container, name string)     { s.env = addTo(s.env, container, name) }
+func (s *fieldSet) addResource(container, key string) {
+	s.resources = addTo(s.resources, container, key)
+}
+func (s *fieldSet) addEnv(container, name string) { s.env = addTo(s.env, container, name) }
 
 func addTo(m map[string]map[string]bool, container, key string) map[string]map[string]bool {
 	if m == nil {
@@ -196,6 +198,34 @@ func ownedFields(obj metav1.Object, managers ...string) fieldSet {
 	return out
 }
 
+// envWithOwners returns, per container, the environment variables some field manager (any, of any operation)
+// owns in obj's pod template.
+func envWithOwners(obj metav1.Object) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for _, e := range obj.GetManagedFields() {
+		if e.FieldsV1 == nil || e.Subresource != "" {
+			continue
+		}
+		var trie map[string]any
+		if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &trie); err != nil {
+			continue
+		}
+		for key, sub := range walk(trie, "f:spec", "f:template", "f:spec", "f:containers") {
+			container, ok := keyName(key)
+			if !ok {
+				continue
+			}
+			subMap, _ := sub.(map[string]any)
+			for envKey := range walk(subMap, "f:env") {
+				if name, ok := keyName(envKey); ok {
+					out = addTo(out, container, name)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // handOver rewrites managedFields so that the given managers no longer own the released fields, and renames the
 // entries of the legacy managers to manager. The values stay as they are: a field nobody owns any more is not
 // removed by the next apply, which is what giving a field up must mean (an apply that merely leaves a field out
@@ -215,7 +245,10 @@ func handOver(entries []metav1.ManagedFieldsEntry, manager string, legacy []stri
 		}
 		removed := removeFields(trie, released)
 		if e.Manager != manager {
-			e.Manager, changed = manager, true
+			// A legacy entry may cover a whole workload (one the sizer created and later let go): only what a
+			// sizer writes to a workload it did not create passes to its own manager; the rest is given up.
+			trie = sizerSubtree(trie)
+			e.Manager, changed, removed = manager, true, true
 		}
 		if removed {
 			changed = true
@@ -224,7 +257,7 @@ func handOver(entries []metav1.ManagedFieldsEntry, manager string, legacy []stri
 				continue // nothing left: the entry goes
 			}
 			b, _ := json.Marshal(trie)
-			e.FieldsV1 = &metav1.FieldsV1{Raw: b}
+			e.FieldsV1 = metav1.NewFieldsV1(string(b))
 		}
 		out = append(out, e)
 	}
@@ -251,7 +284,7 @@ func mergeSameManager(entries []metav1.ManagedFieldsEntry) []metav1.ManagedField
 		}
 		mergeTrie(a, b)
 		raw, _ := json.Marshal(a)
-		out[i].FieldsV1 = &metav1.FieldsV1{Raw: raw}
+		out[i].FieldsV1 = metav1.NewFieldsV1(string(raw))
 	}
 	return out
 }
@@ -268,6 +301,35 @@ func mergeTrie(into, from map[string]any) {
 			into[k] = v
 		}
 	}
+}
+
+// sizerSubtree keeps, of a FieldsV1 trie, only what a sizer writes to a workload it did not create: replicas and
+// each container's resources and environment (the containers themselves stay their owners').
+func sizerSubtree(trie map[string]any) map[string]any {
+	spec := map[string]any{}
+	if r, ok := walk(trie, "f:spec")["f:replicas"]; ok {
+		spec["f:replicas"] = r
+	}
+	containers := map[string]any{}
+	for key, sub := range walk(trie, "f:spec", "f:template", "f:spec", "f:containers") {
+		subMap, _ := sub.(map[string]any)
+		kept := map[string]any{}
+		for _, f := range []string{"f:resources", "f:env"} {
+			if v, ok := subMap[f]; ok {
+				kept[f] = v
+			}
+		}
+		if len(kept) > 0 {
+			containers[key] = kept
+		}
+	}
+	if len(containers) > 0 {
+		spec["f:template"] = map[string]any{"f:spec": map[string]any{"f:containers": containers}}
+	}
+	if len(spec) == 0 {
+		return map[string]any{}
+	}
+	return map[string]any{"f:spec": spec}
 }
 
 // removeFields deletes the released fields from a FieldsV1 trie and reports whether it deleted any.

@@ -10,7 +10,7 @@ import (
 
 func entry(manager, fields string) metav1.ManagedFieldsEntry {
 	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "apps/v1",
-		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
 }
 
 // The sizer's entry as the apiserver writes it: replicas, one container's cpu request and GOMAXPROCS.
@@ -41,17 +41,17 @@ func TestHandOver(t *testing.T) {
 		t.Fatalf("entries: %+v", got)
 	}
 	var trie map[string]any
-	if err := json.Unmarshal(got[1].FieldsV1.Raw, &trie); err != nil {
+	if err := json.Unmarshal(got[1].FieldsV1.GetRawBytes(), &trie); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]any{"f:spec": map[string]any{"f:template": map[string]any{"f:spec": map[string]any{"f:containers": map[string]any{
-		`k:{"name":"app"}`: map[string]any{".": map[string]any{}, "f:name": map[string]any{},
+		`k:{"name":"app"}`: map[string]any{
 			"f:resources": map[string]any{"f:requests": map[string]any{"f:cpu": map[string]any{}}}}}}}}}
 	if diff := cmp.Diff(want, trie); diff != "" {
 		t.Errorf("remaining fields (-want +got):\n%s", diff)
 	}
 
-	// Releasing the rest leaves nothing of the sizer's: its entry goes, and a container it only named goes too.
+	// Releasing the rest leaves nothing of the sizer's: its entry goes.
 	rest := fieldSet{resources: map[string]map[string]bool{"app": {"requests/cpu": true}}}
 	got, _ = handOver(got, "new", nil, rest)
 	if len(got) != 1 || got[0].Manager != "user" {
@@ -73,5 +73,20 @@ func TestFieldSetMinus(t *testing.T) {
 	}
 	if !applying.minus(owned).empty() {
 		t.Error("nothing owned is released")
+	}
+}
+
+// A legacy entry renamed to a sizer's own manager keeps only what a sizer writes to a workload: a whole-object entry
+// (a workload the sizer created, then let go) must not make the sizer own the image or the selector.
+func TestHandOverRenamesOnlySizerFields(t *testing.T) {
+	whole := `{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:replicas":{},"f:selector":{},"f:template":{"f:spec":{"f:containers":` +
+		`{"k:{\"name\":\"app\"}":{".":{},"f:image":{},"f:name":{},"f:resources":{"f:requests":{"f:cpu":{}}}}}}}}}`
+	got, changed := handOver([]metav1.ManagedFieldsEntry{entry("old", whole)}, "new", []string{"old"}, fieldSet{})
+	if !changed || len(got) != 1 || got[0].Manager != "new" {
+		t.Fatalf("entries: %+v", got)
+	}
+	want := `{"f:spec":{"f:replicas":{},"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{"f:resources":{"f:requests":{"f:cpu":{}}}}}}}}}`
+	if got[0].FieldsV1.GetRawString() != want {
+		t.Errorf("fields:\n got %s\nwant %s", got[0].FieldsV1.GetRawString(), want)
 	}
 }

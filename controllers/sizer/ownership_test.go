@@ -15,6 +15,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -85,7 +88,7 @@ func TestUsersObjectsNamedLikeTheTargetAreLeftAlone(t *testing.T) {
 	for _, want := range []string{"PodDisruptionBudget web", "Service web", "Ingress web"} {
 		s.g.Expect(msg).To(ContainSubstring(want))
 	}
-	s.g.Expect(s.condition("web", sizer.ConditionReady)()).To(Equal("False/" + sizer.ReasonObjectNotOwned),
+	s.g.Expect(s.condition("web", sizer.ConditionReady)()).To(Equal("False/"+sizer.ReasonObjectNotOwned),
 		"Ready shows the conflict (kubectl get wls shows Ready's reason)")
 	s.g.Consistently(func() bool {
 		p, sv, in := snapshot()
@@ -331,12 +334,12 @@ func TestATakeBackLoopIsStoppedAndReported(t *testing.T) {
 	s := newScenario(t)
 	startController(t)
 	gitopsApply := func() {
-		d := &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-			ObjectMeta: metav1.ObjectMeta{Name: "synced", Namespace: s.ns},
-			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "synced"}},
-				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "synced"}},
-					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "x"}}}}}}
-		s.g.Expect(env.Client.Patch(s.ctx, d, client.Apply, client.FieldOwner("gitops"), client.ForceOwnership)).To(Succeed())
+		labels := map[string]string{"app": "synced"}
+		d := appsv1ac.Deployment("synced", s.ns).WithSpec(appsv1ac.DeploymentSpec().WithReplicas(2).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(labels)).
+			WithTemplate(corev1ac.PodTemplateSpec().WithLabels(labels).WithSpec(corev1ac.PodSpec().WithContainers(
+				corev1ac.Container().WithName("app").WithImage("x")))))
+		s.g.Expect(env.Client.Apply(s.ctx, d, client.FieldOwner("gitops"), client.ForceOwnership)).To(Succeed())
 	}
 	replicas := func() int32 { return *s.getDeployment("synced").Spec.Replicas }
 	gitopsApply()
@@ -354,4 +357,36 @@ func TestATakeBackLoopIsStoppedAndReported(t *testing.T) {
 	// A new spec is a new request: the sizer forces it again.
 	s.update("synced", func(w *sizerv1alpha1.WorkloadSizer) { w.Spec.Size = ptr.To[int32](5) })
 	s.g.Eventually(replicas, timeout, poll).Should(Equal(int32(5)))
+}
+
+// Back to Rolling after Off: the variables the sizer handed over (nobody owns them now) are its own again and
+// follow the limits, instead of staying at their old values as if a user had set them.
+func TestReturningToRollingTakesItsVariablesBack(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	s.deployment("back", "user", ptr.To[int32](1), corev1.Container{Name: "app", Image: "x",
+		Env: []corev1.EnvVar{{Name: "GOMAXPROCS", Value: "16"}}})
+	res := func(mem string) []sizerv1alpha1.ContainerResources {
+		return []sizerv1alpha1.ContainerResources{{ContainerName: "app", Limits: rl("cpu", "1", "memory", mem),
+			ControlledValues: sizerv1alpha1.RequestsAndLimits}}
+	}
+	envOf := func() map[string]string {
+		out := map[string]string{}
+		for _, e := range s.getDeployment("back").Spec.Template.Spec.Containers[0].Env {
+			out[e.Name] = e.Value
+		}
+		return out
+	}
+	s.sizer("back", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("back"), ForceOwnership: true, Resources: res("1Gi"),
+		Runtime: &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{"go"}, MemoryHeadroomPercent: 10}})
+	s.g.Eventually(envOf, timeout, poll).Should(Equal(map[string]string{"GOMAXPROCS": "16", "GOMEMLIMIT": "921MiB"}),
+		"the user's GOMAXPROCS stays theirs")
+	s.update("back", func(w *sizerv1alpha1.WorkloadSizer) { w.Spec.UpdateMode = sizerv1alpha1.UpdateModeOff })
+	s.g.Eventually(func() int64 { return s.get("back").Status.ObservedGeneration }, timeout, poll).Should(Equal(s.get("back").Generation))
+	s.update("back", func(w *sizerv1alpha1.WorkloadSizer) {
+		w.Spec.UpdateMode = sizerv1alpha1.UpdateModeRolling
+		w.Spec.Resources = res("512Mi")
+	})
+	s.g.Eventually(envOf, timeout, poll).Should(Equal(map[string]string{"GOMAXPROCS": "16", "GOMEMLIMIT": "460MiB"}),
+		"GOMEMLIMIT follows the new limit; the user's GOMAXPROCS is still theirs")
 }

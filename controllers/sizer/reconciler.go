@@ -9,14 +9,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -62,6 +66,10 @@ type Reconciler struct {
 	applied map[string]fieldSet
 	// fights are, per sizer, its forced writes that had to take fields back (see fight.go).
 	fights map[string]fightLog
+	// unownedEnv is, per sizer, the runtime variables nobody owned in a version of its workload.
+	unownedEnv map[string]envCheck
+	// statuses are, per sizer, the status this process last wrote.
+	statuses map[string]writtenStatus
 }
 
 // RBAC of the workload-sizer (make manifests turns these into its ClusterRole).
@@ -90,6 +98,8 @@ type pass struct {
 	recheck time.Duration
 	// createdTarget: this pass created the target (an event says so).
 	createdTarget bool
+	// autoscaled: an autoscaler scales the workload, so its replicas, not spec.size, are the ones to budget for.
+	autoscaled bool
 }
 
 // Reconcile brings one WorkloadSizer's target to its declared size and writes the sizer's status.
@@ -112,6 +122,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
+	// The status this process last wrote is newer than a cache that has not caught up with it: compare and patch
+	// against that (only the sizer writes its status), so a change back to what the stale cache shows is written.
+	if last, ok := r.lastStatus(req.String(), wls.UID); ok {
+		wls.Status = last
+	}
 	p := &pass{wls: wls, status: wls.Status.DeepCopy()}
 	err := r.reconcile(ctx, p)
 	var result ctrl.Result
@@ -145,6 +160,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			err = errors.Join(err, serr)
 		} else {
 			r.pacer.Wrote(req.String(), now)
+			r.rememberStatus(req.String(), wls.UID, *p.status)
 		}
 	}
 	return result, err
@@ -171,7 +187,7 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) error {
 		p.conflicts = append(p.conflicts, *c)
 		st.Resources, st.DisruptionBudget = nil, nil
 		setCondition(st, g, ConditionSized, false, ReasonAnotherSizer, c.message)
-		return nil
+		return r.standDown(ctx, wls)
 	}
 	t, err := r.readTarget(ctx, wls)
 	if err != nil {
@@ -215,7 +231,7 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) error {
 		errs = append(errs, err)
 	}
 	replicas := t.replicas
-	if wls.Spec.Size != nil {
+	if wls.Spec.Size != nil && !p.autoscaled {
 		replicas = *wls.Spec.Size
 	}
 	if err := r.syncBudget(ctx, p, t, replicas); err != nil {
@@ -228,6 +244,32 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// standDown makes a sizer that another one outranks on the same workload let go of everything it may have written
+// before it knew (two creations racing past admission): its fields on the workload, handed over with their values,
+// and its own budget, Service and Ingress.
+func (r *Reconciler) standDown(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer) error {
+	t, err := getTarget(ctx, r.Client, wls)
+	if err != nil {
+		return err
+	}
+	if t != nil && !t.created && !ownedFields(t.obj, workloadFieldOwner(wls)).empty() {
+		if err := r.handOverFields(ctx, wls, workloadFieldOwner(wls), fieldSet{}, false); err != nil {
+			return err
+		}
+	}
+	key := types.NamespacedName{Namespace: wls.Namespace, Name: childName(wls)}
+	for _, obj := range []client.Object{&policyv1.PodDisruptionBudget{}, &corev1.Service{}, &networkingv1.Ingress{}} {
+		if err := r.Get(ctx, key, obj); client.IgnoreNotFound(err) != nil {
+			return err
+		} else if err == nil && metav1.IsControlledBy(obj, wls) {
+			if err := deleteOurs(ctx, r.Client, obj); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // readTarget reads the target from the cache and, when the cache does not have it, from the apiserver: a
@@ -253,7 +295,21 @@ func (r *Reconciler) size(ctx context.Context, p *pass, t *target) error {
 		owner = FieldOwner
 	}
 	owned := ownedFields(t.obj, owner, FieldOwner).union(r.lastApplied(client.ObjectKeyFromObject(wls).String()))
+	if t.created && wls.Spec.Template != nil {
+		// The sizer applies all of a target it created, the user's own variables from spec.template included:
+		// those are the user's all the same, and runtime tuning must leave them as written.
+		for _, c := range wls.Spec.Template.Spec.Containers {
+			for _, e := range c.Env {
+				delete(owned.env[c.Name], e.Name)
+			}
+		}
+	}
 	toTemplate := mode == sizerv1alpha1.UpdateModeRolling || t.created
+	if toTemplate {
+		if err := r.reclaimRuntimeEnv(ctx, wls, t, &owned); err != nil {
+			return err
+		}
+	}
 	patches, applied := patchesFor(wls, t.template, owned.env, toTemplate, toTemplate)
 	st.Resources = applied
 
@@ -278,6 +334,7 @@ func (r *Reconciler) size(ctx context.Context, p *pass, t *target) error {
 		return err
 	} else if c != nil {
 		p.conflicts = append(p.conflicts, *c)
+		p.autoscaled = true
 		replicas = nil // handed over to the autoscaler with its current value
 	}
 	var w targetWrite
@@ -321,6 +378,47 @@ func (r *Reconciler) size(ctx context.Context, p *pass, t *target) error {
 	default:
 		setCondition(st, g, ConditionSized, true, ReasonApplied, "replicas, resources and environment are applied")
 	}
+	return nil
+}
+
+// reclaimRuntimeEnv counts as the sizer's the runtime variables of its languages that nobody owns: variables it
+// handed over when it stopped writing them (another update mode, a language removed) and now writes again. Without
+// this, a variable it once let go would stay at its old value for good, as if a user had set it. Whether anybody
+// owns a variable is in the apiserver's copy (the cache keeps only the sizers' managedFields), read only when such a
+// variable is there, and once per version of the workload.
+func (r *Reconciler) reclaimRuntimeEnv(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, t *target, owned *fieldSet) error {
+	names := runtimeVariables(wls.Spec.Runtime)
+	unsure := false
+	for _, c := range t.template.Spec.Containers {
+		for _, e := range c.Env {
+			if slices.Contains(names, e.Name) && !owned.env[c.Name][e.Name] && e.ValueFrom == nil {
+				unsure = true
+			}
+		}
+	}
+	if !unsure {
+		return nil
+	}
+	key := client.ObjectKeyFromObject(wls).String()
+	rv := t.obj.GetResourceVersion()
+	unowned, ok := r.unownedEnvOf(key, rv)
+	if !ok {
+		live, err := getTarget(ctx, r.APIReader, wls)
+		if err != nil || live == nil {
+			return err
+		}
+		withOwners := envWithOwners(live.obj)
+		unowned = fieldSet{}
+		for _, c := range live.template.Spec.Containers {
+			for _, e := range c.Env {
+				if slices.Contains(names, e.Name) && !withOwners[c.Name][e.Name] {
+					unowned.addEnv(c.Name, e.Name)
+				}
+			}
+		}
+		r.rememberUnownedEnv(key, rv, unowned)
+	}
+	*owned = owned.union(unowned)
 	return nil
 }
 
@@ -372,7 +470,7 @@ func (r *Reconciler) release(ctx context.Context, wls *sizerv1alpha1.WorkloadSiz
 			managers = append(managers, FieldOwner) // no other sizer could have written the shared entry
 		}
 		if remaining, found := withoutEntriesOf(t.obj, managers...); found && len(remaining) > 0 {
-			patch := client.MergeFrom(t.obj.DeepCopyObject().(client.Object))
+			patch := client.MergeFromWithOptions(t.obj.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
 			t.obj.SetManagedFields(remaining)
 			if err := r.Patch(ctx, t.obj, patch); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("releasing the sizer's fields on %s: %w", t.obj.GetName(), err)
@@ -385,9 +483,16 @@ func (r *Reconciler) release(ctx context.Context, wls *sizerv1alpha1.WorkloadSiz
 
 // lastApplied returns the fields of the sizer's last apply in this process.
 func (r *Reconciler) lastApplied(key string) fieldSet {
+	f, _ := r.appliedRecord(key)
+	return f
+}
+
+// appliedRecord returns the fields of the sizer's last apply in this process, and whether there was one.
+func (r *Reconciler) appliedRecord(key string) (fieldSet, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.applied[key]
+	f, ok := r.applied[key]
+	return f, ok
 }
 
 // rememberApplied records the fields of the sizer's last apply.
@@ -407,4 +512,56 @@ func (r *Reconciler) forget(key string) {
 	defer r.mu.Unlock()
 	delete(r.applied, key)
 	delete(r.fights, key)
+	delete(r.statuses, key)
+	delete(r.unownedEnv, key)
+}
+
+// envCheck is the answer of reclaimRuntimeEnv for one resourceVersion of a workload.
+type envCheck struct {
+	resourceVersion string
+	unowned         fieldSet
+}
+
+func (r *Reconciler) unownedEnvOf(key, rv string) (fieldSet, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.unownedEnv[key]
+	return c.unowned, ok && c.resourceVersion == rv
+}
+
+func (r *Reconciler) rememberUnownedEnv(key, rv string, unowned fieldSet) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.unownedEnv == nil {
+		r.unownedEnv = map[string]envCheck{}
+	}
+	r.unownedEnv[key] = envCheck{resourceVersion: rv, unowned: unowned}
+}
+
+// writtenStatus is a status this process wrote, and the sizer (by UID: one of the same name may replace it) it
+// was written to.
+type writtenStatus struct {
+	uid    types.UID
+	status sizerv1alpha1.WorkloadSizerStatus
+}
+
+// lastStatus returns the status this process last wrote for the sizer.
+func (r *Reconciler) lastStatus(key string, uid types.UID) (sizerv1alpha1.WorkloadSizerStatus, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w, ok := r.statuses[key]
+	if !ok || w.uid != uid {
+		return sizerv1alpha1.WorkloadSizerStatus{}, false
+	}
+	return *w.status.DeepCopy(), true
+}
+
+// rememberStatus records the status written for a sizer.
+func (r *Reconciler) rememberStatus(key string, uid types.UID, st sizerv1alpha1.WorkloadSizerStatus) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.statuses == nil {
+		r.statuses = map[string]writtenStatus{}
+	}
+	r.statuses[key] = writtenStatus{uid: uid, status: *st.DeepCopy()}
 }

@@ -108,34 +108,33 @@ func (o resizeOutcome) combine(other resizeOutcome) resizeOutcome {
 }
 
 // resizeSupport remembers whether the apiserver serves the pods' resize subresource (Kubernetes 1.33 and later).
+// The answer is asked once and kept; a failure to ask is not kept, so the next pass asks again.
 type resizeSupport struct {
-	once      sync.Once
+	mu        sync.Mutex
+	known     bool
 	supported bool
-	err       error
 }
 
-// check asks the apiserver's discovery once; a failure to ask is retried on the next call.
+// check returns the remembered answer, asking discovery when there is none yet.
 func (s *resizeSupport) check(d discovery.DiscoveryInterface) (bool, error) {
 	if d == nil {
 		return true, nil
 	}
-	s.once.Do(func() {
-		list, err := d.ServerResourcesForGroupVersion("v1")
-		if err != nil {
-			s.err = err
-			return
-		}
-		for _, r := range list.APIResources {
-			if r.Name == "pods/resize" {
-				s.supported = true
-			}
-		}
-	})
-	if s.err != nil {
-		err := s.err
-		s.once, s.err = sync.Once{}, nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.known {
+		return s.supported, nil
+	}
+	list, err := d.ServerResourcesForGroupVersion("v1")
+	if err != nil {
 		return false, fmt.Errorf("asking the apiserver whether pods can be resized in place: %w", err)
 	}
+	for _, r := range list.APIResources {
+		if r.Name == "pods/resize" {
+			s.supported = true
+		}
+	}
+	s.known = true
 	return s.supported, nil
 }
 

@@ -38,6 +38,27 @@ func cpuCount(limits corev1.ResourceList) int64 {
 // garbage collector keeps a worker beside the program. Older Go versions get the same value from the variable.
 func goMaxProcs(cpus int64) int64 { return max(2, cpus) }
 
+// runtimeVariables are the variables the sizer may write for the given languages.
+func runtimeVariables(rt *sizerv1alpha1.RuntimeSpec) []string {
+	if rt == nil {
+		return nil
+	}
+	var out []string
+	for _, lang := range rt.Languages {
+		switch lang {
+		case sizerv1alpha1.LanguageGo:
+			out = append(out, envGoMaxProcs, envGoMemLimit)
+		case sizerv1alpha1.LanguageJava:
+			out = append(out, envJavaToolOpts, envJDKJavaOpts)
+		case sizerv1alpha1.LanguageNode:
+			out = append(out, envNodeOptions)
+		case sizerv1alpha1.LanguagePython:
+			out = append(out, envPythonCPUCount)
+		}
+	}
+	return out
+}
+
 // ourFlags are the option prefixes the sizer writes into options variables.
 var ourFlags = []string{"-XX:ActiveProcessorCount=", "-XX:MaxRAMPercentage=", "--max-old-space-size="}
 

@@ -105,6 +105,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&sizerv1alpha1.WorkloadSizer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&sizerv1alpha1.WorkloadSizer{}, handler.EnqueueRequestsFromMapFunc(r.peersOf),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.sizersOf("Deployment"))).
 		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.sizersOf("StatefulSet"))).
 		Watches(pod, handler.EnqueueRequestsFromMapFunc(r.sizersSelecting), builder.OnlyMetadata,
@@ -134,6 +136,20 @@ func requests(items []sizerv1alpha1.WorkloadSizer) []reconcile.Request {
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: w.Namespace, Name: w.Name}})
 	}
 	return out
+}
+
+// peersOf maps a sizer that comes or goes to the other sizers of its workload: one that stood down because an older
+// one sized the workload takes over when that one is deleted.
+func (r *Reconciler) peersOf(ctx context.Context, obj client.Object) []reconcile.Request {
+	ref := obj.(*sizerv1alpha1.WorkloadSizer).Target()
+	var peers []reconcile.Request
+	for _, req := range r.sizersOf(ref.Kind)(ctx, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Namespace: obj.GetNamespace(), Name: ref.Name}}) {
+		if req.Name != obj.GetName() {
+			peers = append(peers, req)
+		}
+	}
+	return peers
 }
 
 // sizersOfBudget maps a PodDisruptionBudget to its sizer, or, for a budget of someone else's, to the namespace's

@@ -198,10 +198,15 @@ func (r *Reconciler) writeTarget(ctx context.Context, wls *sizerv1alpha1.Workloa
 	applying := appliedFields(w.ac)
 	key := client.ObjectKeyFromObject(wls).String()
 	if t != nil {
-		owned := ownedFields(t.obj, w.owner, FieldOwner).union(r.lastApplied(key))
+		last, seen := r.appliedRecord(key)
+		owned := ownedFields(t.obj, w.owner, FieldOwner).union(last)
 		legacy := !t.created && hasEntryOf(t.obj, FieldOwner)
-		if released := owned.minus(applying); !released.empty() || legacy {
-			if err := r.handOverFields(ctx, wls, w.owner, applying); err != nil {
+		// A process's first write to a workload (a new leader's, say) must not trust a cache that may lag the last
+		// writes: when this apply leaves out fields a sizer commonly gives up (replicas, or all of the template's),
+		// the hand-over decides from the apiserver's copy.
+		unsure := !seen && (!applying.replicas || (countLeaves(applying.resources) == 0 && countLeaves(applying.env) == 0))
+		if released := owned.minus(applying); !released.empty() || legacy || unsure {
+			if err := r.handOverFields(ctx, wls, w.owner, applying, true); err != nil {
 				return err
 			}
 			r.rememberApplied(key, fieldSet{}) // what is left is in the cache once the hand-over reaches it
@@ -240,13 +245,14 @@ func hasEntryOf(obj metav1.Object, manager string) bool {
 // did not create, an entry of the shared FieldOwner (written by an earlier version) is renamed to this sizer's own
 // field manager, so that it, too, is released when the sizer goes. The write carries the resourceVersion read, so a
 // concurrent change makes it fail and the pass retry rather than overwrite someone's managedFields.
-func (r *Reconciler) handOverFields(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, owner string, applying fieldSet) error {
+func (r *Reconciler) handOverFields(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, owner string, applying fieldSet,
+	renameLegacy bool) error {
 	live, err := getTarget(ctx, r.APIReader, wls)
 	if err != nil || live == nil {
 		return err
 	}
 	var legacy []string
-	if !live.created {
+	if !live.created && renameLegacy {
 		legacy = []string{FieldOwner}
 	}
 	released := ownedFields(live.obj, append([]string{owner}, legacy...)...).minus(applying)

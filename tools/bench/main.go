@@ -104,6 +104,7 @@ func run() error {
 	out := flag.String("out", "docs", "where docs/benchmarks.md, its plots and JSON go (full runs only)")
 	nodes := flag.String("nodes", "", "comma-separated node counts instead of the plan's, to explore (e.g. 1000)")
 	reps := flag.Int("reps", 0, "repetitions instead of the plan's, to explore")
+	sizersOnly := flag.Int("sizers-only", 0, "run only the WorkloadSizer benchmark with this many sizers, to explore")
 	flag.Parse()
 	plan := fullPlan
 	if *quick {
@@ -162,6 +163,9 @@ func run() error {
 	scr, err := newScraper(ctx, c, dsNS, *releaseNS, *release)
 	if err != nil {
 		return err
+	}
+	if *sizersOnly > 0 {
+		return exploreSizers(ctx, c, scr, *clusterTool, *clusterDir, *auditLog, ns, sizerUser, *sizersOnly, plan.SizerIdle)
 	}
 	for _, n := range plan.Nodes {
 		if err := resizePool(ctx, c, *clusterTool, *clusterDir, n); err != nil {

@@ -242,3 +242,34 @@ func unrelatedPods(ctx context.Context, c client.Client, ns string, n, nodes int
 		return client.IgnoreAlreadyExists(c.Create(ctx, p))
 	})
 }
+
+// sizerPoolNodes is the simulated pool the sizer benchmark's pods land on when it runs alone (two pods a
+// Deployment, 110 pods a node).
+const sizerPoolNodes = 100
+
+// exploreSizers runs the WorkloadSizer benchmark alone with n sizers and prints the time to Sized and the sizer's
+// writes by resource and verb up to then, so a change to the sizer can be measured without the whole run.
+func exploreSizers(ctx context.Context, c client.Client, scr *scraper, clusterTool, clusterDir, auditLog string,
+	ns func(string) (string, error), user string, n int, idleFor time.Duration) error {
+	if err := resizePool(ctx, c, clusterTool, clusterDir, sizerPoolNodes); err != nil {
+		return err
+	}
+	szNS, err := ns("bench-sizer")
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	r, err := sizerBench(ctx, c, scr, szNS, n, idleFor)
+	if err != nil {
+		return err
+	}
+	events, err := ReadWritesSince(auditLog, started)
+	if err != nil {
+		return err
+	}
+	toSized := Count(events, r.start, r.end)
+	fmt.Printf("sizer: %d sizers Sized in %.2fs; the sizer's writes until then: %d %v; idle: %d writes in %s\n",
+		n, r.ToSized.Seconds(), toSized.Total(user), toSized[user], Count(events, r.Idle.From, r.Idle.To).Total(user),
+		r.Idle.To.Sub(r.Idle.From))
+	return nil
+}

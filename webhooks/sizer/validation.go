@@ -2,8 +2,7 @@ package sizer
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
+	"regexp"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -117,6 +116,10 @@ func notAbove(low, high corev1.ResourceList, p *field.Path, what string) field.E
 	return errs
 }
 
+// percentage is the CRD's own rule for a budget given as a string (its CEL uses the same expression), so the two
+// layers refuse the same values.
+var percentage = regexp.MustCompile(`^(100|[1-9]?[0-9])%$`)
+
 // intOrPercent accepts a non-negative integer or a percentage from 0% to 100%, as the disruption controller does.
 func intOrPercent(v *intstr.IntOrString, p *field.Path) field.ErrorList {
 	if v == nil {
@@ -128,9 +131,7 @@ func intOrPercent(v *intstr.IntOrString, p *field.Path) field.ErrorList {
 		}
 		return nil
 	}
-	digits, ok := strings.CutSuffix(v.StrVal, "%")
-	n, err := strconv.Atoi(digits)
-	if !ok || err != nil || digits == "" || digits[0] == '+' || digits[0] == '-' || n > 100 {
+	if !percentage.MatchString(v.StrVal) {
 		return field.ErrorList{field.Invalid(p, v.StrVal, "must be a non-negative integer or a percentage from 0% to 100%")}
 	}
 	return nil
