@@ -3,11 +3,13 @@ package daemonset
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -128,4 +130,74 @@ func withoutOwner(refs []metav1.OwnerReference, ds *daemonsetv1alpha1.DaemonSet)
 		}
 	}
 	return out
+}
+
+// releaseVanished looks up, past the cache, the pods of ds that left the cache without being seen terminating, and
+// releases those that still exist under the DaemonSet's control but no longer match its selector (relabelled
+// without the name label, which the cache selects on). Those deleted for real are forgotten.
+func (r *Reconciler) releaseVanished(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, key string) (retry bool, err error) {
+	selector, err := metav1.LabelSelectorAsSelector(EffectiveSelector(ds))
+	if err != nil {
+		return false, fmt.Errorf("spec.selector: %w", err)
+	}
+	for name, uid := range r.vanished.take(key) {
+		var pod corev1.Pod
+		err := r.liveReader().Get(ctx, types.NamespacedName{Namespace: ds.Namespace, Name: name}, &pod)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			r.vanished.add(key, name, uid)
+			return false, fmt.Errorf("looking up pod %s: %w", name, err)
+		}
+		if pod.UID != uid || controllerUID(&pod) != string(ds.UID) || pod.DeletionTimestamp != nil ||
+			selector.Matches(labels.Set(pod.Labels)) {
+			continue
+		}
+		done, err := r.patchOwners(ctx, &pod, withoutOwner(pod.OwnerReferences, ds))
+		if err != nil {
+			r.vanished.add(key, name, uid)
+			return false, fmt.Errorf("releasing pod %s: %w", name, err)
+		}
+		if !done {
+			r.vanished.add(key, name, uid)
+			retry = true
+			continue
+		}
+		log.FromContext(ctx).Info("Released pod that no longer matches the selector", "pod", name, "node", podNode(&pod))
+	}
+	return retry, nil
+}
+
+// vanishedPods remembers, per DaemonSet key, the pods (name and UID) that left the cache without being seen
+// terminating.
+type vanishedPods struct {
+	mu   sync.Mutex
+	pods map[string]map[string]types.UID
+}
+
+func newVanishedPods() *vanishedPods { return &vanishedPods{pods: map[string]map[string]types.UID{}} }
+
+func (v *vanishedPods) add(key, name string, uid types.UID) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.pods[key] == nil {
+		v.pods[key] = map[string]types.UID{}
+	}
+	v.pods[key][name] = uid
+}
+
+// take returns and forgets the pods recorded for key.
+func (v *vanishedPods) take(key string) map[string]types.UID {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := v.pods[key]
+	delete(v.pods, key)
+	return out
+}
+
+func (v *vanishedPods) forget(key string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.pods, key)
 }

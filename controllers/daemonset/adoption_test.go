@@ -42,6 +42,18 @@ func TestOrphansAreAdoptedAndRelabelledPodsReleased(t *testing.T) {
 	}, timeout, poll).Should(BeNil(), "the relabelled pod was not released")
 	s.g.Eventually(func() map[string]int { return s.podsPerNode("agent") }, timeout, poll).Should(Equal(map[string]int{
 		s.label + "-a": 1, s.label + "-b": 1}), "the released pod's node got no new pod")
+
+	// Without the name label the pod leaves the controller's cache (it selects on that label): it is released all
+	// the same.
+	unlabelled := podOnNode(s, "agent", s.label+"-a")
+	patchPod(s, unlabelled.Name, func(p *corev1.Pod) { delete(p.Labels, daemonset.NameLabel) })
+	s.g.Eventually(func() *metav1.OwnerReference {
+		var p corev1.Pod
+		s.g.Expect(env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: unlabelled.Name}, &p)).To(Succeed())
+		return metav1.GetControllerOf(&p)
+	}, timeout, poll).Should(BeNil(), "the pod relabelled without the name label was not released")
+	s.g.Eventually(func() map[string]int { return s.podsPerNode("agent") }, timeout, poll).Should(Equal(map[string]int{
+		s.label + "-a": 1, s.label + "-b": 1}), "the unlabelled pod's node got no new pod")
 }
 
 // podOnNode returns the DaemonSet's pod on node.

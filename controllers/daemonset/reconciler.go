@@ -56,6 +56,7 @@ type Reconciler struct {
 	pacer        *statuspace.Pacer
 	seeded       *seenSet
 	written      *writtenStatuses
+	vanished     *vanishedPods
 }
 
 // RBAC of the daemonset-controller (make manifests turns these into its ClusterRole).
@@ -72,6 +73,7 @@ func (r *Reconciler) init() {
 		r.pacer = statuspace.New(statusInterval)
 		r.seeded = newSeenSet()
 		r.written = newWrittenStatuses()
+		r.vanished = newVanishedPods()
 		if r.Now == nil {
 			r.Now = time.Now
 		}
@@ -88,6 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.pacer.Forget(req.String())
 			r.seeded.forget(req.String())
 			r.written.forget(req.String())
+			r.vanished.forget(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -96,6 +99,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.backoff.forget(string(ds.UID) + "/")
 		r.seeded.forget(req.String())
 		r.written.forget(req.String())
+		r.vanished.forget(req.String())
 		return ctrl.Result{}, nil // the garbage collector removes the pods and revisions it owns
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("daemonset", klog.KObj(ds)))
@@ -159,6 +163,11 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 	if err != nil {
 		return ctrl.Result{}, nil, err
 	}
+	retryVanished, err := r.releaseVanished(ctx, ds, key)
+	if err != nil {
+		return ctrl.Result{}, nil, err
+	}
+	retryAdoption = retryAdoption || retryVanished
 	pods, terminating := splitPods(owned)
 	var revList appsv1.ControllerRevisionList
 	if err := r.List(ctx, &revList, client.InNamespace(ds.Namespace), client.MatchingFields{ownerIndex: string(ds.UID)}); err != nil {

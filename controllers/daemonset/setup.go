@@ -197,10 +197,15 @@ func (h *podHandler) Update(_ context.Context, e event.UpdateEvent, q workqueue.
 	}
 }
 
-// Delete observes a deletion.
+// Delete observes a deletion. A pod that leaves the cache without having been seen terminating may not be deleted
+// at all: relabelled without the DaemonSet name label, it only left the cache's label selector. The next pass
+// looks it up live, to release it.
 func (h *podHandler) Delete(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	if req, ok := h.owner(e.Object); ok {
 		h.r.expectations.DeletionObserved(req.String(), e.Object.GetUID())
+		if e.Object.GetDeletionTimestamp() == nil {
+			h.r.vanished.add(req.String(), e.Object.GetName(), e.Object.GetUID())
+		}
 		q.Add(req)
 	}
 }
