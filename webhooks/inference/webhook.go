@@ -31,7 +31,7 @@ import (
 func SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewWebhookManagedBy(mgr, &inferencev1alpha1.Pipeline{}).
 		WithDefaulter(Defaulter{}).
-		WithValidator(Validator{Reader: mgr.GetAPIReader()}).
+		WithValidator(Validator{Reader: mgr.GetAPIReader(), Pipelines: mgr.GetClient()}).
 		Complete()
 }
 
@@ -56,6 +56,11 @@ func (Defaulter) Default(ctx context.Context, p *inferencev1alpha1.Pipeline) err
 type Validator struct {
 	// Reader looks nodes up for the warnings.
 	Reader client.Reader
+	// Pipelines lists the namespace's pipelines for the name-clash check: the manager's cache, since every creation
+	// asks (a thousand pipelines created at once would otherwise list the namespace a thousand times from the
+	// apiserver). A pipeline the cache has not seen yet may slip through; the controller then reports NameTaken and
+	// writes nothing over it. Nil uses Reader.
+	Pipelines client.Reader
 }
 
 var groupKind = inferencev1alpha1.GroupVersion.WithKind("Pipeline").GroupKind()
@@ -97,11 +102,15 @@ func (v Validator) ValidateUpdate(ctx context.Context, old, p *inferencev1alpha1
 
 // clashes finds the steps whose object names another pipeline of the namespace already uses.
 func (v Validator) clashes(ctx context.Context, p *inferencev1alpha1.Pipeline) (field.ErrorList, error) {
-	if v.Reader == nil {
+	r := v.Pipelines
+	if r == nil {
+		r = v.Reader
+	}
+	if r == nil {
 		return nil, nil
 	}
 	var list inferencev1alpha1.PipelineList
-	if err := v.Reader.List(ctx, &list, client.InNamespace(p.Namespace)); err != nil {
+	if err := r.List(ctx, &list, client.InNamespace(p.Namespace)); err != nil {
 		return nil, fmt.Errorf("listing the namespace's pipelines to check step names: %w", err)
 	}
 	return NameClashes(p, list.Items), nil

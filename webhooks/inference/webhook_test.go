@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -178,9 +179,16 @@ func TestClashingChildNamesAreRejected(t *testing.T) {
 	second := valid("a-b")
 	second.Namespace = ns
 	second.Spec.Steps = []inferencev1alpha1.Step{{Name: "c", Image: "x"}}
-	err := withWebhook.Client.Create(context.Background(), second)
-	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
-	g.Expect(err.Error()).To(And(ContainSubstring("spec.steps[0].name"), ContainSubstring("a-b-c"), ContainSubstring("pipeline a")))
+	// The webhook reads the pipelines from its manager's cache, which may not have seen the first one yet.
+	g.Eventually(func() error {
+		attempt := second.DeepCopy()
+		err := withWebhook.Client.Create(context.Background(), attempt)
+		if err == nil {
+			_ = withWebhook.Client.Delete(context.Background(), attempt)
+		}
+		return err
+	}, 10*time.Second, 50*time.Millisecond).Should(MatchError(And(ContainSubstring("spec.steps[0].name"), ContainSubstring("a-b-c"),
+		ContainSubstring("pipeline a"))))
 	second.Spec.Steps[0].Name = "d"
 	g.Expect(withWebhook.Client.Create(context.Background(), second)).To(Succeed(), "a-b-d clashes with nothing")
 }
