@@ -390,11 +390,12 @@ func TestRBACIsExactlyWhatEachControllerUses(t *testing.T) {
 			"daemonset.keelson.dev/daemonsets": "get,list,watch", "daemonset.keelson.dev/daemonsets/status": "update",
 		},
 		"keelson-workload-sizer": {
-			"/pods": "get,list,watch", "/pods/resize": "update", "/services": "create,delete,get,list,patch,watch",
+			"/pods": "get,list,watch", "/pods/resize": "update", "/services": "create,delete,get,list,update,watch",
 			"apps/deployments": "create,get,list,patch,watch", "apps/statefulsets": "create,get,list,patch,watch",
-			"networking.k8s.io/ingresses":      "create,delete,get,list,patch,watch",
-			"policy/poddisruptionbudgets":      "create,delete,get,list,patch,watch",
-			"sizer.keelson.dev/workloadsizers": "get,list,update,watch", "sizer.keelson.dev/workloadsizers/status": "update",
+			"networking.k8s.io/ingresses":          "create,delete,get,list,update,watch",
+			"policy/poddisruptionbudgets":          "create,delete,get,list,update,watch",
+			"autoscaling/horizontalpodautoscalers": "get,list,watch", // an HPA on a target is reported, not fought
+			"sizer.keelson.dev/workloadsizers":     "get,list,update,watch", "sizer.keelson.dev/workloadsizers/status": "patch",
 		},
 		"keelson-pipeline-controller": {
 			"/nodes": "get,list,watch", "/pods": "get,list,watch",

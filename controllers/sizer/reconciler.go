@@ -74,13 +74,13 @@ type Reconciler struct {
 
 // RBAC of the workload-sizer (make manifests turns these into its ClusterRole).
 // +kubebuilder:rbac:groups=sizer.keelson.dev,resources=workloadsizers,verbs=get;list;watch;update
-// +kubebuilder:rbac:groups=sizer.keelson.dev,resources=workloadsizers/status,verbs=update;patch
+// +kubebuilder:rbac:groups=sizer.keelson.dev,resources=workloadsizers/status,verbs=patch
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods/resize,verbs=update
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
