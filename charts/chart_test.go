@@ -385,9 +385,9 @@ func TestRBACIsExactlyWhatEachControllerUses(t *testing.T) {
 	}
 	want := map[string]map[string]string{
 		"keelson-daemonset-controller": {
-			"/nodes": "get,list,watch", "/pods": "create,delete,get,list,watch",
+			"/nodes": "get,list,watch", "/pods": "create,delete,get,list,patch,watch", // patch: adoption and release
 			"apps/controllerrevisions":         "create,delete,get,list,patch,watch",
-			"daemonset.keelson.dev/daemonsets": "get,list,watch", "daemonset.keelson.dev/daemonsets/status": "update",
+			"daemonset.keelson.dev/daemonsets": "get,list,watch", "daemonset.keelson.dev/daemonsets/status": "patch",
 		},
 		"keelson-workload-sizer": {
 			"/pods": "get,list,watch", "/pods/resize": "update", "/services": "create,delete,get,list,update,watch",

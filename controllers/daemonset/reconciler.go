@@ -61,7 +61,7 @@ type Reconciler struct {
 
 // RBAC of the daemonset-controller (make manifests turns these into its ClusterRole).
 // +kubebuilder:rbac:groups=daemonset.keelson.dev,resources=daemonsets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=daemonset.keelson.dev,resources=daemonsets/status,verbs=update;patch
+// +kubebuilder:rbac:groups=daemonset.keelson.dev,resources=daemonsets/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;patch;delete
