@@ -65,6 +65,9 @@ func (s fieldSet) minus(other fieldSet) fieldSet {
 	return out
 }
 
+// intersect is the set of fields in both s and other.
+func (s fieldSet) intersect(other fieldSet) fieldSet { return s.minus(s.minus(other)) }
+
 // union is the set of fields in s or other.
 func (s fieldSet) union(other fieldSet) fieldSet {
 	out := fieldSet{replicas: s.replicas || other.replicas}

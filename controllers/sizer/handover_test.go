@@ -90,3 +90,11 @@ func TestHandOverRenamesOnlySizerFields(t *testing.T) {
 		t.Errorf("fields:\n got %s\nwant %s", got[0].FieldsV1.GetRawString(), want)
 	}
 }
+
+func TestFieldSetIntersect(t *testing.T) {
+	a := fieldSet{replicas: true, env: map[string]map[string]bool{"app": {"A": true, "B": true}}}
+	b := fieldSet{env: map[string]map[string]bool{"app": {"B": true, "C": true}}}
+	if got := a.intersect(b).String(); got != "container app env B" {
+		t.Errorf("got %q", got)
+	}
+}

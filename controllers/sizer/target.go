@@ -267,5 +267,11 @@ func (r *Reconciler) handOverFields(ctx context.Context, wls *sizerv1alpha1.Work
 	if err := r.Patch(ctx, live.obj, patch); err != nil {
 		return fmt.Errorf("handing over %s of %s %s: %w", released, wls.Target().Kind, wls.Target().Name, err)
 	}
+	// The apiserver keeps the managedFields it had when it cannot decode the ones sent, and says nothing: check
+	// that the sizer really gave the fields up before an apply that leaves them out would reset them.
+	if kept := released.intersect(ownedFields(live.obj, append([]string{owner}, legacy...)...)); !kept.empty() {
+		return fmt.Errorf("handing over %s of %s %s: the apiserver kept the sizer's ownership of %s", released,
+			wls.Target().Kind, wls.Target().Name, kept)
+	}
 	return nil
 }
