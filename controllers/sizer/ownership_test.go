@@ -390,3 +390,23 @@ func TestReturningToRollingTakesItsVariablesBack(t *testing.T) {
 	s.g.Eventually(envOf, timeout, poll).Should(Equal(map[string]string{"GOMAXPROCS": "16", "GOMEMLIMIT": "460MiB"}),
 		"GOMEMLIMIT follows the new limit; the user's GOMAXPROCS is still theirs")
 }
+
+// The Service selects on the target's selector, not on every template label: a label that changes with each
+// release (version) would leave the Service empty during a rollout.
+func TestTheServiceSelectsOnTheTargetsSelector(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: s.ns},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "api", "version": "v7"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "x"}}}}}}
+	s.g.Expect(env.Client.Create(s.ctx, d)).To(Succeed())
+	s.sizer("api", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("api"),
+		Expose: &sizerv1alpha1.ExposeSpec{Service: &sizerv1alpha1.ServiceExpose{Enabled: true, Port: 80, Type: corev1.ServiceTypeClusterIP}}})
+	var svc corev1.Service
+	s.g.Eventually(func() error {
+		return env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "api"}, &svc)
+	}, timeout, poll).Should(Succeed())
+	s.g.Expect(svc.Spec.Selector).To(Equal(map[string]string{"app": "api"}))
+	s.g.Expect(svc.Spec.Ports[0].TargetPort.IntValue()).To(Equal(80), "targetPort follows the port")
+}
