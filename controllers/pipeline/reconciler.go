@@ -105,7 +105,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		errs = append(errs, applyErrs...)
 	}
 	if err := r.observe(ctx, p, &o); err != nil {
-		errs = append(errs, err)
+		// A status from partial data would be wrong (a node not read is not a node missing): write none, tell
+		// nothing, and look again.
+		return retry(errors.Join(append(errs, fmt.Errorf("reading the pipeline's objects: %w", err))...))
 	}
 	status := computeStatus(p, p.Status, o, w)
 	if !equality.Semantic.DeepEqual(p.Status, status) {
@@ -119,7 +121,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return ctrl.Result{}, err
+		return retry(err)
 	}
 	if p.Spec.ModelStorage.Type == inferencev1alpha1.StoragePVC && (o.pvc == nil || o.pvc.Status.Phase != corev1.ClaimBound) {
 		return ctrl.Result{RequeueAfter: claimPoll}, nil
@@ -131,6 +133,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: volumePoll}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// conflictRequeue is how soon a pass that met a conflict (a write or read raced another) looks again.
+const conflictRequeue = 100 * time.Millisecond
+
+// retry turns a pass's errors into its result: errors that are all conflicts are a short requeue, not an error.
+func retry(err error) (ctrl.Result, error) {
+	if allConflicts(err) {
+		return ctrl.Result{RequeueAfter: conflictRequeue}, nil
+	}
+	return ctrl.Result{}, err
+}
+
+// allConflicts reports whether err is a conflict, or joins only conflicts.
+func allConflicts(err error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !allConflicts(e) {
+				return false
+			}
+		}
+		return len(j.Unwrap()) > 0
+	}
+	return apierrors.IsConflict(err)
 }
 
 // observe reads what status is computed from.

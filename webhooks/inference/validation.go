@@ -118,6 +118,10 @@ func Validate(p *inferencev1alpha1.Pipeline) field.ErrorList {
 		if s.Image == "" {
 			errs = append(errs, field.Required(stp.Child("image"), ""))
 		}
+		// The location is matched against the nodes' kubernetes.io/hostname label: it must be a label value.
+		for _, msg := range validation.IsValidLabelValue(s.Location) {
+			errs = append(errs, field.Invalid(stp.Child("location"), s.Location, msg+" (it names a node by its kubernetes.io/hostname label)"))
+		}
 		errs = append(errs, validateModel(stp.Child("model"), s.Model)...)
 		errs = append(errs, validateResources(stp.Child("resources"), s.Resources)...)
 		if v, ok := s.Args["listenPort"]; ok {

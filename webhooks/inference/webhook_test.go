@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,6 +94,10 @@ func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
 				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
 		}, "spec.steps[1].resources.requests[cpu]", ""},
+		"location not a label value": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Location = "gpu-a/rack 1" },
+			"spec.steps[0].location", "spec.steps[0].location"},
+		"location too long for a label value": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Location = strings.Repeat("n", 64) },
+			"spec.steps[1].location", "spec.steps[1].location"},
 		"name with a leading digit": {func(p *inferencev1alpha1.Pipeline) { p.Name = "9lives" },
 			"metadata.name", "DNS-1035"},
 		"name with dots": {func(p *inferencev1alpha1.Pipeline) { p.Name = "face.detection" },

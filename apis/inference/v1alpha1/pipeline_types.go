@@ -68,9 +68,11 @@ type Step struct {
 	// Image of the step's server.
 	// +kubebuilder:validation:MinLength=1
 	Image string `json:"image"`
-	// Location is the node the step must run on (its kubernetes.io/hostname). Empty lets the scheduler choose.
+	// Location is the node the step must run on (its kubernetes.io/hostname label, so a label value). Empty lets the
+	// scheduler choose.
 	// +optional
-	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
 	Location string `json:"location,omitempty"`
 	// Model is the path of the step's model under the share, mounted at /models (MODEL_PATH). It is relative and
 	// stays inside the share: no leading "/", no ".." segment.

@@ -1,0 +1,65 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/pipeline"
+)
+
+// failingNodes is a live client whose node lists fail with err.
+func failingNodes(s *scenario, err error) client.Client {
+	live, cerr := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	s.g.Expect(cerr).NotTo(HaveOccurred())
+	return interceptor.NewClient(live, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*corev1.NodeList); ok {
+				return err
+			}
+			return c.List(ctx, list, opts...)
+		},
+	})
+}
+
+// A pass that cannot read what the status is computed from (here the pinned nodes) writes no status: a status from
+// partial data would say NodeNotFound for a node that exists, and move observedGeneration. The error is returned;
+// a conflict is a short requeue.
+func TestFailedObserveWritesNoStatus(t *testing.T) {
+	s := newScenario(t)
+	ctx := context.Background()
+	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "blind", Namespace: s.ns},
+		Spec: inferencev1alpha1.PipelineSpec{
+			ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StoragePVC, ClaimName: "models"},
+			Steps:        []inferencev1alpha1.Step{{Name: "a", Image: "x", Location: s.ns + "-gpu"}},
+		}}
+	s.g.Expect(env.Client.Create(ctx, p)).To(Succeed())
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: s.ns, Name: "blind"}}
+
+	unavailable := apierrors.NewServiceUnavailable("the apiserver is busy")
+	r := &pipeline.Reconciler{Client: failingNodes(s, unavailable)}
+	_, err := r.Reconcile(ctx, req)
+	s.g.Expect(errors.Is(err, unavailable) || apierrors.IsServiceUnavailable(err)).To(BeTrue(), "%v", err)
+	st := s.get("blind").Status
+	s.g.Expect(st.ObservedGeneration).To(BeZero())
+	s.g.Expect(st.Steps).To(BeEmpty(), "no status from partial data")
+	s.g.Expect(st.Phase).To(BeEmpty())
+
+	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, "x", errors.New("changed"))
+	r = &pipeline.Reconciler{Client: failingNodes(s, conflict)}
+	res, err := r.Reconcile(ctx, req)
+	s.g.Expect(err).NotTo(HaveOccurred())
+	s.g.Expect(res.RequeueAfter).To(BeNumerically(">", 0))
+	s.g.Expect(s.get("blind").Status.Steps).To(BeEmpty())
+}
