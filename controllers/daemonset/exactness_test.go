@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/internal/expectations"
 )
 
 // A creation event that lands after the cache answered the pod list, but before the pass asks the expectations,
@@ -233,5 +234,17 @@ func TestSplitPodsTreatsDeletedTerminalPodsAsGone(t *testing.T) {
 	}
 	if want := map[string]int{"b": 1}; !cmp.Equal(terminating, want) {
 		t.Errorf("terminating = %v, want %v (a terminal pod held by a finalizer must not block its node)", terminating, want)
+	}
+}
+
+// A pass held back by unmet expectations requeues for when they expire: should the awaited events never come, a
+// quiet cluster still wakes the DaemonSet.
+func TestHeldBackPassRequeuesForTheExpectationsTTL(t *testing.T) {
+	w := newWorld(t, "a", "b")
+	w.mustReconcile() // creates a pod per node; their events never come
+	w.hideAll()
+	res := w.mustReconcile()
+	if res.RequeueAfter <= 0 || res.RequeueAfter > expectations.DefaultTTL {
+		t.Fatalf("a held-back pass requeues after %v, want within the expectations' TTL %v", res.RequeueAfter, expectations.DefaultTTL)
 	}
 }

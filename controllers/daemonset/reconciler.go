@@ -200,6 +200,10 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 		if actErr == nil && !progressing {
 			actErr = r.pruneRevisions(ctx, ds, revList.Items, pods, history)
 		}
+	} else {
+		// Held back until the cache shows the last writes, whose events wake the DaemonSet. Should they never come,
+		// wake it when the expectations expire: a quiet cluster would otherwise leave it waiting for good.
+		result.RequeueAfter = r.expectations.Remaining(key)
 	}
 	if retryAdoption {
 		result.RequeueAfter = sooner(result.RequeueAfter, statusConflictRequeue)

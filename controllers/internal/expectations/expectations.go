@@ -34,13 +34,17 @@ func New() *Expectations {
 	return &Expectations{ttl: DefaultTTL, now: time.Now, by: map[string]*entry{}}
 }
 
+// get returns key's entry for new expectations and restarts its TTL. An entry whose TTL has run out is started
+// afresh, as kube-controller-manager's SetExpectations does: the creations and deletions it still counted were
+// assumed lost when Satisfied gave up on them, and adding to them would hold every later pass back for another TTL.
 func (e *Expectations) get(key string) *entry {
+	now := e.now()
 	en := e.by[key]
-	if en == nil {
+	if en == nil || now.Sub(en.set) > e.ttl {
 		en = &entry{deletions: map[types.UID]bool{}}
 		e.by[key] = en
 	}
-	en.set = e.now()
+	en.set = now
 	return en
 }
 
@@ -89,6 +93,22 @@ func (e *Expectations) Satisfied(key string) bool {
 		return true
 	}
 	return e.now().Sub(en.set) > e.ttl
+}
+
+// Remaining is how long the unmet expectations for key will still hold a pass back before the TTL lets it go: 0
+// when they are satisfied or expired. A controller held back requeues after it, so that a lost event does not leave
+// the owner asleep until something else wakes it.
+func (e *Expectations) Remaining(key string) time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	en := e.by[key]
+	if en == nil || (en.creations == 0 && len(en.deletions) == 0) {
+		return 0
+	}
+	if left := e.ttl - e.now().Sub(en.set); left > 0 {
+		return left
+	}
+	return 0
 }
 
 // Forget drops everything expected for key (its owner is gone).

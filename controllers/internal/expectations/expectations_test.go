@@ -47,3 +47,44 @@ func TestExpectations(t *testing.T) {
 		t.Fatal("Forget left expectations behind")
 	}
 }
+
+// Expectations that were never met and have expired are started afresh by the next Expect*: adding to the lost
+// count would hold every later pass back for another TTL, and then another.
+func TestExpiredExpectationsAreReset(t *testing.T) {
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	e := New()
+	e.now = func() time.Time { return clock }
+
+	e.ExpectCreations("ns/a", 2) // their events are lost
+	e.ExpectDeletions("ns/a", "uid-lost")
+	if got := e.Remaining("ns/a"); got != DefaultTTL {
+		t.Fatalf("Remaining = %v, want the whole TTL %v", got, DefaultTTL)
+	}
+	clock = clock.Add(time.Minute)
+	if got := e.Remaining("ns/a"); got != DefaultTTL-time.Minute {
+		t.Fatalf("Remaining = %v, want %v", got, DefaultTTL-time.Minute)
+	}
+	clock = clock.Add(DefaultTTL)
+	if !e.Satisfied("ns/a") || e.Remaining("ns/a") != 0 {
+		t.Fatal("expired expectations still hold a pass back")
+	}
+	e.ExpectCreations("ns/a", 1)
+	if e.Satisfied("ns/a") {
+		t.Fatal("a new expectation after the TTL is not waited for")
+	}
+	e.CreationObserved("ns/a")
+	if !e.Satisfied("ns/a") {
+		t.Fatal("the expired expectations were added to instead of reset: one observed creation does not satisfy one expected")
+	}
+
+	e.ExpectCreations("ns/b", 1)
+	clock = clock.Add(DefaultTTL + time.Second)
+	e.ExpectDeletions("ns/b", "uid-1")
+	e.DeletionObserved("ns/b", "uid-1")
+	if !e.Satisfied("ns/b") {
+		t.Fatal("a deletion expected after the TTL kept the expired creation")
+	}
+	if e.Remaining("ns/c") != 0 {
+		t.Fatal("an unknown key has time remaining")
+	}
+}
