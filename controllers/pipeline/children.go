@@ -33,8 +33,9 @@ type child struct {
 // syncChildren applies the storage and every step's Deployment and Service that differ from the spec, and deletes
 // the steps that are no longer in the spec. It returns, per step (storageKey for the storage), why its objects could
 // not be written, and the errors to retry on.
-func (r *Reconciler) syncChildren(ctx context.Context, p *inferencev1alpha1.Pipeline, w Wiring) (map[string]failure, []error) {
+func (r *Reconciler) syncChildren(ctx context.Context, p *inferencev1alpha1.Pipeline, w Wiring) (map[string]failure, map[string]bool, []error) {
 	failures := map[string]failure{}
+	retrying := map[string]bool{}
 	var errs []error
 	var desired []child
 	if p.Spec.ModelStorage.Type == inferencev1alpha1.StorageNFS {
@@ -52,12 +53,34 @@ func (r *Reconciler) syncChildren(ctx context.Context, p *inferencev1alpha1.Pipe
 		f, err := r.syncChild(ctx, p, c.obj)
 		if err != nil {
 			errs = append(errs, err)
+			if f == nil {
+				retrying[c.step] = true // not refused: the step keeps its status while the write is retried
+			}
 		}
 		if _, seen := failures[c.step]; f != nil && !seen {
 			failures[c.step] = *f
 		}
 	}
-	return failures, append(errs, r.deleteRemovedSteps(ctx, p, names)...)
+	return failures, retrying, append(errs, r.deleteRemovedSteps(ctx, p, names)...)
+}
+
+// refused reports whether the apiserver refused a write for what it says (the object is invalid, forbidden, too
+// large, or its fields are another manager's), which no retry of the same write fixes: that is the step's failure
+// (ApplyFailed). Any other error (a timeout, throttling, an unavailable apiserver) is retried, and the step keeps
+// the status it had.
+func refused(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) ||
+		apierrors.IsRequestEntityTooLargeError(err) ||
+		apierrors.IsConflict(err) && apierrors.HasStatusCause(err, metav1.CauseTypeFieldManagerConflict)
+}
+
+// writeFailed is the outcome of a failed write: a failure with reason ApplyFailed when the apiserver refused it,
+// else none (the write is retried); the error is returned either way.
+func writeFailed(err error) (*failure, error) {
+	if refused(err) {
+		return &failure{ReasonApplyFailed, err.Error()}, err
+	}
+	return nil, err
 }
 
 // syncChild writes one object if it differs from desired. An object of that name that is not this pipeline's (the
@@ -66,7 +89,7 @@ func (r *Reconciler) syncChildren(ctx context.Context, p *inferencev1alpha1.Pipe
 func (r *Reconciler) syncChild(ctx context.Context, p *inferencev1alpha1.Pipeline, desired client.Object) (*failure, error) {
 	existing, err := r.current(ctx, desired)
 	if err != nil {
-		return &failure{ReasonApplyFailed, err.Error()}, err
+		return nil, err // a failed read is not the step's failure: retried
 	}
 	if existing != nil && !ownedBy(existing, p) {
 		return &failure{ReasonNameTaken, fmt.Sprintf("%s %s already exists and is not this pipeline's: rename the step (or the pipeline), or remove that %s",
@@ -81,8 +104,7 @@ func (r *Reconciler) syncChild(ctx context.Context, p *inferencev1alpha1.Pipelin
 	}
 	if d, ok := desired.(*appsv1.Deployment); ok && existing != nil && clearsRollingUpdate(existing.(*appsv1.Deployment), d) {
 		if err := r.Patch(ctx, existing, recreatePatch, client.FieldOwner(FieldOwner)); err != nil {
-			err = fmt.Errorf("switching Deployment %s to Recreate: %w", d.Name, err)
-			return &failure{ReasonApplyFailed, err.Error()}, err
+			return writeFailed(fmt.Errorf("switching Deployment %s to Recreate: %w", d.Name, err))
 		}
 	}
 	if svc, ok := desired.(*corev1.Service); ok && existing != nil && portsRenumbered(existing.(*corev1.Service), svc) {
@@ -91,12 +113,11 @@ func (r *Reconciler) syncChild(ctx context.Context, p *inferencev1alpha1.Pipelin
 			err = r.Patch(ctx, existing, patch, client.FieldOwner(FieldOwner))
 		}
 		if err != nil {
-			err = fmt.Errorf("restoring the ports of Service %s: %w", svc.Name, err)
-			return &failure{ReasonApplyFailed, err.Error()}, err
+			return writeFailed(fmt.Errorf("restoring the ports of Service %s: %w", svc.Name, err))
 		}
 	}
 	if err := apply.Object(ctx, r.Client, desired, FieldOwner); err != nil {
-		return &failure{ReasonApplyFailed, err.Error()}, err
+		return writeFailed(err)
 	}
 	return nil, nil
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -62,4 +63,48 @@ func TestFailedObserveWritesNoStatus(t *testing.T) {
 	s.g.Expect(err).NotTo(HaveOccurred())
 	s.g.Expect(res.RequeueAfter).To(BeNumerically(">", 0))
 	s.g.Expect(s.get("blind").Status.Steps).To(BeEmpty())
+}
+
+// failingApplies is a live client whose server-side applies fail with err.
+func failingApplies(s *scenario, err error) client.Client {
+	live, cerr := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	s.g.Expect(cerr).NotTo(HaveOccurred())
+	return interceptor.NewClient(live, interceptor.Funcs{
+		Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
+			return err
+		},
+	})
+}
+
+// A write that fails for a reason that is not a refusal (throttling, an unavailable apiserver) is not the step's
+// failure: the step keeps its status, observedGeneration stays, and the error is returned for a retry. A refusal is
+// ApplyFailed (TestFailedApplyIsReported).
+func TestTransientApplyErrorIsNotAFailure(t *testing.T) {
+	s := newScenario(t)
+	ctx := context.Background()
+	s.oneStep("busy", inferencev1alpha1.Step{Name: "model", Image: "x"})
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: s.ns, Name: "busy"}}
+	live, err := client.New(env.Config, client.Options{Scheme: env.Scheme})
+	s.g.Expect(err).NotTo(HaveOccurred())
+	_, err = (&pipeline.Reconciler{Client: live}).Reconcile(ctx, req)
+	s.g.Expect(err).NotTo(HaveOccurred())
+	before := s.stepStatus("busy", "model")
+	s.g.Expect(before.Reason).To(Equal(pipeline.ReasonStarting))
+	s.g.Expect(s.get("busy").Status.ObservedGeneration).To(Equal(int64(1)))
+
+	p := s.get("busy")
+	p.Spec.Steps[0].Image = "y"
+	s.g.Expect(env.Client.Update(ctx, p)).To(Succeed())
+	for _, transient := range []error{
+		apierrors.NewTooManyRequests("slow down", 1),
+		apierrors.NewServiceUnavailable("busy"),
+		apierrors.NewTimeoutError("timed out", 1),
+		apierrors.NewInternalError(errors.New("etcd hiccup")),
+	} {
+		_, err = (&pipeline.Reconciler{Client: failingApplies(s, transient)}).Reconcile(ctx, req)
+		s.g.Expect(err).To(HaveOccurred(), "retried")
+		st := s.get("busy").Status
+		s.g.Expect(s.stepStatus("busy", "model")).To(Equal(before), "%v: the step keeps its status", transient)
+		s.g.Expect(st.ObservedGeneration).To(Equal(int64(1)), "%v: generation 2 was not written", transient)
+	}
 }

@@ -101,7 +101,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		o.invalid = verrs.ToAggregate().Error()
 	} else {
 		var applyErrs []error
-		o.failures, applyErrs = r.syncChildren(ctx, p, w)
+		o.failures, o.retrying, applyErrs = r.syncChildren(ctx, p, w)
 		errs = append(errs, applyErrs...)
 	}
 	if err := r.observe(ctx, p, &o); err != nil {

@@ -63,6 +63,9 @@ type observed struct {
 	invalid string
 	// failures are the steps (storageKey: the storage) whose objects could not be written this pass.
 	failures map[string]failure
+	// retrying are the steps (storageKey: the storage) whose objects could not be written this pass for a reason
+	// that is not a refusal (a timeout, throttling): they keep the status they had, and the pass is retried.
+	retrying map[string]bool
 	// podEvents are the volume events of the pods stuck in ContainerCreating, read only while some are.
 	podEvents []corev1.Event
 }
@@ -155,7 +158,7 @@ func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType,
 // observedGeneration kept when the pass failed: it moves only once every object of the spec was written.
 func computeStatus(p *inferencev1alpha1.Pipeline, old inferencev1alpha1.PipelineStatus, o observed, w Wiring) inferencev1alpha1.PipelineStatus {
 	st := inferencev1alpha1.PipelineStatus{ObservedGeneration: p.Generation, Conditions: append([]metav1.Condition(nil), old.Conditions...)}
-	if len(o.failures) > 0 || o.invalid != "" {
+	if len(o.failures) > 0 || len(o.retrying) > 0 || o.invalid != "" {
 		st.ObservedGeneration = old.ObservedGeneration
 	}
 	cond := func(t string, ok bool, reason, msg string) {
@@ -176,6 +179,9 @@ func computeStatus(p *inferencev1alpha1.Pipeline, old inferencev1alpha1.Pipeline
 	storageFailure, storageFailed := o.failures[storageKey]
 	storageReady := !storageFailed && o.pvc != nil && o.pvc.Status.Phase == corev1.ClaimBound
 	switch {
+	case o.retrying[storageKey] && meta.FindStatusCondition(old.Conditions, ConditionStorageReady) != nil:
+		// Kept as it was while the write is retried.
+		storageReady = meta.IsStatusConditionTrue(old.Conditions, ConditionStorageReady)
 	case storageFailed:
 		cond(ConditionStorageReady, false, storageFailure.reason, storageFailure.message)
 	case storageReady:
@@ -193,6 +199,9 @@ func computeStatus(p *inferencev1alpha1.Pipeline, old inferencev1alpha1.Pipeline
 	ready := 0
 	for i := range p.Spec.Steps {
 		ss := stepStatus(p, i, o)
+		if prev, ok := stepOf(old, ss.Name); ok && o.retrying[ss.Name] {
+			ss = prev // kept as it was while the write is retried
+		}
 		st.Steps = append(st.Steps, ss)
 		st.DetailPhase.StepsPhase = append(st.DetailPhase.StepsPhase, inferencev1alpha1.StepPhase{Name: ss.Name, DeploymentPhase: ss.Phase})
 		if ss.Phase == inferencev1alpha1.PhaseReady {
@@ -264,4 +273,14 @@ func orNone(s string) string {
 		return "none yet"
 	}
 	return s
+}
+
+// stepOf finds a step's status by name.
+func stepOf(st inferencev1alpha1.PipelineStatus, name string) (inferencev1alpha1.StepStatus, bool) {
+	for _, s := range st.Steps {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return inferencev1alpha1.StepStatus{}, false
 }
