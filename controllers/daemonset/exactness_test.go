@@ -248,3 +248,48 @@ func TestHeldBackPassRequeuesForTheExpectationsTTL(t *testing.T) {
 		t.Fatalf("a held-back pass requeues after %v, want within the expectations' TTL %v", res.RequeueAfter, expectations.DefaultTTL)
 	}
 }
+
+// A status is skipped only when it equals the one this process last wrote, not the cached one: a cache that still
+// shows an older write must not make a needed write look done (cache 1 ready, written 0, the pod ready again).
+func TestStatusSkipComparesWithTheLastWrite(t *testing.T) {
+	w := newWorld(t, "a")
+	ds := w.ds()
+	ds.Spec.MinReadySeconds = 3600 // readiness moves numberReady only: the conditions stay as they are
+	if err := w.live.Update(w.ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	w.mustReconcile()
+	w.settle()
+	pod := w.podOn("a")
+	ready := func(ready bool) {
+		status := corev1.ConditionFalse
+		if ready {
+			status = corev1.ConditionTrue
+		}
+		w.setPod(pod, func(p *corev1.Pod) {
+			p.Status.Phase = corev1.PodRunning
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status,
+				LastTransitionTime: metav1.Time{Time: w.clock}}}
+		})
+	}
+	ready(true)
+	w.mustReconcile()
+	if st := w.ds().Status; st.NumberReady != 1 || st.NumberAvailable != 0 {
+		t.Fatalf("stored status after the pod became ready: %+v", st)
+	}
+	// A restarted process starts from the stored status (its conditions' times as stored), so its statuses can
+	// equal the cached one exactly.
+	w.r = w.newReconciler()
+	w.mustReconcile()
+	w.staleDS = w.ds() // the cache shows 1 ready from now on
+	ready(false)
+	w.mustReconcile()
+	if st := w.ds().Status; st.NumberReady != 0 {
+		t.Fatalf("stored status after the pod became unready: %+v", st)
+	}
+	ready(true)
+	w.mustReconcile()
+	if st := w.ds().Status; st.NumberReady != 1 {
+		t.Fatalf("a status equal to the cached one but not to the last write was skipped: stored numberReady %d, want 1", st.NumberReady)
+	}
+}

@@ -105,11 +105,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("daemonset", klog.KObj(ds)))
 
 	result, status, err := r.reconcile(ctx, ds)
-	// A status equal to the cached one, or to the one this process wrote last (the cache may not have seen that
-	// write yet), is not written again.
-	if status != nil && !equality.Semantic.DeepEqual(ds.Status, *status) && !r.written.same(req.String(), ds.UID, *status) {
+	// A status equal to the stored one is not written again. The stored status is the one this process wrote last
+	// when it wrote any (the cache may not have seen that write, or may still show an older one: comparing with the
+	// cache then would skip a needed write), else the cached one.
+	stored := r.written.current(req.String(), ds.UID, ds.Status)
+	if status != nil && !equality.Semantic.DeepEqual(stored, *status) {
 		now := r.Now()
-		stored := r.written.current(req.String(), ds.UID, ds.Status)
 		if wait := r.pacer.Wait(req.String(), now); wait > 0 && !statusUrgent(stored, *status) {
 			// Only counters moved, and the last write was moments ago: write with a later pass.
 			result.RequeueAfter = sooner(result.RequeueAfter, wait)

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
@@ -64,14 +63,6 @@ func (w *writtenStatuses) wrote(key string, uid types.UID, st daemonsetv1alpha1.
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.last[key] = writtenStatus{uid: uid, status: *st.DeepCopy()}
-}
-
-// same reports whether st is the status last written for the DaemonSet.
-func (w *writtenStatuses) same(key string, uid types.UID, st daemonsetv1alpha1.DaemonSetStatus) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	last, ok := w.last[key]
-	return ok && last.uid == uid && equality.Semantic.DeepEqual(last.status, st)
 }
 
 // current is the DaemonSet's stored status as far as this process knows: the one it last wrote, which the cache
