@@ -48,6 +48,11 @@ const (
 	listenPortArgKey = "listenPort"
 )
 
+// ControllerEnv lists the environment variables the controller sets on every step's container: a step's own env
+// may not name them (the apiserver refuses a server-side apply that lists one name twice, so the step would fail
+// on every pass).
+var ControllerEnv = []string{EnvPipelineName, EnvStepName, EnvModelPath, EnvNextStepURL, EnvNextStepURLs}
+
 // StepObjectName names a step's Deployment and Service.
 func StepObjectName(p *inferencev1alpha1.Pipeline, step string) string { return p.Name + "-" + step }
 

@@ -3,6 +3,7 @@ package inference
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -122,6 +123,7 @@ func Validate(p *inferencev1alpha1.Pipeline) field.ErrorList {
 		for _, msg := range validation.IsValidLabelValue(s.Location) {
 			errs = append(errs, field.Invalid(stp.Child("location"), s.Location, msg+" (it names a node by its kubernetes.io/hostname label)"))
 		}
+		errs = append(errs, validateEnv(stp.Child("env"), s.Env)...)
 		errs = append(errs, validateModel(stp.Child("model"), s.Model)...)
 		errs = append(errs, validateResources(stp.Child("resources"), s.Resources)...)
 		if v, ok := s.Args["listenPort"]; ok {
@@ -132,6 +134,25 @@ func Validate(p *inferencev1alpha1.Pipeline) field.ErrorList {
 	}
 	_, wiringErrs := pipeline.Wire(p.Spec.Steps)
 	return append(errs, wiringErrs...)
+}
+
+// validateEnv refuses an env var the controller sets itself and a name given twice: the step's container lists
+// the env by name, so server-side apply refuses either on every pass.
+func validateEnv(fp *field.Path, env []corev1.EnvVar) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for j, e := range env {
+		np := fp.Index(j).Child("name")
+		switch {
+		case slices.Contains(pipeline.ControllerEnv, e.Name):
+			errs = append(errs, field.Invalid(np, e.Name, fmt.Sprintf("is set by the pipeline controller on every step (%s): choose another name",
+				strings.Join(pipeline.ControllerEnv, ", "))))
+		case seen[e.Name]:
+			errs = append(errs, field.Duplicate(np, e.Name))
+		}
+		seen[e.Name] = true
+	}
+	return errs
 }
 
 // validateModel checks that a model path stays inside the models storage: a relative path without a ".." segment

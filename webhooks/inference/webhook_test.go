@@ -98,6 +98,15 @@ func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 			"spec.steps[0].location", "spec.steps[0].location"},
 		"location too long for a label value": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Location = strings.Repeat("n", 64) },
 			"spec.steps[1].location", "spec.steps[1].location"},
+		"env var the controller sets": {func(p *inferencev1alpha1.Pipeline) {
+			p.Spec.Steps[0].Env = []corev1.EnvVar{{Name: "LOG", Value: "1"}, {Name: "MODEL_PATH", Value: "/elsewhere"}}
+		}, "spec.steps[0].env[1].name", ""},
+		"next step URL set by hand": {func(p *inferencev1alpha1.Pipeline) {
+			p.Spec.Steps[1].Env = []corev1.EnvVar{{Name: "NEXT_STEP_URL", Value: "http://x"}}
+		}, "spec.steps[1].env[0].name", ""},
+		"env var named twice": {func(p *inferencev1alpha1.Pipeline) {
+			p.Spec.Steps[1].Env = []corev1.EnvVar{{Name: "LOG", Value: "1"}, {Name: "X", Value: "2"}, {Name: "LOG", Value: "3"}}
+		}, "spec.steps[1].env[2].name: Duplicate value", ""},
 		"name with a leading digit": {func(p *inferencev1alpha1.Pipeline) { p.Name = "9lives" },
 			"metadata.name", "DNS-1035"},
 		"name with dots": {func(p *inferencev1alpha1.Pipeline) { p.Name = "face.detection" },
