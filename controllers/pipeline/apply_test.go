@@ -62,11 +62,12 @@ func TestSwitchingAStepToRecreate(t *testing.T) {
 		p.Spec.Steps[0].Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}
 		return env.Client.Update(s.ctx, p)
 	}, timeout, poll).Should(Succeed())
-	s.g.Eventually(func() appsv1.DeploymentStrategyType { return s.deployment("gpu-model").Spec.Strategy.Type },
-		timeout, poll).Should(Equal(appsv1.RecreateDeploymentStrategyType))
+	// The switch to Recreate and the apply of the GPU are two writes: wait for the second.
+	s.g.Eventually(func() corev1.ResourceList { return s.deployment("gpu-model").Spec.Template.Spec.Containers[0].Resources.Limits },
+		timeout, poll).Should(HaveKey(corev1.ResourceName("nvidia.com/gpu")))
 	d := s.deployment("gpu-model")
+	s.g.Expect(d.Spec.Strategy.Type).To(Equal(appsv1.RecreateDeploymentStrategyType))
 	s.g.Expect(d.Spec.Strategy.RollingUpdate).To(BeNil())
-	s.g.Expect(d.Spec.Template.Spec.Containers[0].Resources.Limits).To(HaveKey(corev1.ResourceName("nvidia.com/gpu")))
 	s.g.Eventually(func() int64 { return s.get("gpu").Status.ObservedGeneration }, timeout, poll).Should(Equal(s.get("gpu").Generation))
 	s.g.Expect(s.stepStatus("gpu", "model").Reason).NotTo(Equal(pipeline.ReasonApplyFailed))
 }
