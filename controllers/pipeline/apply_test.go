@@ -63,7 +63,9 @@ func TestSwitchingAStepToRecreate(t *testing.T) {
 		return env.Client.Update(s.ctx, p)
 	}, timeout, poll).Should(Succeed())
 	// The switch to Recreate and the apply of the GPU are two writes: wait for the second.
-	s.g.Eventually(func() corev1.ResourceList { return s.deployment("gpu-model").Spec.Template.Spec.Containers[0].Resources.Limits },
+	s.g.Eventually(func() corev1.ResourceList {
+		return s.deployment("gpu-model").Spec.Template.Spec.Containers[0].Resources.Limits
+	},
 		timeout, poll).Should(HaveKey(corev1.ResourceName("nvidia.com/gpu")))
 	d := s.deployment("gpu-model")
 	s.g.Expect(d.Spec.Strategy.Type).To(Equal(appsv1.RecreateDeploymentStrategyType))
