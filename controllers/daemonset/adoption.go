@@ -36,14 +36,27 @@ func adoptionPlan(selector labels.Selector, owned, orphans []*corev1.Pod) (adopt
 	return adopt, release
 }
 
-// adoptAndRelease carries out adoptionPlan and returns the pods the DaemonSet controls afterwards. Each change is a
-// patch of the owner references guarded by the pod's resourceVersion, so a pod changed meanwhile (adopted by
-// someone else, relabelled again) is left as it is for a pass moments later (retry), rather than overwritten.
-func (r *Reconciler) adoptAndRelease(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, owned []*corev1.Pod) (
-	pods []*corev1.Pod, retry bool, err error) {
+// handover is what adoptAndRelease leaves for the pass.
+type handover struct {
+	// pods are the pods the DaemonSet controls afterwards.
+	pods []*corev1.Pod
+	// occupied counts, per node, the orphans whose adoption did not go through this time: the node is not empty,
+	// and gets no pod of the DaemonSet beside the orphan while it waits for a later pass.
+	occupied map[string]int
+	// retry asks for a pass moments later (a patch met a conflict).
+	retry bool
+	// stop ends the pass before planning: the DaemonSet read live is gone or being deleted, and the cache lags.
+	stop bool
+}
+
+// adoptAndRelease carries out adoptionPlan. Each change is a patch of the owner references guarded by the pod's
+// resourceVersion, so a pod changed meanwhile (adopted by someone else, relabelled again) is left as it is for a
+// pass moments later (retry), rather than overwritten; a pod not released stays the DaemonSet's, an orphan not
+// adopted still occupies its node.
+func (r *Reconciler) adoptAndRelease(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, owned []*corev1.Pod) (handover, error) {
 	var list corev1.PodList
 	if err := r.List(ctx, &list, client.InNamespace(ds.Namespace), client.MatchingFields{orphanIndex: ds.Name}); err != nil {
-		return nil, false, fmt.Errorf("listing orphaned pods: %w", err)
+		return handover{}, fmt.Errorf("listing orphaned pods: %w", err)
 	}
 	orphans := make([]*corev1.Pod, 0, len(list.Items))
 	for i := range list.Items {
@@ -51,57 +64,62 @@ func (r *Reconciler) adoptAndRelease(ctx context.Context, ds *daemonsetv1alpha1.
 	}
 	selector, err := metav1.LabelSelectorAsSelector(EffectiveSelector(ds))
 	if err != nil {
-		return nil, false, fmt.Errorf("spec.selector: %w", err)
+		return handover{}, fmt.Errorf("spec.selector: %w", err)
 	}
 	adopt, release := adoptionPlan(selector, owned, orphans)
 	if len(adopt) == 0 && len(release) == 0 {
-		return owned, false, nil
+		return handover{pods: owned}, nil
 	}
 	logger := log.FromContext(ctx)
+	h := handover{occupied: map[string]int{}}
 	released := map[*corev1.Pod]bool{}
 	for _, pod := range release {
 		done, err := r.patchOwners(ctx, pod, withoutOwner(pod.OwnerReferences, ds))
 		if err != nil {
-			return nil, false, fmt.Errorf("releasing pod %s: %w", pod.Name, err)
+			return handover{}, fmt.Errorf("releasing pod %s: %w", pod.Name, err)
 		}
 		if !done {
-			retry = true // still counted as the DaemonSet's, so its node gets no second pod meanwhile
+			h.retry = true // still counted as the DaemonSet's, so its node gets no second pod meanwhile
 			continue
 		}
 		logger.Info("Released pod that no longer matches the selector", "pod", pod.Name, "node", podNode(pod))
 		released[pod] = true
 	}
-	out := make([]*corev1.Pod, 0, len(owned)+len(adopt))
+	h.pods = make([]*corev1.Pod, 0, len(owned)+len(adopt))
 	for _, pod := range owned {
 		if !released[pod] {
-			out = append(out, pod)
+			h.pods = append(h.pods, pod)
 		}
 	}
 	if len(adopt) > 0 {
 		// Adopt only for a DaemonSet that still exists as read and is not being deleted: the cache may lag a
-		// deletion, and an adopted pod would then go with it.
+		// deletion, and an adopted pod would then go with it. Nor plan for it: its orphans' nodes would look empty.
 		var fresh daemonsetv1alpha1.DaemonSet
-		if err := r.liveReader().Get(ctx, client.ObjectKeyFromObject(ds), &fresh); err != nil {
-			return nil, false, fmt.Errorf("checking the DaemonSet before adopting pods: %w", err)
-		}
-		if fresh.UID != ds.UID || fresh.DeletionTimestamp != nil {
-			return out, retry, nil
+		err := r.liveReader().Get(ctx, client.ObjectKeyFromObject(ds), &fresh)
+		switch {
+		case apierrors.IsNotFound(err):
+			return handover{stop: true}, nil
+		case err != nil:
+			return handover{}, fmt.Errorf("checking the DaemonSet before adopting pods: %w", err)
+		case fresh.UID != ds.UID || fresh.DeletionTimestamp != nil:
+			return handover{stop: true}, nil
 		}
 	}
 	for _, pod := range adopt {
 		refs := append(append([]metav1.OwnerReference(nil), pod.OwnerReferences...), ownerReference(ds))
 		done, err := r.patchOwners(ctx, pod, refs)
 		if err != nil {
-			return nil, false, fmt.Errorf("adopting pod %s: %w", pod.Name, err)
+			return handover{}, fmt.Errorf("adopting pod %s: %w", pod.Name, err)
 		}
 		if !done {
-			retry = true
+			h.retry = true
+			h.occupied[podNode(pod)]++ // the orphan still runs there: no second pod beside it
 			continue
 		}
 		logger.Info("Adopted orphaned pod", "pod", pod.Name, "node", podNode(pod))
-		out = append(out, pod)
+		h.pods = append(h.pods, pod)
 	}
-	return out, retry, nil
+	return h, nil
 }
 
 // patchOwners sets the pod's owner references, guarded by its resourceVersion, and reports whether it did. A pod

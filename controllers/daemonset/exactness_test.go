@@ -293,3 +293,85 @@ func TestStatusSkipComparesWithTheLastWrite(t *testing.T) {
 		t.Fatalf("a status equal to the cached one but not to the last write was skipped: stored numberReady %d, want 1", st.NumberReady)
 	}
 }
+
+// podsOn counts every pod stored on node that is not being deleted, whoever controls it.
+func (w *world) podsOn(node string) int {
+	n := 0
+	for _, p := range w.pods() {
+		if podNode(&p) == node && p.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// orphanOnA makes the pod on node "a" an orphan, as kubectl delete --cascade=orphan leaves it, and returns its name.
+func (w *world) orphanOnA() string {
+	w.mustReconcile()
+	w.settle()
+	orphan := w.podOn("a")
+	w.setPod(orphan, func(p *corev1.Pod) { p.OwnerReferences = nil })
+	return orphan
+}
+
+// An orphan whose adoption meets a conflict still occupies its node: no second pod goes beside it, and a later
+// pass adopts it.
+func TestAnOrphanNotAdoptedYetOccupiesItsNode(t *testing.T) {
+	w := newWorld(t, "a", "b")
+	orphan := w.orphanOnA()
+	// The orphan changes after the cache listed it (its owned pods first, then the orphans): the adoption conflicts.
+	w.onPodList = func() {
+		w.onPodList = func() {
+			w.setPod(orphan, func(p *corev1.Pod) { p.Annotations = map[string]string{"touched": "yes"} })
+		}
+	}
+	res := w.mustReconcile()
+	if n := w.podsOn("a"); n != 1 {
+		t.Fatalf("a failed adoption left the orphan's node looking empty: %d pods on it, want 1", n)
+	}
+	if res.RequeueAfter <= 0 || res.RequeueAfter > statusConflictRequeue {
+		t.Fatalf("a failed adoption requeues after %v, want at most %v", res.RequeueAfter, statusConflictRequeue)
+	}
+	w.mustReconcile()
+	if w.podOn("a") != orphan || w.podsOn("a") != 1 {
+		t.Fatalf("the orphan was not adopted by the next pass")
+	}
+}
+
+// When the live read before adopting finds the DaemonSet gone or being deleted (the cache lags), the pass stops
+// without planning: no error, and no pod beside the orphan.
+func TestAdoptionStopsForADaemonSetGoneOrGoing(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		delete func(w *world, ds *daemonsetv1alpha1.DaemonSet)
+	}{
+		{"gone", func(w *world, ds *daemonsetv1alpha1.DaemonSet) {
+			if err := w.live.Delete(w.ctx, ds); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"being deleted", func(w *world, ds *daemonsetv1alpha1.DaemonSet) {
+			ds.Finalizers = []string{"example.com/hold"}
+			if err := w.live.Update(w.ctx, ds); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.live.Delete(w.ctx, ds); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, "a", "b")
+			w.orphanOnA()
+			ds := w.ds()
+			w.staleDS = ds.DeepCopy() // the cache has not seen the deletion
+			tc.delete(w, ds)
+			if _, err := w.reconcile(); err != nil {
+				t.Fatalf("a pass for a DaemonSet gone or going failed: %v", err)
+			}
+			if n := w.podsOn("a"); n != 1 {
+				t.Fatalf("a pass for a DaemonSet gone or going planned: %d pods on the orphan's node, want 1", n)
+			}
+		})
+	}
+}

@@ -160,16 +160,22 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 	if err != nil {
 		return ctrl.Result{}, nil, err
 	}
-	owned, retryAdoption, err := r.adoptAndRelease(ctx, ds, owned)
+	hand, err := r.adoptAndRelease(ctx, ds, owned)
 	if err != nil {
 		return ctrl.Result{}, nil, err
+	}
+	if hand.stop {
+		return ctrl.Result{}, nil, nil // the DaemonSet is gone or going; its own events bring the next pass
 	}
 	retryVanished, err := r.releaseVanished(ctx, ds, key)
 	if err != nil {
 		return ctrl.Result{}, nil, err
 	}
-	retryAdoption = retryAdoption || retryVanished
-	pods, terminating := splitPods(owned)
+	retryAdoption := hand.retry || retryVanished
+	pods, terminating := splitPods(hand.pods)
+	for node, n := range hand.occupied {
+		terminating[node] += n // an orphan not adopted yet holds its node as a pod on its way out does
+	}
 	var revList appsv1.ControllerRevisionList
 	if err := r.List(ctx, &revList, client.InNamespace(ds.Namespace), client.MatchingFields{ownerIndex: string(ds.UID)}); err != nil {
 		return ctrl.Result{}, nil, fmt.Errorf("listing revisions: %w", err)
