@@ -61,7 +61,12 @@ func Default(ds *daemonsetv1alpha1.DaemonSet) {
 }
 
 // Validate returns every problem of a DaemonSet's spec, each with its field path.
-func Validate(ds *daemonsetv1alpha1.DaemonSet) field.ErrorList {
+func Validate(ds *daemonsetv1alpha1.DaemonSet) field.ErrorList { return validate(ds, nil) }
+
+// validate is Validate for a new DaemonSet (old nil) or a changed one. A change is not refused for a problem the
+// stored object already had and still has unchanged (hostNetwork with surge, refused since after it was stored):
+// the object must stay writable, to have its finalizers removed, say. The CRD's CEL rule ratchets the same way.
+func validate(ds, old *daemonsetv1alpha1.DaemonSet) field.ErrorList {
 	var errs field.ErrorList
 	spec := &ds.Spec
 	p := field.NewPath("spec")
@@ -86,7 +91,19 @@ func Validate(ds *daemonsetv1alpha1.DaemonSet) field.ErrorList {
 	if spec.RevisionHistoryLimit != nil && *spec.RevisionHistoryLimit < 0 {
 		errs = append(errs, field.Invalid(p.Child("revisionHistoryLimit"), *spec.RevisionHistoryLimit, "must be non-negative"))
 	}
-	return append(errs, validateStrategy(spec, p.Child("updateStrategy"))...)
+	ratchetHostNetworkSurge := old != nil && hostNetworkSurge(&old.Spec) && hostNetworkSurge(spec) &&
+		apiequality.Semantic.DeepEqual(old.Spec.UpdateStrategy.RollingUpdate.MaxSurge, spec.UpdateStrategy.RollingUpdate.MaxSurge)
+	return append(errs, validateStrategy(spec, p.Child("updateStrategy"), ratchetHostNetworkSurge)...)
+}
+
+// hostNetworkSurge reports whether spec has a hostNetwork template and a maxSurge other than 0.
+func hostNetworkSurge(spec *daemonsetv1alpha1.DaemonSetSpec) bool {
+	ru := spec.UpdateStrategy.RollingUpdate
+	if !spec.Template.Spec.HostNetwork || ru == nil || ru.MaxSurge == nil {
+		return false
+	}
+	zero, errs := validateIntOrPercent(ru.MaxSurge, field.NewPath("maxSurge"))
+	return !zero && len(errs) == 0
 }
 
 func validateSelector(ds *daemonsetv1alpha1.DaemonSet, p *field.Path) field.ErrorList {
@@ -104,7 +121,7 @@ func validateSelector(ds *daemonsetv1alpha1.DaemonSet, p *field.Path) field.Erro
 	return nil
 }
 
-func validateStrategy(spec *daemonsetv1alpha1.DaemonSetSpec, p *field.Path) field.ErrorList {
+func validateStrategy(spec *daemonsetv1alpha1.DaemonSetSpec, p *field.Path, ratchetHostNetworkSurge bool) field.ErrorList {
 	var errs field.ErrorList
 	s := spec.UpdateStrategy
 	switch s.Type {
@@ -134,7 +151,7 @@ func validateStrategy(spec *daemonsetv1alpha1.DaemonSetSpec, p *field.Path) fiel
 			errs = append(errs, field.Forbidden(rp.Child("maxSurge"), fmt.Sprintf(
 				"must be 0 because %s binds a hostPort: a surge pod starts beside the old pod on the same node and "+
 					"cannot bind the port the old pod holds, so the rollout would wait forever; use maxUnavailable instead", port)))
-		} else if spec.Template.Spec.HostNetwork {
+		} else if spec.Template.Spec.HostNetwork && !ratchetHostNetworkSurge {
 			errs = append(errs, field.Forbidden(rp.Child("maxSurge"),
 				"must be 0 because spec.template.spec.hostNetwork is true: the pod's container ports are host ports, "+
 					"a surge pod starts beside the old pod on the same node and cannot bind the ports the old pod "+

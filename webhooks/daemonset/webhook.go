@@ -50,7 +50,7 @@ func (Validator) ValidateCreate(_ context.Context, ds *daemonsetv1alpha1.DaemonS
 
 // ValidateUpdate checks a changed DaemonSet, including that its selector did not change.
 func (Validator) ValidateUpdate(_ context.Context, old, ds *daemonsetv1alpha1.DaemonSet) (admission.Warnings, error) {
-	errs := append(Validate(ds), ValidateUpdate(old, ds)...)
+	errs := append(validate(ds, old), ValidateUpdate(old, ds)...)
 	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(groupKind, ds.Name, errs)
 	}

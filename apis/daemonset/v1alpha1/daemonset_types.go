@@ -10,6 +10,7 @@ import (
 // rolls out.
 //
 // +kubebuilder:validation:XValidation:rule="(has(self.image) && size(self.image) > 0) || (has(self.template) && has(self.template.spec) && size(self.template.spec.containers) > 0)",fieldPath=".image",reason="FieldValueRequired",message="set spec.image, or spec.template.spec.containers"
+// +kubebuilder:validation:XValidation:rule="!has(self.template) || !has(self.template.spec) || !has(self.template.spec.hostNetwork) || !self.template.spec.hostNetwork || !has(self.updateStrategy) || !has(self.updateStrategy.rollingUpdate) || !has(self.updateStrategy.rollingUpdate.maxSurge) || self.updateStrategy.rollingUpdate.maxSurge == 0 || self.updateStrategy.rollingUpdate.maxSurge == '0%'",fieldPath=".updateStrategy.rollingUpdate.maxSurge",reason="FieldValueForbidden",message="must be 0 because spec.template.spec.hostNetwork is true: the pod's container ports are host ports, a surge pod starts beside the old pod on the same node and cannot bind the ports the old pod holds, so the rollout would wait forever; use maxUnavailable instead"
 type DaemonSetSpec struct {
 	// Image is a shorthand for the simplest DaemonSet: when spec.template has no containers, the pods run one
 	// container named "app" with this image. When the template holds exactly one container named "app", spec.image
