@@ -146,7 +146,8 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 
 	// The expectations are asked before the cache is read: a creation or deletion observed between the read and
 	// the question would otherwise make a stale list look trustworthy (a second pod on a node, an old pod
-	// deleted twice). A pass that is not satisfied plans nothing; it only reports status.
+	// deleted twice). A pass that is not satisfied creates and deletes no pod and prunes no revision; it still
+	// adopts and releases pods, records revisions and writes the status, none of which needs a current pod count.
 	if err := r.seedExpectations(ctx, ds, key); err != nil {
 		return ctrl.Result{}, nil, err
 	}
