@@ -10,6 +10,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/csaupgrade"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
@@ -92,8 +95,11 @@ func (r *Reconciler) syncChild(ctx context.Context, p *inferencev1alpha1.Pipelin
 		return nil, err // a failed read is not the step's failure: retried
 	}
 	if existing != nil && !ownedBy(existing, p) {
-		return &failure{ReasonNameTaken, fmt.Sprintf("%s %s already exists and is not this pipeline's: rename the step (or the pipeline), or remove that %s",
-			kindOf(desired), desired.GetName(), kindOf(desired))}, nil
+		return nameTakenFailure(desired), nil
+	}
+	if existing == nil {
+		// Created, never applied: a forced apply would take over an object of that name made since the read above.
+		return r.create(ctx, desired)
 	}
 	needed, err := needsApply(existing, desired)
 	if err != nil {
@@ -116,10 +122,77 @@ func (r *Reconciler) syncChild(ctx context.Context, p *inferencev1alpha1.Pipelin
 			return writeFailed(fmt.Errorf("restoring the ports of Service %s: %w", svc.Name, err))
 		}
 	}
+	if err := r.ownFieldsByApply(ctx, desired); err != nil {
+		return nil, err
+	}
 	if err := apply.Object(ctx, r.Client, desired, FieldOwner); err != nil {
 		return writeFailed(err)
 	}
 	return nil, nil
+}
+
+// nameTakenFailure says that desired's name is taken by an object that is not the pipeline's.
+func nameTakenFailure(desired client.Object) *failure {
+	return &failure{ReasonNameTaken, fmt.Sprintf("%s %s already exists and is not this pipeline's: rename the step (or the pipeline), or remove that %s",
+		kindOf(desired), desired.GetName(), kindOf(desired))}
+}
+
+// create creates desired, stamped with its hash. A create fails if the name was taken since it was read as free, so
+// an object of someone else's is never written over (NameTaken). The fields of a created object belong to an
+// Update entry of the controller's field manager, which a later apply would not remove from: they are handed to its
+// Apply entry at once.
+func (r *Reconciler) create(ctx context.Context, desired client.Object) (*failure, error) {
+	h, err := apply.Hash(desired)
+	if err != nil {
+		return nil, err
+	}
+	obj := desired.DeepCopyObject().(client.Object)
+	ann := obj.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[apply.HashAnnotation] = h
+	obj.SetAnnotations(ann)
+	if err := r.Create(ctx, obj, client.FieldOwner(FieldOwner)); apierrors.IsAlreadyExists(err) {
+		return nameTakenFailure(desired), nil
+	} else if err != nil {
+		return writeFailed(fmt.Errorf("creating %s %s: %w", kindOf(desired), desired.GetName(), err))
+	}
+	// Should this fail, the next apply of the object hands the fields over first (ownFieldsByApply).
+	return nil, r.upgradeFields(ctx, obj)
+}
+
+// ownFieldsByApply hands the fields an Update entry of the controller's field manager holds (left by its create, or
+// by a merge patch above) to its Apply entry before an apply, so that a field the apply leaves out is removed, not
+// kept by the Update entry. It reads the live object: the cache strips managed fields.
+func (r *Reconciler) ownFieldsByApply(ctx context.Context, desired client.Object) error {
+	live := desired.DeepCopyObject().(client.Object)
+	if err := r.reader().Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	return r.upgradeFields(ctx, live)
+}
+
+// upgradeFields turns obj's Update entry of the controller's field manager into its Apply entry (no write when there
+// is none), reading obj again on a conflict.
+func (r *Reconciler) upgradeFields(ctx context.Context, obj client.Object) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, sets.New(FieldOwner), FieldOwner)
+		if err != nil || patch == nil {
+			return err
+		}
+		err = r.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch))
+		if apierrors.IsConflict(err) {
+			if gerr := r.reader().Get(ctx, client.ObjectKeyFromObject(obj), obj); gerr != nil {
+				return gerr
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("handing the fields of %s %s to the apply field manager: %w", kindOf(obj), obj.GetName(), err)
+	}
+	return nil
 }
 
 // portsRenumbered reports whether live's ports are numbered otherwise than desired's. Server-side apply merges

@@ -107,7 +107,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.observe(ctx, p, &o); err != nil {
 		// A status from partial data would be wrong (a node not read is not a node missing): write none, tell
 		// nothing, and look again.
-		return retry(errors.Join(append(errs, fmt.Errorf("reading the pipeline's objects: %w", err))...))
+		return passResult(errors.Join(append(errs, fmt.Errorf("reading the pipeline's objects: %w", err))...))
 	}
 	status := computeStatus(p, p.Status, o, w)
 	if !equality.Semantic.DeepEqual(p.Status, status) {
@@ -121,7 +121,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return retry(err)
+		return passResult(err)
 	}
 	if p.Spec.ModelStorage.Type == inferencev1alpha1.StoragePVC && (o.pvc == nil || o.pvc.Status.Phase != corev1.ClaimBound) {
 		return ctrl.Result{RequeueAfter: claimPoll}, nil
@@ -138,8 +138,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // conflictRequeue is how soon a pass that met a conflict (a write or read raced another) looks again.
 const conflictRequeue = 100 * time.Millisecond
 
-// retry turns a pass's errors into its result: errors that are all conflicts are a short requeue, not an error.
-func retry(err error) (ctrl.Result, error) {
+// passResult turns a pass's errors into its result: errors that are all conflicts are a short requeue, not an error.
+func passResult(err error) (ctrl.Result, error) {
 	if allConflicts(err) {
 		return ctrl.Result{RequeueAfter: conflictRequeue}, nil
 	}
