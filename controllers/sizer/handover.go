@@ -383,7 +383,7 @@ func prune(m map[string]any) {
 			continue
 		}
 		prune(sub)
-		if len(sub) == 0 && k != "." && !isLeaf(k, m) {
+		if len(sub) == 0 && k != "." && !isLeaf(k) {
 			delete(m, k)
 			continue
 		}
@@ -396,7 +396,7 @@ func prune(m map[string]any) {
 // isLeaf: in FieldsV1 a leaf field is an empty map ("f:image": {}); a map that became empty after a removal was a
 // parent. Leaves are told apart by never having held children: we only remove below f:resources.f:requests,
 // f:resources.f:limits, f:env and f:spec, so a parent of a removed field is one of those names.
-func isLeaf(k string, _ map[string]any) bool {
+func isLeaf(k string) bool {
 	switch k {
 	case "f:spec", "f:template", "f:containers", "f:resources", "f:requests", "f:limits", "f:env":
 		return false

@@ -385,7 +385,9 @@ func (r *Reconciler) size(ctx context.Context, p *pass, t *target) error {
 // handed over when it stopped writing them (another update mode, a language removed) and now writes again. Without
 // this, a variable it once let go would stay at its old value for good, as if a user had set it. Whether anybody
 // owns a variable is in the apiserver's copy (the cache keeps only the sizers' managedFields), read only when such a
-// variable is there, and once per version of the workload.
+// variable is there, and once per generation of the workload: ownership of a variable moves with a spec write
+// (which bumps the generation) or with the sizer's own hand-over (which forgets the answer), not with the status
+// writes of a rollout.
 func (r *Reconciler) reclaimRuntimeEnv(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, t *target, owned *fieldSet) error {
 	names := runtimeVariables(wls.Spec.Runtime)
 	unsure := false
@@ -400,8 +402,8 @@ func (r *Reconciler) reclaimRuntimeEnv(ctx context.Context, wls *sizerv1alpha1.W
 		return nil
 	}
 	key := client.ObjectKeyFromObject(wls).String()
-	rv := t.obj.GetResourceVersion()
-	unowned, ok := r.unownedEnvOf(key, rv)
+	generation := t.obj.GetGeneration()
+	unowned, ok := r.unownedEnvOf(key, generation)
 	if !ok {
 		live, err := getTarget(ctx, r.APIReader, wls)
 		if err != nil || live == nil {
@@ -416,7 +418,7 @@ func (r *Reconciler) reclaimRuntimeEnv(ctx context.Context, wls *sizerv1alpha1.W
 				}
 			}
 		}
-		r.rememberUnownedEnv(key, rv, unowned)
+		r.rememberUnownedEnv(key, generation, unowned)
 	}
 	*owned = owned.union(unowned)
 	return nil
@@ -516,26 +518,32 @@ func (r *Reconciler) forget(key string) {
 	delete(r.unownedEnv, key)
 }
 
-// envCheck is the answer of reclaimRuntimeEnv for one resourceVersion of a workload.
+// envCheck is the answer of reclaimRuntimeEnv for one generation of a workload.
 type envCheck struct {
-	resourceVersion string
-	unowned         fieldSet
+	generation int64
+	unowned    fieldSet
 }
 
-func (r *Reconciler) unownedEnvOf(key, rv string) (fieldSet, bool) {
+func (r *Reconciler) unownedEnvOf(key string, generation int64) (fieldSet, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c, ok := r.unownedEnv[key]
-	return c.unowned, ok && c.resourceVersion == rv
+	return c.unowned, ok && c.generation == generation
 }
 
-func (r *Reconciler) rememberUnownedEnv(key, rv string, unowned fieldSet) {
+func (r *Reconciler) forgetUnownedEnv(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.unownedEnv, key)
+}
+
+func (r *Reconciler) rememberUnownedEnv(key string, generation int64, unowned fieldSet) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.unownedEnv == nil {
 		r.unownedEnv = map[string]envCheck{}
 	}
-	r.unownedEnv[key] = envCheck{resourceVersion: rv, unowned: unowned}
+	r.unownedEnv[key] = envCheck{generation: generation, unowned: unowned}
 }
 
 // writtenStatus is a status this process wrote, and the sizer (by UID: one of the same name may replace it) it

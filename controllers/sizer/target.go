@@ -210,6 +210,7 @@ func (r *Reconciler) writeTarget(ctx context.Context, wls *sizerv1alpha1.Workloa
 				return err
 			}
 			r.rememberApplied(key, fieldSet{}) // what is left is in the cache once the hand-over reaches it
+			r.forgetUnownedEnv(key)            // the hand-over changed who owns the variables
 		}
 	}
 	if !w.needed {
