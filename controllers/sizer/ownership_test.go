@@ -241,7 +241,7 @@ func TestLeavingRollingModeKeepsTheTemplate(t *testing.T) {
 // Two sizers on one workload: the second is reported and writes nothing, so they never take turns.
 func TestASecondSizerOnTheSameTargetIsReported(t *testing.T) {
 	s := newScenario(t)
-	c := startController(t)
+	startController(t)
 	s.deployment("shared", "user", ptr.To[int32](1), corev1.Container{Name: "app", Image: "x"})
 	s.sizer("first", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("shared"), Size: ptr.To[int32](2), ForceOwnership: true})
 	s.g.Eventually(func() int32 { return *s.getDeployment("shared").Spec.Replicas }, timeout, poll).Should(Equal(int32(2)))
@@ -255,7 +255,6 @@ func TestASecondSizerOnTheSameTargetIsReported(t *testing.T) {
 	s.g.Expect(s.condition("second", sizer.ConditionReady)()).To(Equal("False/" + sizer.ReasonAnotherSizer))
 	s.g.Consistently(func() int32 { return *s.getDeployment("shared").Spec.Replicas }, time.Second, poll).Should(Equal(int32(2)))
 	s.g.Expect(s.condition("first", sizer.ConditionConflict)()).To(Equal("False/" + sizer.ReasonNoConflict))
-	_ = c
 
 	// Each sizer writes as its own field manager.
 	s.g.Expect(managersOf(s.getDeployment("shared"))).To(ContainElement(sizer.FieldOwner + "/first"))
