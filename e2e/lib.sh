@@ -1,5 +1,10 @@
 # Helpers for the suites' scripts (POSIX sh: chainsaw runs scripts with sh -c). Chainsaw runs each script with KUBECONFIG pointing at the cluster under
 # test and NAMESPACE set to the test's namespace.
+#
+# Every script starts with `set -eu` (tools/e2escripts_test.go checks it): without -e only the last command decides
+# the step, and a failed check followed by a passing one would pass. sh has no pipefail, so a command whose
+# failure matters is never the left side of a pipe: capture its output first, then filter it. Absence is a NotFound
+# answer (absent) or a listing that succeeded and named nothing (none), never an error sent to /dev/null.
 
 # eventually DESCRIPTION TIMEOUT_SECONDS COMMAND...: run COMMAND every half second until it succeeds; fail with
 # DESCRIPTION and COMMAND's last output when TIMEOUT_SECONDS pass. Polling with a deadline, never a fixed sleep.
@@ -15,6 +20,29 @@ eventually() {
     fi
     sleep 0.5
   done
+}
+
+# absent GET_ARGS...: `kubectl get GET_ARGS` answers NotFound. Any other failure (the apiserver unreachable, a
+# type unknown, access forbidden) is not absence: it fails, with kubectl's answer on stderr.
+absent() {
+  local out
+  if out=$(kubectl get "$@" -o name 2>&1); then
+    echo "still there: $out" >&2
+    return 1
+  fi
+  case "$out" in
+    *"(NotFound)"*) return 0 ;;
+  esac
+  echo "$out" >&2
+  return 1
+}
+
+# none GET_ARGS...: a listing (`kubectl get GET_ARGS`, e.g. by label) that succeeded and named nothing. A failed
+# listing is not "none".
+none() {
+  local out
+  out=$(kubectl get "$@" -o name) || return 1
+  [ -z "$out" ] || { echo "still there: $out" >&2; return 1; }
 }
 
 # fake_node NAME [LABEL=VALUE...]: a simulated node that kwok runs (its annotation), tainted like every simulated
@@ -51,10 +79,14 @@ node_ready() {
 
 # release_objects: every object of the release ($KEELSON_RELEASE), cluster-scoped or in its namespace, as sorted
 # kind.group/name lines. CRDs are left out: they are kept on purpose.
+# A failed listing fails: it is never taken for "no objects".
 release_objects() {
-  local types
-  types=$(kubectl api-resources --verbs=list -o name | grep -v -e '^events' -e '^customresourcedefinitions' | paste -sd, -)
-  kubectl get "$types" -n "$KEELSON_NAMESPACE" -l "app.kubernetes.io/instance=$KEELSON_RELEASE" -o name 2>/dev/null | sort
+  local all types out
+  all=$(kubectl api-resources --verbs=list -o name) || return 1
+  types=$(printf '%s\n' "$all" | grep -v -e '^events' -e '^customresourcedefinitions' | paste -sd, -)
+  [ -n "$types" ] || { echo "no resource types listed" >&2; return 1; }
+  out=$(kubectl get "$types" -n "$KEELSON_NAMESPACE" -l "app.kubernetes.io/instance=$KEELSON_RELEASE" -o name) || return 1
+  [ -z "$out" ] || printf '%s\n' "$out" | sort
 }
 
 # helm_release ARGS...: helm upgrade --install the chart under test with the images under test, and wait.
