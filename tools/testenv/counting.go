@@ -4,21 +4,28 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
-// Counts are what a controller did through its client: the test asserts on them (zero writes in steady state,
+// Counts are what a controller did through the apiserver: the test asserts on them (zero writes in steady state,
 // creations per retry).
 type Counts struct {
-	// Writes counts creates, updates, patches, applies and deletes of any object, subresources included.
+	// Writes counts every request that is not a read (POST, PUT, PATCH, DELETE), failed ones included: creates,
+	// updates, patches and applies of objects and of their subresources, deletes and delete-collections, and the
+	// events the controller records. It is counted at the HTTP transport, so no client or call is missed.
 	Writes atomic.Int64
-	// Creates counts Create calls, failed ones included.
+	// Creates counts Create calls through the controller's client, failed ones included (events are not among them).
 	Creates atomic.Int64
 	// Gets counts Get calls of objects for which IsReconciled returns true: one per reconcile of that kind.
 	Gets atomic.Int64
@@ -27,7 +34,7 @@ type Counts struct {
 	byName map[string]int64
 }
 
-// WritesTo is how many writes went to objects of that name (any kind, any namespace).
+// WritesTo is how many writes went to objects of that name (any kind, any namespace, subresources included).
 func (n *Counts) WritesTo(name string) int64 {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -44,10 +51,20 @@ func (n *Counts) count(name string) {
 	n.byName[name]++
 }
 
-// CountingClient wraps c so that every call is counted in the returned Counts. isReconciled says which objects'
-// Gets count as reconciles (the object a controller's Reconcile reads first).
-func CountingClient(c client.Client, isReconciled func(client.Object) bool) (client.Client, *Counts) {
-	n := &Counts{}
+// transport wraps a rest config's transport so that every write request is counted.
+func (n *Counts) transport(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		switch req.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		default:
+			n.count(writtenName(req))
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+// client wraps c so that creates and reconciles are counted; writes are counted by the transport.
+func (n *Counts) client(c client.Client, isReconciled func(client.Object) bool) client.Client {
 	return interceptor.NewClient(noWatch{c}, interceptor.Funcs{
 		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if isReconciled(obj) {
@@ -56,42 +73,57 @@ func CountingClient(c client.Client, isReconciled func(client.Object) bool) (cli
 			return cl.Get(ctx, key, obj, opts...)
 		},
 		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			n.count(obj.GetName())
 			n.Creates.Add(1)
 			return cl.Create(ctx, obj, opts...)
 		},
-		Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			n.count(obj.GetName())
-			return cl.Update(ctx, obj, opts...)
-		},
-		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-			n.count(obj.GetName())
-			return cl.Patch(ctx, obj, p, opts...)
-		},
-		Apply: func(ctx context.Context, cl client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			n.count(applyName(obj))
-			return cl.Apply(ctx, obj, opts...)
-		},
-		Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			n.count(obj.GetName())
-			return cl.Delete(ctx, obj, opts...)
-		},
-		SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			n.count(obj.GetName())
-			return cl.SubResource(sub).Update(ctx, obj, opts...)
-		},
-		SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			n.count(obj.GetName())
-			return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
-		},
-	}), n
+	})
 }
 
-// applyName reads the name out of an apply configuration (they all marshal their metadata).
-func applyName(obj runtime.ApplyConfiguration) string {
-	b, err := json.Marshal(obj)
+// writtenName is the name of the object a write request is about: the path segment after the resource (before
+// any subresource), or for a create, the name in the body. A delete-collection names no object ("").
+func writtenName(req *http.Request) string {
+	// /api/v1/[namespaces/NS/]RESOURCE[/NAME[/SUB]] or /apis/GROUP/VERSION/[namespaces/NS/]RESOURCE[/NAME[/SUB]]
+	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	switch {
+	case len(parts) > 0 && parts[0] == "api":
+		parts = parts[min(2, len(parts)):]
+	case len(parts) > 0 && parts[0] == "apis":
+		parts = parts[min(3, len(parts)):]
+	}
+	if len(parts) >= 2 && parts[0] == "namespaces" && len(parts) > 2 {
+		parts = parts[2:]
+	}
+	if len(parts) >= 2 {
+		return parts[1]
+	}
+	if req.Method == http.MethodPost && req.GetBody != nil {
+		return bodyName(req)
+	}
+	return ""
+}
+
+// bodyName reads metadata.name from a create's body without consuming it. Built-in kinds travel as protobuf,
+// custom resources as JSON.
+func bodyName(req *http.Request) string {
+	body, err := req.GetBody()
 	if err != nil {
 		return ""
+	}
+	defer func() { _ = body.Close() }()
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return ""
+	}
+	if strings.Contains(req.Header.Get("Content-Type"), "protobuf") {
+		obj, _, err := protobufCodec.Decode(b, nil, nil)
+		if err != nil {
+			return ""
+		}
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return ""
+		}
+		return m.GetName()
 	}
 	var m struct {
 		Metadata struct {
@@ -101,6 +133,15 @@ func applyName(obj runtime.ApplyConfiguration) string {
 	_ = json.Unmarshal(b, &m)
 	return m.Metadata.Name
 }
+
+// protobufCodec decodes the built-in kinds a controller creates.
+var protobufCodec = protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+
+// roundTripFunc lets a function stand where an http.RoundTripper is wanted.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+// RoundTrip calls f.
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // noWatch lets a manager's (cached) client stand where interceptor wants a client.WithWatch; controllers never
 // call Watch through it.

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,16 +53,17 @@ func (e *Env) Namespace(t testing.TB, prefix string) string {
 	return ns.Name
 }
 
-// StartCountedManager runs a manager whose controller talks through a counting client: setup registers the
-// controller with that client, isReconciled says which object's Get marks a reconcile.
+// StartCountedManager runs a manager whose every request is counted: writes at the HTTP transport (so events,
+// subresources, applies and delete-collections all count, whatever client made them), creates and reconciles
+// through the client setup registers the controller with. isReconciled says which object's Get marks a reconcile.
 func (e *Env) StartCountedManager(t testing.TB, cacheOpts cache.Options, isReconciled func(client.Object) bool,
 	setup func(mgr ctrl.Manager, c client.Client) error) (*Manager, *Counts) {
 	t.Helper()
-	var counts *Counts
-	mgr := e.StartManager(t, ManagerOptions{Cache: cacheOpts, Setup: func(mgr ctrl.Manager) error {
-		var c client.Client
-		c, counts = CountingClient(mgr.GetClient(), isReconciled)
-		return setup(mgr, c)
+	counts := &Counts{}
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Wrap(counts.transport)
+	mgr := e.StartManager(t, ManagerOptions{Cache: cacheOpts, Config: cfg, Setup: func(mgr ctrl.Manager) error {
+		return setup(mgr, counts.client(mgr.GetClient(), isReconciled))
 	}})
 	return mgr, counts
 }

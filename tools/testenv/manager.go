@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -19,6 +20,9 @@ type ManagerOptions struct {
 	Cache cache.Options
 	// Setup registers controllers and webhooks with the manager.
 	Setup func(mgr ctrl.Manager) error
+	// Config, when set, is the rest config the manager talks to the apiserver with (a counting transport, say);
+	// the Env's own config otherwise.
+	Config *rest.Config
 }
 
 // startTimeout bounds how long StartManager waits for the manager's caches to sync.
@@ -41,7 +45,11 @@ func (e *Env) StartManager(t testing.TB, opts ManagerOptions) *Manager {
 	t.Helper()
 	wh := e.env.WebhookInstallOptions
 	skipNameValidation := true // tests start the same controller once per test in one process
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+	cfg := e.Config
+	if opts.Config != nil {
+		cfg = opts.Config
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 e.Scheme,
 		Cache:                  opts.Cache,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
