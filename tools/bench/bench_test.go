@@ -9,6 +9,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 func TestCountWrites(t *testing.T) {
@@ -91,15 +95,7 @@ func TestParseVMRSS(t *testing.T) {
 
 // A run's results become docs/benchmarks.md with its tables, two PNG plots and the raw JSON.
 func TestWriteDocs(t *testing.T) {
-	s := time.Second
-	r := Results{Plan: quickPlan, Started: time.Unix(0, 0), Machine: Machine{CPUs: 2, MemoryGiB: 24},
-		RSS: map[string]int64{"daemonset-controller": 50 << 20}, SteadyWindow: 20 * s,
-		SteadyWrites: Writes{keelsonUser("keelson-system", "keelson", "workload-sizer"): {"deployments": 3}},
-		Steady:       idleWindow{ReconcilesPerSecond: map[string]float64{"daemonset-controller": 0.25}},
-		Handovers:    []handoverResult{{Duration: s, LeaseDuration: 15 * s}}, HandoverMedian: Summarize([]time.Duration{s})}
-	r.Plan.RollingNodes = 100
-	r.Convergence = buildReport([]trial{{Impl: implKeelson, Nodes: 100, Duration: s}, {Impl: implBuiltin, Nodes: 100, Duration: 4 * s}})
-	r.RollingUpdate = r.Convergence
+	r := sampleResults()
 	dir := t.TempDir()
 	if err := writeDocs(r, dir); err != nil {
 		t.Fatal(err)
@@ -109,7 +105,10 @@ func TestWriteDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"| 100 | 1.00s (1.00s–1.00s) | 4.00s (4.00s–4.00s) | 0.25 |", "| leader handover < 2 s | median 1.00 s | met |",
-		"| daemonset-controller | 0 | 0.25 |", "| workload-sizer | 3 | 0.00 |", "| steady-state writes = 0 | 3 | **missed** |"} {
+		"| daemonset-controller | 1 | 0 | 0.25 |", "| workload-sizer | 100 | 3 | 0.00 |", "| apps/v1 daemon-set-controller | 1 | 0 | not measured |",
+		"| steady-state writes = 0 (every Keelson controller) | 3 | **missed** |", "blocking mode", "`--leader-elect=false`",
+		"every controller stays below its request", "| overhead per step | +0.200 s |", "Keelson first in 2, bare first in 2",
+		"update or patch daemonsets/status"} {
 		if !strings.Contains(string(doc), want) {
 			t.Errorf("benchmarks.md lacks %q", want)
 		}
@@ -118,6 +117,240 @@ func TestWriteDocs(t *testing.T) {
 		if info, err := os.Stat(filepath.Join(dir, "benchmarks", f)); err != nil || info.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}
+	}
+}
+
+// sampleResults is a complete small run.
+func sampleResults() Results {
+	s := time.Second
+	all := func(v int64) map[string]int64 {
+		return map[string]int64{"daemonset-controller": v, "workload-sizer": v, "pipeline-controller": v}
+	}
+	r := Results{Plan: quickPlan, Started: time.Unix(0, 0), Machine: Machine{CPUs: 2, MemoryGiB: 24},
+		Setup: clusterSetup{AuditMode: "blocking"}, RSS: all(50 << 20), MemoryRequest: all(64 << 20), MemoryLimit: all(256 << 20),
+		FirstCounts: FirstCounts(2, []string{implKeelson, implBuiltin}),
+		Steady: steadyResult{Window: idleWindow{From: time.Unix(100, 0), To: time.Unix(120, 0),
+			ReconcilesPerSecond: map[string]float64{"daemonset-controller": 0.25, "workload-sizer": 0, "pipeline-controller": 0}},
+			Held:   map[string]int{"daemonset-controller": 1, "workload-sizer": 100, "pipeline-controller": 12, builtinDaemonSet: 1},
+			Writes: map[string]map[string]int{"workload-sizer": {"patch deployments": 3}}},
+		Sizer:     sizerResult{Sizers: 100, ToSized: 5 * s, Writes: 300},
+		Handovers: []handoverResult{{Duration: s, LeaseDuration: 15 * s}}, HandoverMedian: Summarize([]time.Duration{s})}
+	r.Plan.RollingNodes = 100
+	r.Steady.Missable = missablePeriods(20*s, periodicRequeues)
+	var pairs []pipelinePair
+	for k := range 4 {
+		pairs = append(pairs, pipelinePair{Index: k, First: pairOrder(k)[0], Keelson: 3 * s, Bare: 2 * s, OverheadPerStep: 200 * time.Millisecond})
+	}
+	r.Pipeline = pipelineResult{Pipelines: 4, Reps: 1, Steps: 5, Pairs: pairs}
+	summarizePairs(&r.Pipeline)
+	trials := []trial{
+		{Bench: "convergence", Impl: implKeelson, Nodes: 100, Duration: s, Writes: map[string]int{"create pods": 100, "patch daemonsets/status": 2}},
+		{Bench: "convergence", Impl: implBuiltin, Nodes: 100, Duration: 4 * s, Writes: map[string]int{"create pods": 100, "update daemonsets/status": 3}},
+	}
+	r.DaemonSet = trials
+	r.Convergence = buildReport(trials)
+	r.RollingUpdate = r.Convergence
+	return r
+}
+
+// The memory conclusion follows the measurement: above the request it says so, and never that the request
+// leaves room.
+func TestMemorySentence(t *testing.T) {
+	all := func(v int64) map[string]int64 {
+		return map[string]int64{"daemonset-controller": v, "workload-sizer": v, "pipeline-controller": v}
+	}
+	below := memorySentence(all(50<<20), all(64<<20), all(256<<20), 100, 10)
+	if !strings.Contains(below, "leave room") || !strings.Contains(below, "50 MiB against a request of 64 MiB") {
+		t.Errorf("below the request: %s", below)
+	}
+	rss := all(50 << 20)
+	rss["workload-sizer"] = 89 << 20
+	above := memorySentence(rss, all(64<<20), all(256<<20), 100, 10)
+	if strings.Contains(above, "leave room") || !strings.Contains(above, "workload-sizer's, 89 MiB") ||
+		!strings.Contains(above, "above the request") {
+		t.Errorf("above the request: %s", above)
+	}
+	if over := memorySentence(all(300<<20), all(64<<20), all(256<<20), 100, 10); !strings.Contains(over, "OOM-killed") {
+		t.Errorf("above the limit: %s", over)
+	}
+}
+
+// The handover conclusion says the lease was released only when the handover was shorter than the lease.
+func TestHandoverSentence(t *testing.T) {
+	if s := handoverSentence(800*time.Millisecond, 15*time.Second); !strings.Contains(s, "releases its lease on SIGTERM") {
+		t.Error(s)
+	}
+	if s := handoverSentence(16*time.Second, 15*time.Second); strings.Contains(s, "releases its lease") {
+		t.Error(s)
+	}
+}
+
+// A measurement that was not taken fails the run instead of reading as zero.
+func TestMissingMeasurements(t *testing.T) {
+	r := sampleResults()
+	r.Plan.Pipelines, r.Plan.PipelineReps = 4, 1
+	r.DaemonSet = append(r.DaemonSet, trial{Bench: "rolling-update", Impl: implKeelson, Nodes: 100})
+	writers := []expectedWriter{{What: "sizers to Sized", User: "u", Writes: 5}}
+	if got := missingMeasurements(r, writers); len(got) != 0 {
+		t.Fatalf("a complete run: %v", got)
+	}
+	delete(r.RSS, "pipeline-controller")
+	delete(r.Steady.Window.ReconcilesPerSecond, "workload-sizer")
+	writers = append(writers, expectedWriter{What: "pipelines to Ready", User: "system:serviceaccount:x:y", Writes: 0})
+	got := missingMeasurements(r, writers)
+	want := []string{"memory: no pipeline-controller process found", "pipelines to Ready: no write by system:serviceaccount:x:y in the audit log",
+		"steady state: no reconcile count scraped from workload-sizer"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("missing (-want +got):\n%s", diff)
+	}
+}
+
+// Each side goes first equally often: DaemonSet repetitions are even, pipeline pairs alternate pair by pair.
+func TestAlternationIsEven(t *testing.T) {
+	for _, p := range []Plan{fullPlan, quickPlan} {
+		p.RollingNodes = p.Nodes[len(p.Nodes)-1]
+		if err := checkPlan(p); err != nil {
+			t.Fatal(err)
+		}
+		if c := FirstCounts(p.Reps, []string{implKeelson, implBuiltin}); c[implKeelson] != c[implBuiltin] {
+			t.Errorf("DaemonSet first counts %v", c)
+		}
+		counts := map[string]int{}
+		for k := range p.Pipelines * p.PipelineReps {
+			counts[pairOrder(k)[0]]++
+		}
+		if counts[sideKeelson] != counts[sideBare] {
+			t.Errorf("pipeline first counts %v", counts)
+		}
+	}
+	odd := quickPlan
+	odd.Reps = 3
+	if err := checkPlan(odd); err == nil {
+		t.Error("three DaemonSet repetitions let one side go first twice")
+	}
+	few := quickPlan
+	few.PipelineReps = 2
+	if err := checkPlan(few); err == nil {
+		t.Error("two pipeline repetitions are fewer than three")
+	}
+}
+
+// The percentiles interpolate between ranks; negative durations (a faster side) summarize like any other.
+func TestSummarizePercentiles(t *testing.T) {
+	var runs []time.Duration
+	for i := 10; i >= 0; i-- {
+		runs = append(runs, time.Duration(i-2)*time.Second)
+	}
+	s := Summarize(runs)
+	if s.Median != 3*time.Second || s.P10 != -time.Second || s.P90 != 7*time.Second || s.Min != -2*time.Second || s.Max != 8*time.Second {
+		t.Fatalf("%+v", s)
+	}
+	two := Summarize([]time.Duration{0, time.Second})
+	if two.P10 != 100*time.Millisecond || two.P90 != 900*time.Millisecond {
+		t.Fatalf("two runs: %+v", two)
+	}
+}
+
+// Status writes land in one row whatever the verb, so Keelson's patches and apps/v1's updates compare.
+func TestStatusWritesShareARow(t *testing.T) {
+	w := resourceWrites(sampleResults().DaemonSet, "convergence", 100)
+	if w[implKeelson]["update or patch daemonsets/status"] != 2 || w[implBuiltin]["update or patch daemonsets/status"] != 3 {
+		t.Fatalf("%v", w)
+	}
+	if tableKey("patch events") != "patch events" || tableKey("create pods/binding") != "create pods/binding" {
+		t.Fatal("only status writes merge")
+	}
+}
+
+// The full plan's idle window covers every periodic requeue an object can be in except the failed-pod backoff's
+// ceiling and the informers' resync; the quick one says which it misses.
+func TestMissablePeriods(t *testing.T) {
+	var got []time.Duration
+	for _, p := range missablePeriods(fullPlan.Idle, periodicRequeues) {
+		got = append(got, p.Period)
+	}
+	if diff := cmp.Diff([]time.Duration{15 * time.Minute, 10 * time.Hour}, got); diff != "" {
+		t.Fatal(diff)
+	}
+	if s := missableText(20*time.Second, missablePeriods(20*time.Second, periodicRequeues)); !strings.Contains(s, "looks again 1m0s") {
+		t.Fatal(s)
+	}
+}
+
+// The cluster's setup is read off its processes' flags and its audit policy.
+func TestClusterSetupParsing(t *testing.T) {
+	args := []string{"/bin/kube-apiserver", "--audit-log-mode=batch", "--leader-elect", "false", "--profiling"}
+	if v, ok := FlagValue(args, "audit-log-mode"); !ok || v != "batch" {
+		t.Errorf("audit-log-mode %q %v", v, ok)
+	}
+	if v, _ := FlagValue(args, "leader-elect"); v != "false" {
+		t.Errorf("leader-elect %q", v)
+	}
+	if v, _ := FlagValue(args, "profiling"); v != "true" {
+		t.Errorf("profiling %q", v)
+	}
+	if auditMode([]string{"x"}) != "blocking" || !auditCanDrop("batch") || auditCanDrop("blocking-strict") {
+		t.Error("audit modes")
+	}
+	policy := `apiVersion: audit.k8s.io/v1
+kind: Policy
+rules:
+- level: None
+  resources: [{group: coordination.k8s.io, resources: [leases]}]
+- level: Metadata
+  verbs: [create, update, patch, delete, deletecollection]
+`
+	if audited, err := policyAuditsLeases([]byte(policy)); err != nil || audited {
+		t.Errorf("a policy whose first Lease rule is None: %v %v", audited, err)
+	}
+	if audited, _ := policyAuditsLeases([]byte("rules:\n- level: Metadata\n")); !audited {
+		t.Error("a policy that logs everything logs Leases")
+	}
+}
+
+// Dropped audit events show in the apiserver's error counter; a cluster without auditing fails.
+func TestParseAuditCounters(t *testing.T) {
+	text := `apiserver_audit_event_total 1200
+apiserver_audit_error_total{plugin="buffered"} 3
+apiserver_audit_error_total{plugin="log"} 1
+`
+	ev, errs, err := parseAuditCounters(text)
+	if err != nil || ev != 1200 || errs != 4 {
+		t.Fatalf("%v %v %v", ev, errs, err)
+	}
+	if _, errs, err := parseAuditCounters("apiserver_audit_event_total 5\n"); err != nil || errs != 0 {
+		t.Fatalf("no error series yet: %v %v", errs, err)
+	}
+	if _, _, err := parseAuditCounters("other_metric 1\n"); err == nil {
+		t.Fatal("auditing off must fail")
+	}
+}
+
+// A bare twin keeps the controller's pod spec, moves to its own node, and carries nothing of the controller's.
+func TestBareDeployment(t *testing.T) {
+	tpl := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "pl-template-step-0", Namespace: "ns",
+		Labels: map[string]string{"app.kubernetes.io/managed-by": "keelson"}, OwnerReferences: []metav1.OwnerReference{{Name: "pl-template"}}},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"inference.keelson.dev/pipeline": "pl-template"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "server", Image: "img"}},
+				Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+					NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+						Key: hostnameLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{"kwok-node-0"}}}}}}}}}}}}
+	d := bareDeployment(tpl, "bare-0-0-1", "kwok-node-7")
+	if d.Name != "bare-0-0-1" || len(d.Labels) != 0 || len(d.OwnerReferences) != 0 {
+		t.Errorf("metadata %+v", d.ObjectMeta)
+	}
+	if diff := cmp.Diff(map[string]string{"bench-app": "bare-0-0-1"}, d.Spec.Template.Labels); diff != "" {
+		t.Error(diff)
+	}
+	if got := d.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Values; got[0] != "kwok-node-7" {
+		t.Errorf("pinned to %v", got)
+	}
+	if v := tpl.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Values[0]; v != "kwok-node-0" {
+		t.Errorf("the template changed: %s", v)
+	}
+	if d.Spec.Template.Spec.Containers[0].Image != "img" {
+		t.Error("image")
 	}
 }
 

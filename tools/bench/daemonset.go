@@ -85,9 +85,8 @@ type trial struct {
 
 // daemonSetTrial creates a DaemonSet and times it from create to its status saying n pods available; with roll,
 // it then changes the template and times the rolling update the same way. Then it deletes the DaemonSet and waits
-// until its pods are gone, so the next trial starts from an empty cluster. hold runs between convergence and
-// deletion (the steady-state and memory benchmarks measure there).
-func daemonSetTrial(ctx context.Context, c client.Client, impl, ns string, n, rep int, roll bool, hold func() error) ([]trial, error) {
+// until its pods are gone, so the next trial starts from an empty cluster.
+func daemonSetTrial(ctx context.Context, c client.Client, impl, ns string, n, rep int, roll bool) ([]trial, error) {
 	name := fmt.Sprintf("%s-%d-%d", impl, n, rep)
 	obj := newDaemonSet(impl, ns, name)
 	wait := func(bench string, start time.Time) (trial, error) {
@@ -126,11 +125,6 @@ func daemonSetTrial(ctx context.Context, c client.Client, impl, ns string, n, re
 			return nil, err
 		}
 		out = append(out, t)
-	}
-	if hold != nil {
-		if err := hold(); err != nil {
-			return nil, err
-		}
 	}
 	if err := c.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		return nil, err

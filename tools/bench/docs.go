@@ -52,8 +52,11 @@ func verdict(ok bool) string {
 func summaryText(r Results) string {
 	var b strings.Builder
 	sec := func(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+	ssec := func(d time.Duration) string { return fmt.Sprintf("%+.3f s", d.Seconds()) }
 	fmt.Fprintf(&b, "### DaemonSet convergence (create → all N pods available)\n\n%s\n", r.Convergence.Table())
 	fmt.Fprintf(&b, "### DaemonSet rolling update (N = %d, maxUnavailable 10%%)\n\n%s\n", r.Plan.RollingNodes, r.RollingUpdate.Table())
+	fmt.Fprintf(&b, "Each implementation went first in %d of the %d repetitions at each N (Keelson %d, built-in %d).\n\n",
+		r.FirstCounts[implKeelson], r.Plan.Reps, r.FirstCounts[implKeelson], r.FirstCounts[implBuiltin])
 	// The worst ratio, and the largest excess of Keelson's writes per node over the built-in's, across every N.
 	worstRatio, keelsonWrites := 0.0, -1e9
 	for _, row := range append(append(Report{}, r.Convergence...), r.RollingUpdate...) {
@@ -63,39 +66,40 @@ func summaryText(r Results) string {
 	fmt.Fprintf(&b, "### What the writes are (N = %d, per trial, averaged over the repetitions)\n\nConvergence:\n\n%s\nRolling update:\n\n%s\n",
 		r.Plan.RollingNodes, resourceTable(resourceWrites(r.DaemonSet, "convergence", r.Plan.RollingNodes)),
 		resourceTable(resourceWrites(r.DaemonSet, "rolling-update", r.Plan.RollingNodes)))
-	steadyTotal := 0
-	fmt.Fprintf(&b, "### Steady state (N = %d, %s idle after convergence)\n\n| controller | writes | reconciles per second |\n|---|---|---|\n", r.Plan.RollingNodes, sec(r.SteadyWindow))
-	for _, name := range binaryNames {
-		w := 0
-		for u, byResource := range r.SteadyWrites {
-			if strings.HasSuffix(u, "-"+name) {
-				w += sumWrites(byResource)
-			}
-		}
-		fmt.Fprintf(&b, "| %s | %d | %.2f |\n", name, w, r.Steady.ReconcilesPerSecond[name])
-		steadyTotal += w
-	}
-	fmt.Fprintf(&b, "\n### Memory (N = %d nodes, a Keelson object of every kind, %d unrelated pods)\n\n| controller | RSS |\n|---|---|\n", r.Plan.RollingNodes, r.Plan.Unrelated)
+	window := r.Steady.Window.To.Sub(r.Steady.Window.From)
+	fmt.Fprintf(&b, "### Steady state (N = %d, %s idle, every controller holding objects)\n\n%s\n%s\n\n",
+		r.Plan.RollingNodes, sec(window), steadyTable(r.Steady), missableText(window, r.Steady.Missable))
+	steadyTotal := keelsonSteadyWrites(r.Steady)
+	fmt.Fprintf(&b, "### Memory (N = %d nodes, the objects above, %d unrelated pods; read at the end of the idle window)\n\n"+
+		"| controller | RSS | request | limit |\n|---|---|---|---|\n", r.Plan.RollingNodes, r.Plan.Unrelated)
 	maxRSS := int64(0)
 	for _, name := range binaryNames {
-		fmt.Fprintf(&b, "| %s | %.1f MiB |\n", name, float64(r.RSS[name])/(1<<20))
+		fmt.Fprintf(&b, "| %s | %.1f MiB | %s | %s |\n", name, float64(r.RSS[name])/(1<<20), mib(r.MemoryRequest[name]), mib(r.MemoryLimit[name]))
 		maxRSS = max(maxRSS, r.RSS[name])
 	}
-	fmt.Fprintf(&b, "\n### Leader handover (workload-sizer, %d rolls)\n\nmedian %s (min %s, max %s); lease duration %s\n",
+	fmt.Fprintf(&b, "\n### Leader handover (workload-sizer, %d leader pod deletions)\n\nmedian %s (min %s, max %s); lease duration %s\n",
 		len(r.Handovers), sec(r.HandoverMedian.Median), sec(r.HandoverMedian.Min), sec(r.HandoverMedian.Max), leaseOf(r))
-	fmt.Fprintf(&b, "\n### WorkloadSizer\n\n%d sizers over existing Deployments: all Sized in %s; %d writes and %.2f reconciles per second in the %s idle window after\n",
-		r.Sizer.Sizers, sec(r.Sizer.ToSized), r.Sizer.SteadyWrites, r.Sizer.Idle.ReconcilesPerSecond["workload-sizer"], sec(r.Sizer.Idle.To.Sub(r.Sizer.Idle.From)))
-	fmt.Fprintf(&b, "\n### Pipeline\n\n%d pipelines × %d steps Ready in %s; the same Deployments and Services applied directly: %s; overhead per step %s\n",
-		r.Pipeline.Pipelines, r.Pipeline.Steps, sec(r.Pipeline.Keelson), sec(r.Pipeline.Bare), sec(r.Pipeline.OverheadPerStep))
+	fmt.Fprintf(&b, "\n### WorkloadSizer\n\n%d sizers over existing Deployments: all Sized in %s, with %d writes by the sizer until then\n",
+		r.Sizer.Sizers, sec(r.Sizer.ToSized), r.Sizer.Writes)
+	p, o := r.Pipeline, r.Pipeline.OverheadPerStep
+	fmt.Fprintf(&b, "\n### Pipeline (%d pairs: %d pipelines × %d repetitions, %d steps each; Keelson first in %d, bare first in %d)\n\n"+
+		"| | median | p10 | p90 | min | max |\n|---|---|---|---|---|---|\n", len(p.Pairs), p.Pipelines, p.Reps, p.Steps,
+		p.FirstCounts[sideKeelson], p.FirstCounts[sideBare])
+	for _, row := range []struct {
+		name string
+		s    Summary
+		f    func(time.Duration) string
+	}{{"pipeline create → Ready", p.Keelson, sec}, {"bare twin create → available", p.Bare, sec}, {"overhead per step", o, ssec}} {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", row.name, row.f(row.s.Median), row.f(row.s.P10), row.f(row.s.P90), row.f(row.s.Min), row.f(row.s.Max))
+	}
 	fmt.Fprintf(&b, "\n### Targets\n\n| target | result | |\n|---|---|---|\n")
 	fmt.Fprintf(&b, "| DaemonSet Keelson / built-in ≤ 1.0 at every N | worst %.2f | %s |\n", worstRatio, verdict(worstRatio <= 1.0))
 	fmt.Fprintf(&b, "| writes per node ≤ built-in | worst difference %+.2f | %s |\n", keelsonWrites, verdict(keelsonWrites <= 0))
-	fmt.Fprintf(&b, "| steady-state writes = 0 | %d | %s |\n", steadyTotal, verdict(steadyTotal == 0))
-	fmt.Fprintf(&b, "| RSS ≤ 100 MiB per controller | largest %.1f MiB | %s |\n", float64(maxRSS)/(1<<20), verdict(maxRSS <= 100<<20))
-	fmt.Fprintf(&b, "| leader handover < 2 s | median %s | %s |\n", sec(r.HandoverMedian.Median), verdict(r.HandoverMedian.Median < 2*time.Second))
-	fmt.Fprintf(&b, "| %d sizers Sized < 60 s | %s | %s |\n", r.Sizer.Sizers, sec(r.Sizer.ToSized), verdict(r.Sizer.ToSized < time.Minute))
-	fmt.Fprintf(&b, "| sizer steady-state writes = 0 | %d | %s |\n", r.Sizer.SteadyWrites, verdict(r.Sizer.SteadyWrites == 0))
-	fmt.Fprintf(&b, "| pipeline overhead < 1 s per step | %s | %s |\n", sec(r.Pipeline.OverheadPerStep), verdict(r.Pipeline.OverheadPerStep < time.Second))
+	fmt.Fprintf(&b, "| steady-state writes = 0 (every Keelson controller) | %d | %s |\n", steadyTotal, verdict(steadyTotal == 0))
+	fmt.Fprintf(&b, "| RSS ≤ 100 MiB per controller | largest %.1f MiB | %s |\n", float64(maxRSS)/(1<<20), verdict(maxRSS > 0 && maxRSS <= 100<<20))
+	fmt.Fprintf(&b, "| leader handover < 2 s | median %s | %s |\n", sec(r.HandoverMedian.Median), verdict(len(r.Handovers) > 0 && r.HandoverMedian.Median < 2*time.Second))
+	fmt.Fprintf(&b, "| %d sizers Sized < 60 s | %s | %s |\n", r.Sizer.Sizers, sec(r.Sizer.ToSized), verdict(r.Sizer.ToSized > 0 && r.Sizer.ToSized < time.Minute))
+	fmt.Fprintf(&b, "| pipeline overhead < 1 s per step | median %s (p90 %s) | %s |\n", ssec(o.Median), ssec(o.P90), verdict(len(p.Pairs) > 0 && o.Median < time.Second))
 	return b.String()
 }
 
@@ -128,8 +132,9 @@ func writeDocs(r Results, dir string) error {
 		func(row Row) (float64, float64) { return row.KeelsonWritesPerNode, row.BuiltinWritesPerNode }); err != nil {
 		return err
 	}
-	doc := fmt.Sprintf(benchmarksDoc, r.Started.UTC().Format("2006-01-02"), r.Machine.CPUs, r.Machine.MemoryGiB, r.Machine.Kernel,
-		r.Machine.Commit, r.Machine.Go, meaning(r), summaryText(r))
+	doc := fmt.Sprintf(benchmarksDoc, r.Started.UTC().Format("2006-01-02"), r.Plan.Reps, r.Machine.CPUs, r.Machine.MemoryGiB,
+		r.Machine.Kernel, r.Machine.Commit, r.Machine.Go, auditNote(r), r.Pipeline.Steps, r.Pipeline.Steps, steadyNote(r),
+		meaning(r), summaryText(r))
 	return os.WriteFile(filepath.Join(dir, "benchmarks.md"), []byte(doc), 0o644)
 }
 
@@ -157,33 +162,45 @@ const benchmarksDoc = `# Benchmarks
 
 What does Keelson cost a cluster, next to what it replaces? Every number here comes from one run of ` + "`make bench`" + `
 (run %s) on the local cluster ([local-cluster.md](local-cluster.md)): Keelson and the built-in controller on the
-same simulated nodes, in the same run, alternating which goes first across three repetitions. The machine is
+same simulated nodes, in the same run, alternating which goes first over %d repetitions. The machine is
 noisy (%d cores, %d GiB, kernel %s; commit %s, %s): trust the ratios within the run more than the absolute times.
 
 ## Method
 
 - **Nodes** are kwok nodes (` + "`cluster nodes --fake-nodes N`" + `), Ready and free of the not-ready taint before each
   measurement, and every other DaemonSet in the cluster (` + "`make dev`" + `'s sample runs on every node) has caught up with
-  the resized pool (its pods on the nodes removed deleted too), so that its writes neither compete with a trial nor land in its window. Pods on simulated nodes
-  are marked Running and Ready by kwok; nothing is pulled or run.
+  the resized pool (its pods on the nodes removed deleted too), so that its writes neither compete with a trial nor
+  land in its window. Pods on simulated nodes are marked Running and Ready by kwok; nothing is pulled or run.
 - **DaemonSet convergence**: create → the DaemonSet's own status says N pods updated and available, polled every
   200 ms; then the DaemonSet is deleted and its pods waited out before the next trial. Keelson's DaemonSet and
   apps/v1's have the same pod template (a pause container, a toleration of the simulated nodes' taint, a node
-  selector for them) and both roll with maxUnavailable 10%%.
-- **Client budgets are equal**: every Keelson controller runs with the chart's default ` + "`kubeAPI`" + ` (50 requests per
-  second, burst 100) and the local cluster gives kube-controller-manager the same (its own default, 20/30, would cap
-  the apps/v1 DaemonSet controller at about 20 pod creations per second, and the comparison would measure that).
-  Both DaemonSets' pods are bound by the same kube-scheduler.
-- **Writes** are counted in the apiserver's audit log (creates, updates, patches, deletes), attributed to the user
-  that made them: kube-controller-manager runs with per-controller service accounts
-  (` + "`system:serviceaccount:kube-system:daemon-set-controller`" + `), Keelson with its chart's. Nothing inside Keelson counts.
-- **Steady state** is an idle window after convergence, with the reconciles each controller finished in it read
-  from its own ` + "`controller_runtime_reconcile_total`" + ` (scraped from ` + "`/metrics`" + ` with a token allowed to read it); **memory** is each controller process's VmRSS on the node,
-  the largest replica's, read 30 s after the memory benchmark's DaemonSet converged, with the largest pool, a Keelson object of every kind and unrelated pods in the cluster;
-  **leader handover** runs from the old leader pod's deletion (its SIGTERM) to the new leader holding the lease and
-  having reconciled a probe object changed at that moment.
+  selector for them) and both roll with maxUnavailable 10%%. The implementation that goes first alternates, and
+  the number of repetitions is even, so each goes first equally often.
+- **Client budgets are equal**: every Keelson controller runs with the chart's default ` + "`kubeAPI`" + ` and the local
+  cluster gives kube-controller-manager the same (its own default, 20/30, would cap the apps/v1 DaemonSet controller
+  at about 20 pod creations per second, and the comparison would measure that). Both DaemonSets' pods are bound by
+  the same kube-scheduler.
+- **Writes** are counted in the apiserver's audit log (creates, updates, patches, deletes, status writes by either
+  verb), attributed to the user that made them: kube-controller-manager runs with per-controller service accounts
+  (` + "`system:serviceaccount:kube-system:daemon-set-controller`" + `), Keelson with its chart's. Nothing inside Keelson
+  counts. %s A run fails when a controller that must have written (a DaemonSet that converged, sizers that became
+  Sized, pipelines that became Ready) has no write in the log, since its zero would otherwise read as a result.
+- **Pipeline overhead**: an unmeasured template pipeline is made first, and its Deployments and Services become the
+  model of every bare twin (same image, args, env, probes, claim, tolerations; pinned to the same nodes as its
+  pipeline, by the same node affinity). Then each pair, one at a time: a %d-step Pipeline from create to its status
+  saying Ready for its generation, and its twin from the first create to all %d Deployments available, the side
+  going first alternating pair by pair; both are polled every 50 ms. Overhead per step is the pair's difference
+  divided by the steps, summarized over every pair.
+- **Steady state** is an idle window at the end, with every controller holding objects (a DaemonSet of each kind on
+  every node, the sizers and their Deployments, the pipelines and their twins); the reconciles each Keelson
+  controller finished in it are read from its own ` + "`controller_runtime_reconcile_total`" + ` (scraped from
+  ` + "`/metrics`" + ` with a token allowed to read it). %s
+- **Memory** is each controller process's VmRSS on the node, the largest replica's, read at the end of the idle
+  window, compared with the memory request and limit of the controller's Deployment as deployed.
+- **Leader handover** runs from the request deleting the workload-sizer's leader pod (what a rollout does to it) to
+  a new leader holding the lease and having reconciled a probe object changed right after the deletion.
 - Raw results: [benchmarks/results.json](benchmarks/results.json). Rerun with ` + "`make bench`" + ` (` + "`make bench-quick`" + `: small
-  sizes, prints the tables; ` + "`go run ./tools/bench --nodes 1000 --reps 1`" + ` explores one size and writes nothing).
+  sizes, prints the tables; ` + "`go run ./tools/bench --nodes 1000 --reps 2`" + ` explores one size and writes nothing).
 
 ![convergence](benchmarks/convergence.png)
 ![writes per node](benchmarks/writes-per-node.png)
@@ -196,49 +213,57 @@ noisy (%d cores, %d GiB, kernel %s; commit %s, %s): trust the ratios within the 
 %s
 `
 
-// meaning says, in a user's terms, what a run's numbers imply.
+// auditNote says how the audit log was kept and what it leaves out, from what the run read off the cluster.
+func auditNote(r Results) string {
+	out := fmt.Sprintf("The apiserver wrote the log in %s mode", r.Setup.AuditMode)
+	if auditCanDrop(r.Setup.AuditMode) {
+		out += ", which drops events when its buffer is full"
+	} else {
+		out += ", which holds a request until its event is written, so none is dropped under load"
+	}
+	out += fmt.Sprintf("; its %s grew by %.0f during the run (a run with any growth fails).", auditErrorMetric, r.AuditErrors)
+	if !r.Setup.LeasesAudited {
+		out += " Lease writes are left out of the log for every user (leader-election renewals and node heartbeats"
+		if r.Setup.BuiltinLeaderElection {
+			out += "; kube-controller-manager runs with leader election too)."
+		} else {
+			out += "; kube-controller-manager runs here with `--leader-elect=false`, so it makes no such writes, while" +
+				" each Keelson controller's leader renews its Lease about once per `leaderElection.retryPeriod`)."
+		}
+	}
+	return out
+}
+
+// steadyNote says how long the idle window is against the controllers' periodic writes.
+func steadyNote(r Results) string {
+	return missableText(r.Steady.Window.To.Sub(r.Steady.Window.From), r.Steady.Missable)
+}
+
+// meaning says, in a user's terms, what a run's numbers imply; every conclusion follows from a measurement.
 func meaning(r Results) string {
 	var b strings.Builder
 	if n := len(r.Convergence); n > 0 {
 		row := r.Convergence[n-1]
-		fmt.Fprintf(&b, "- **Rolling out a DaemonSet to %d nodes** takes %.1f s with Keelson and %.1f s with apps/v1 (ratio %.2f). "+
-			"Past the client's burst, both are bounded by their request budget (here 50 per second each, and one pod "+
-			"creation per node): raise the chart's `kubeAPI` to go faster, at the price of a busier apiserver.\n",
-			row.Nodes, row.Keelson.Median.Seconds(), row.Builtin.Median.Seconds(), row.Ratio)
-		fmt.Fprintf(&b, "- **API cost**: %.2f writes per converged node for Keelson against %.2f for apps/v1 — the pod "+
-			"creations themselves and little else (see what the writes are, below).\n",
-			row.KeelsonWritesPerNode, row.BuiltinWritesPerNode)
+		fmt.Fprintf(&b, "- **Rolling out a DaemonSet to %d nodes** takes %.1f s with Keelson and %.1f s with apps/v1 "+
+			"(ratio %.2f: %s).\n", row.Nodes, row.Keelson.Median.Seconds(), row.Builtin.Median.Seconds(), row.Ratio, speedWord(row.Ratio))
+		b.WriteString(writesSentence(row))
 	}
 	if n := len(r.RollingUpdate); n > 0 {
 		row := r.RollingUpdate[n-1]
 		fmt.Fprintf(&b, "- **Updating the template on %d nodes** (10%% unavailable at a time) takes %.1f s with Keelson "+
-			"and %.1f s with apps/v1 (ratio %.2f).\n", row.Nodes, row.Keelson.Median.Seconds(), row.Builtin.Median.Seconds(), row.Ratio)
+			"and %.1f s with apps/v1 (ratio %.2f: %s).\n", row.Nodes, row.Keelson.Median.Seconds(), row.Builtin.Median.Seconds(),
+			row.Ratio, speedWord(row.Ratio))
 	}
-	steady := 0
-	for _, w := range r.SteadyWrites {
-		steady += sumWrites(w)
+	b.WriteString(idleSentence(r.Steady, r.Setup))
+	b.WriteString(memorySentence(r.RSS, r.MemoryRequest, r.MemoryLimit, r.Plan.RollingNodes, r.Plan.Unrelated))
+	lease := time.Duration(0)
+	if len(r.Handovers) > 0 {
+		lease = r.Handovers[0].LeaseDuration
 	}
-	idleVerdict := "Keelson costs nothing"
-	if steady > 0 {
-		idleVerdict = "Keelson still writes"
-	}
-	fmt.Fprintf(&b, "- **Idle, %s**: %d writes in %.0f s with a DaemonSet on %d nodes; reconciles per second: %s.\n",
-		idleVerdict, steady, r.SteadyWindow.Seconds(), r.Plan.RollingNodes, rates(r.Steady.ReconcilesPerSecond))
-	maxRSS := int64(0)
-	for _, v := range r.RSS {
-		maxRSS = max(maxRSS, v)
-	}
-	fmt.Fprintf(&b, "- **Memory**: at most %.0f MiB per controller with %d nodes and %d unrelated pods in the cluster: "+
-		"the caches hold Keelson's own pods and slimmed nodes only, so the chart's 64 MiB request and 256 MiB limit "+
-		"leave room.\n", float64(maxRSS)/(1<<20), r.Plan.RollingNodes, r.Plan.Unrelated)
-	fmt.Fprintf(&b, "- **Upgrades**: a `helm upgrade` that rolls a controller leaves it without a leader for %.2f s "+
-		"(median), not the %s lease duration: the old leader releases its lease on SIGTERM.\n",
-		r.HandoverMedian.Median.Seconds(), leaseOf(r))
+	b.WriteString(handoverSentence(r.HandoverMedian.Median, lease))
 	fmt.Fprintf(&b, "- **WorkloadSizer**: %d sizers over existing Deployments all report `Sized` %.1f s after they are "+
-		"created; idle afterwards, the sizer writes %d times in %.0f s.\n", r.Sizer.Sizers, r.Sizer.ToSized.Seconds(),
-		r.Sizer.SteadyWrites, r.Sizer.Idle.To.Sub(r.Sizer.Idle.From).Seconds())
-	fmt.Fprintf(&b, "- **Pipeline**: a pipeline costs %.2f s per step over applying the same Deployments and Services "+
-		"by hand.\n", r.Pipeline.OverheadPerStep.Seconds())
+		"created.\n", r.Sizer.Sizers, r.Sizer.ToSized.Seconds())
+	b.WriteString(pipelineSentence(r.Pipeline))
 	return b.String()
 }
 

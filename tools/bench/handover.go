@@ -18,15 +18,16 @@ import (
 
 // handoverResult is one leader handover.
 type handoverResult struct {
-	// Duration runs from the old leader's SIGTERM (its pod's deletion) until the new leader holds the lease and has
-	// reconciled a probe object changed at that moment.
+	// Duration runs from the request deleting the leader's pod (what a rollout of the controller's Deployment
+	// does to it) until a new leader holds the lease and has reconciled a probe object changed at that moment.
 	Duration      time.Duration `json:"duration"`
 	LeaseDuration time.Duration `json:"leaseDuration"`
 }
 
-// handover rolls the workload-sizer's pods (as a helm upgrade that changes the pod template does) and measures
-// the leader handover with a probe sizer (made by ensureProbe) whose size is changed the moment the old leader is
-// told to stop.
+// handover deletes the workload-sizer's leader pod, as a rolling update of its Deployment does, and measures the
+// leader handover with a probe sizer (made by ensureProbe) whose size is changed right after the deletion. The
+// clock starts before the deletion request: the kubelet's SIGTERM comes later, and a clock started when the
+// harness saw the pod terminating would leave out however long that took.
 func handover(ctx context.Context, c client.Client, ns, releaseNS, name string, size int32) (handoverResult, error) {
 	r := handoverResult{LeaseDuration: 15 * time.Second}
 	var lease coordinationv1.Lease
@@ -35,35 +36,15 @@ func handover(ctx context.Context, c client.Client, ns, releaseNS, name string, 
 	}
 	oldHolder := ptr.Deref(lease.Spec.HolderIdentity, "")
 	oldPod, _, _ := strings.Cut(oldHolder, "_")
+	if oldPod == "" {
+		return r, fmt.Errorf("the lease %s/%s has no holder", releaseNS, name)
+	}
 	if lease.Spec.LeaseDurationSeconds != nil {
 		r.LeaseDuration = time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
 	}
-	var d appsv1.Deployment
-	if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: name}, &d); err != nil {
-		return r, err
-	}
-	before := d.DeepCopy()
-	if d.Spec.Template.Annotations == nil {
-		d.Spec.Template.Annotations = map[string]string{}
-	}
-	d.Spec.Template.Annotations["keelson.dev/bench-restart"] = time.Now().Format(time.RFC3339Nano)
-	if err := c.Patch(ctx, &d, client.MergeFrom(before)); err != nil {
-		return r, err
-	}
-	// The old leader's SIGTERM: its pod gets a deletion timestamp.
-	var sigterm time.Time
-	if err := poll(ctx, 5*time.Minute, func() (bool, error) {
-		var p corev1.Pod
-		if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: oldPod}, &p); err != nil {
-			return false, client.IgnoreNotFound(err)
-		}
-		if p.DeletionTimestamp != nil {
-			sigterm = time.Now()
-			return true, nil
-		}
-		return false, nil
-	}); err != nil {
-		return r, fmt.Errorf("the old leader %s was never stopped: %w", oldPod, err)
+	start := time.Now()
+	if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: releaseNS, Name: oldPod}}); err != nil {
+		return r, fmt.Errorf("deleting the leader %s: %w", oldPod, err)
 	}
 	var probe sizerv1alpha1.WorkloadSizer
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "probe"}, &probe); err != nil {
@@ -90,8 +71,9 @@ func handover(ctx context.Context, c client.Client, ns, releaseNS, name string, 
 	}); err != nil {
 		return r, fmt.Errorf("no new leader reconciled the probe: %w", err)
 	}
-	r.Duration = time.Since(sigterm)
-	// Wait for the rollout to finish, so the next handover starts from two running replicas.
+	r.Duration = time.Since(start)
+	// Wait until the ReplicaSet has replaced the pod, so the next handover starts from the same replicas.
+	var d appsv1.Deployment
 	return r, poll(ctx, 5*time.Minute, func() (bool, error) {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: name}, &d); err != nil {
 			return false, err

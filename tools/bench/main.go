@@ -44,43 +44,32 @@ func keelsonUser(releaseNS, release, binary string) string {
 	return "system:serviceaccount:" + releaseNS + ":" + release + "-" + binary
 }
 
-// Plan sizes one run.
-type Plan struct {
-	Nodes        []int         `json:"nodes"`
-	Reps         int           `json:"reps"`
-	Idle         time.Duration `json:"idle"`
-	Sizers       int           `json:"sizers"`
-	Pipelines    int           `json:"pipelines"`
-	Unrelated    int           `json:"unrelatedPods"`
-	Handovers    int           `json:"handovers"`
-	SizerIdle    time.Duration `json:"sizerIdle"`
-	RollingNodes int           `json:"rollingNodes"`
-	// MemorySettle is how long the memory benchmark waits after its DaemonSet converged before reading RSS.
-	MemorySettle time.Duration `json:"memorySettle"`
-}
-
-// plans: the full run of the issue, and a quick one under five minutes.
-var (
-	fullPlan  = Plan{Nodes: []int{100, 500, 1000}, Reps: 3, Idle: 120 * time.Second, Sizers: 1000, Pipelines: 20, Unrelated: 10000, Handovers: 3, SizerIdle: 60 * time.Second, MemorySettle: 30 * time.Second}
-	quickPlan = Plan{Nodes: []int{100}, Reps: 3, Idle: 20 * time.Second, Sizers: 100, Pipelines: 4, Unrelated: 1000, Handovers: 1, SizerIdle: 10 * time.Second, MemorySettle: 5 * time.Second}
-)
-
 // Results is everything a run measured; docs/benchmarks/results.json holds the last full run's.
 type Results struct {
 	Plan    Plan      `json:"plan"`
 	Started time.Time `json:"started"`
 	Machine Machine   `json:"machine"`
-	// DaemonSet holds convergence and rolling-update trials, and the table built from them.
-	DaemonSet     []trial       `json:"daemonSetTrials"`
-	Convergence   Report        `json:"convergence"`
-	RollingUpdate Report        `json:"rollingUpdate"`
-	SteadyWrites  Writes        `json:"steadyWrites"`
-	SteadyWindow  time.Duration `json:"steadyWindow"`
-	// Steady is the idle window after the largest DaemonSet converged, with every controller's reconcile rate.
-	Steady         idleWindow       `json:"steady"`
-	Sizer          sizerResult      `json:"sizer"`
-	Pipeline       pipelineResult   `json:"pipeline"`
-	RSS            map[string]int64 `json:"rssBytes"`
+	// Setup is how the cluster's own processes were configured, read from their command lines.
+	Setup clusterSetup `json:"setup"`
+	// AuditEvents and AuditErrors are the apiserver's audit counters' growth over the run; an error is a
+	// dropped event, and fails the run.
+	AuditEvents float64 `json:"auditEvents"`
+	AuditErrors float64 `json:"auditErrors"`
+	// DaemonSet holds convergence and rolling-update trials, and the tables built from them.
+	DaemonSet     []trial `json:"daemonSetTrials"`
+	Convergence   Report  `json:"convergence"`
+	RollingUpdate Report  `json:"rollingUpdate"`
+	// FirstCounts is how often each implementation went first at each node count.
+	FirstCounts map[string]int `json:"firstCounts"`
+	// Steady is the idle window with every controller holding objects.
+	Steady   steadyResult   `json:"steady"`
+	Sizer    sizerResult    `json:"sizer"`
+	Pipeline pipelineResult `json:"pipeline"`
+	// RSS is each binary's largest replica's resident size, read at the end of the idle window.
+	RSS map[string]int64 `json:"rssBytes"`
+	// MemoryRequest and MemoryLimit are each controller container's, as deployed.
+	MemoryRequest  map[string]int64 `json:"memoryRequestBytes"`
+	MemoryLimit    map[string]int64 `json:"memoryLimitBytes"`
 	Handovers      []handoverResult `json:"handovers"`
 	HandoverMedian Summary          `json:"handoverSummary"`
 }
@@ -99,11 +88,11 @@ func run() error {
 	clusterDir := flag.String("cluster-dir", ".cluster", "the cluster's directory")
 	release := flag.String("release", "keelson", "the chart's release name")
 	releaseNS := flag.String("release-namespace", "keelson-system", "the chart's namespace")
-	quick := flag.Bool("quick", false, "small sizes, under five minutes; prints the tables, writes nothing under docs/")
+	quick := flag.Bool("quick", false, "small sizes, a few minutes; prints the tables, writes nothing under docs/")
 	// --nodes and --reps, like --quick, print the tables and write nothing under docs/.
 	out := flag.String("out", "docs", "where docs/benchmarks.md, its plots and JSON go (full runs only)")
 	nodes := flag.String("nodes", "", "comma-separated node counts instead of the plan's, to explore (e.g. 1000)")
-	reps := flag.Int("reps", 0, "repetitions instead of the plan's, to explore")
+	reps := flag.Int("reps", 0, "DaemonSet repetitions instead of the plan's (even), to explore")
 	sizersOnly := flag.Int("sizers-only", 0, "run only the WorkloadSizer benchmark with this many sizers, to explore")
 	flag.Parse()
 	plan := fullPlan
@@ -124,6 +113,9 @@ func run() error {
 		plan.Reps = *reps
 	}
 	plan.RollingNodes = plan.Nodes[len(plan.Nodes)-1]
+	if err := checkPlan(plan); err != nil {
+		return err
+	}
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
@@ -145,17 +137,29 @@ func run() error {
 	if err := reset(ctx, c); err != nil {
 		return err
 	}
-	res := Results{Plan: plan, Started: time.Now(), Machine: describeMachine(), RSS: map[string]int64{}}
+	res := Results{Plan: plan, Started: time.Now(), Machine: describeMachine(), RSS: map[string]int64{},
+		FirstCounts: FirstCounts(plan.Reps, []string{implKeelson, implBuiltin})}
+	if res.Setup, err = readClusterSetup(); err != nil {
+		return err
+	}
+	auditEvents0, auditErrors0, err := auditCounters(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if res.MemoryRequest, res.MemoryLimit, err = memorySettings(ctx, c, *releaseNS, *release); err != nil {
+		return err
+	}
 	ns := func(name string) (string, error) {
 		err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 		return name, client.IgnoreAlreadyExists(err)
 	}
 	users := map[string]string{implKeelson: keelsonUser(*releaseNS, *release, "daemonset-controller"), implBuiltin: builtinDaemonSetUser}
 	sizerUser := keelsonUser(*releaseNS, *release, "workload-sizer")
-	allKeelson := []string{users[implKeelson], sizerUser, keelsonUser(*releaseNS, *release, "pipeline-controller")}
-	var events []WriteEvent // read once, when every measurement is done
+	pipelineUser := keelsonUser(*releaseNS, *release, "pipeline-controller")
+	steadyUsers := map[string]string{"daemonset-controller": users[implKeelson], "workload-sizer": sizerUser,
+		"pipeline-controller": pipelineUser, builtinDaemonSet: builtinDaemonSetUser}
 
-	// 1–4: DaemonSet convergence at each N, the rolling update at the largest, steady state after Keelson's.
+	// DaemonSet convergence at each N and the rolling update at the largest.
 	dsNS, err := ns("bench-daemonset")
 	if err != nil {
 		return err
@@ -165,7 +169,7 @@ func run() error {
 		return err
 	}
 	if *sizersOnly > 0 {
-		return exploreSizers(ctx, c, scr, *clusterTool, *clusterDir, *auditLog, ns, sizerUser, *sizersOnly, plan.SizerIdle)
+		return exploreSizers(ctx, c, scr, *clusterTool, *clusterDir, *auditLog, ns, sizerUser, *sizersOnly, plan.Idle)
 	}
 	for _, n := range plan.Nodes {
 		if err := resizePool(ctx, c, *clusterTool, *clusterDir, n); err != nil {
@@ -173,14 +177,7 @@ func run() error {
 		}
 		for rep := range plan.Reps {
 			for _, impl := range Order(rep, []string{implKeelson, implBuiltin}) {
-				var hold func() error
-				if n == plan.RollingNodes && rep == 0 && impl == implKeelson {
-					hold = func() (err error) {
-						res.Steady, err = idle(ctx, scr, binaryNames, plan.Idle)
-						return err
-					}
-				}
-				ts, err := daemonSetTrial(ctx, c, impl, dsNS, n, rep, n == plan.RollingNodes, hold)
+				ts, err := daemonSetTrial(ctx, c, impl, dsNS, n, rep, n == plan.RollingNodes)
 				if err != nil {
 					return err
 				}
@@ -191,20 +188,18 @@ func run() error {
 			}
 		}
 	}
-	// 5–8 need the pool at its largest, which it is now.
+	// Everything below runs with the pool at its largest, which it is now.
 	largest := plan.RollingNodes
 
-	// 7: WorkloadSizer.
 	szNS, err := ns("bench-sizer")
 	if err != nil {
 		return err
 	}
-	if res.Sizer, err = sizerBench(ctx, c, scr, szNS, plan.Sizers, plan.SizerIdle); err != nil {
+	if res.Sizer, err = sizerBench(ctx, c, szNS, plan.Sizers); err != nil {
 		return err
 	}
 	fmt.Printf("sizer: %d sizers Sized in %.2fs\n", plan.Sizers, res.Sizer.ToSized.Seconds())
 
-	// 8: Pipeline.
 	plNS, err := ns("bench-pipeline")
 	if err != nil {
 		return err
@@ -212,12 +207,15 @@ func run() error {
 	if err := modelsClaim(ctx, c, plNS); err != nil {
 		return err
 	}
-	if res.Pipeline, err = pipelineBench(ctx, c, plNS, plan.Pipelines); err != nil {
+	if res.Pipeline, err = pipelineBench(ctx, c, plNS, plan.Pipelines, plan.PipelineReps); err != nil {
 		return err
 	}
-	fmt.Printf("pipeline: %d×5 Ready in %.2fs, bare objects %.2fs\n", plan.Pipelines, res.Pipeline.Keelson.Seconds(), res.Pipeline.Bare.Seconds())
+	o := res.Pipeline.OverheadPerStep
+	fmt.Printf("pipeline: %d pairs, overhead per step median %+.3fs (p10 %+.3fs, p90 %+.3fs)\n",
+		len(res.Pipeline.Pairs), o.Median.Seconds(), o.P10.Seconds(), o.P90.Seconds())
 
-	// 5: memory with the largest pool, Keelson objects of every kind, a DaemonSet on every node, unrelated pods.
+	// The steady state and memory: the largest pool, a DaemonSet of each kind on every node, the sizers and the
+	// pipelines still there, and unrelated pods the filtered caches must not hold.
 	unNS, err := ns("bench-unrelated")
 	if err != nil {
 		return err
@@ -225,25 +223,21 @@ func run() error {
 	if err := unrelatedPods(ctx, c, unNS, plan.Unrelated, largest); err != nil {
 		return err
 	}
-	ds := newDaemonSet(implKeelson, dsNS, "memory")
-	if err := client.IgnoreAlreadyExists(c.Create(ctx, ds)); err != nil {
-		return err
-	}
-	if err := poll(ctx, 15*time.Minute, func() (bool, error) {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(ds), ds); err != nil {
-			return false, err
+	for _, impl := range []string{implKeelson, implBuiltin} {
+		if err := holdDaemonSet(ctx, c, impl, dsNS, "steady-"+impl, largest); err != nil {
+			return err
 		}
-		return converged(ds, int32(largest)), nil
-	}); err != nil {
+	}
+	res.Steady.Held, err = heldObjects(ctx, c, dsNS, szNS, plNS)
+	if err != nil {
 		return err
 	}
-	// Read memory once the burst of converging is over: what a cluster pays is the steady resident size, and Go
-	// returns the memory a burst used to the system within seconds to minutes.
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(plan.MemorySettle):
+	if res.Steady.Window, err = idle(ctx, scr, binaryNames, plan.Idle); err != nil {
+		return err
 	}
+	res.Steady.Missable = missablePeriods(plan.Idle, periodicRequeues)
+	// Memory is read once the burst of converging is long over: what a cluster pays is the steady resident size,
+	// and Go returns the memory a burst used to the system within seconds to minutes.
 	for _, b := range binaryNames {
 		rss, err := RSS(b)
 		if err != nil {
@@ -255,7 +249,7 @@ func run() error {
 		fmt.Printf("rss %s: %.1f MiB (largest of %d processes)\n", b, float64(res.RSS[b])/(1<<20), len(rss))
 	}
 
-	// 6: leader handover of the workload-sizer.
+	// Leader handover of the workload-sizer.
 	if err := ensureProbe(ctx, c, szNS); err != nil {
 		return err
 	}
@@ -268,22 +262,39 @@ func run() error {
 		res.Handovers = append(res.Handovers, h)
 	}
 
-	// Attribute writes now that the log holds everything.
-	if events, err = ReadWritesSince(*auditLog, res.Started); err != nil {
+	// The audit log is complete only if the apiserver dropped none of the run's events.
+	auditEvents1, auditErrors1, err := auditCounters(ctx, cfg)
+	if err != nil {
 		return err
 	}
+	res.AuditEvents, res.AuditErrors = auditEvents1-auditEvents0, auditErrors1-auditErrors0
+	if res.AuditErrors > 0 {
+		return fmt.Errorf("the apiserver failed to record %.0f audit events during the run (%s, mode %s): every write "+
+			"count could be low", res.AuditErrors, auditErrorMetric, res.Setup.AuditMode)
+	}
+
+	// Attribute writes now that the log holds everything.
+	events, err := ReadWritesSince(*auditLog, res.Started)
+	if err != nil {
+		return err
+	}
+	var writers []expectedWriter
 	for i := range res.DaemonSet {
 		// The window ends when the status said converged: the next phase (a rolling update, a deletion) starts then.
-		w := Count(events, res.DaemonSet[i].start, res.DaemonSet[i].end)
-		res.DaemonSet[i].Writes = w[users[res.DaemonSet[i].Impl]]
+		t := &res.DaemonSet[i]
+		t.Writes = Count(events, t.start, t.end)[users[t.Impl]]
+		writers = append(writers, expectedWriter{What: fmt.Sprintf("DaemonSet %s %s N=%d rep %d", t.Impl, t.Bench, t.Nodes, t.Rep),
+			User: users[t.Impl], Writes: sumWrites(t.Writes)})
 	}
-	res.SteadyWrites = Count(events, res.Steady.From, res.Steady.To)
-	steady := Writes{}
-	for _, u := range allKeelson {
-		steady[u] = res.SteadyWrites[u]
+	res.Sizer.Writes = Count(events, res.Sizer.start, res.Sizer.end).Total(sizerUser)
+	writers = append(writers, expectedWriter{What: "sizers to Sized", User: sizerUser, Writes: res.Sizer.Writes},
+		expectedWriter{What: "pipelines to Ready", User: pipelineUser,
+			Writes: Count(events, res.Pipeline.start, res.Pipeline.end).Total(pipelineUser)})
+	inWindow := Count(events, res.Steady.Window.From, res.Steady.Window.To)
+	res.Steady.Writes = map[string]map[string]int{}
+	for name, u := range steadyUsers {
+		res.Steady.Writes[name] = inWindow[u]
 	}
-	res.SteadyWrites, res.SteadyWindow = steady, res.Steady.To.Sub(res.Steady.From)
-	res.Sizer.SteadyWrites = Count(events, res.Sizer.Idle.From, res.Sizer.Idle.To).Total(sizerUser)
 	var hs []time.Duration
 	for _, h := range res.Handovers {
 		hs = append(hs, h.Duration)
@@ -294,6 +305,9 @@ func run() error {
 
 	fmt.Println()
 	fmt.Print(summaryText(res))
+	if missing := missingMeasurements(res, writers); len(missing) > 0 {
+		return fmt.Errorf("measurements missing, so the results above prove nothing about them:\n  %s", strings.Join(missing, "\n  "))
+	}
 	if *quick || *nodes != "" || *reps > 0 {
 		return nil // only a full run's results become the documentation
 	}

@@ -80,11 +80,12 @@ func (s *scraper) Reconciles(ctx context.Context, binary string) (float64, error
 		"app.kubernetes.io/name": binary, "app.kubernetes.io/instance": s.release}); err != nil {
 		return 0, err
 	}
-	total := 0.0
+	total, scraped := 0.0, 0
 	for _, p := range pods.Items {
 		if p.Status.PodIP == "" || p.DeletionTimestamp != nil {
 			continue
 		}
+		scraped++
 		text, err := s.get(ctx, "https://"+net.JoinHostPort(p.Status.PodIP, "8443")+"/metrics")
 		if err != nil {
 			return 0, fmt.Errorf("metrics of %s: %w", p.Name, err)
@@ -92,6 +93,10 @@ func (s *scraper) Reconciles(ctx context.Context, binary string) (float64, error
 		for _, v := range SumCounter(text, reconcileMetric) {
 			total += v
 		}
+	}
+	if scraped == 0 {
+		// Zero reconciles would read as a perfectly idle controller.
+		return 0, fmt.Errorf("no running %s pod in %s to read reconciles from", binary, s.releaseNS)
 	}
 	return total, nil
 }

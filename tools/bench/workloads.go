@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,11 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
 	"github.com/keelson-dev/keelson/tools/internal/workers"
 )
@@ -67,16 +64,15 @@ func benchDeployment(ns, name string) *appsv1.Deployment {
 type sizerResult struct {
 	Sizers  int           `json:"sizers"`
 	ToSized time.Duration `json:"toSized"`
-	// SteadyWrites are the sizer's writes during the idle window after all are Sized.
-	SteadyWrites int `json:"steadyWrites"`
-	// Idle is that window, with the sizer's reconciles per second.
-	Idle       idleWindow `json:"idle"`
+	// Writes are the sizer's writes from the first create until all were Sized.
+	Writes     int `json:"writes"`
 	start, end time.Time
 }
 
 // sizerBench creates n Deployments, waits until they are available, then n WorkloadSizers over them (size 2,
-// resources), and times until every sizer says Sized=True; then it stays idle for idleFor.
-func sizerBench(ctx context.Context, c client.Client, s *scraper, ns string, n int, idleFor time.Duration) (sizerResult, error) {
+// resources), and times until every sizer says Sized=True; then it waits until the rollouts they caused are over,
+// so that the steady-state window measured later holds no rollout.
+func sizerBench(ctx context.Context, c client.Client, ns string, n int) (sizerResult, error) {
 	r := sizerResult{Sizers: n}
 	if err := parallel(n, func(i int) error {
 		return client.IgnoreAlreadyExists(c.Create(ctx, benchDeployment(ns, fmt.Sprintf("app-%d", i))))
@@ -130,79 +126,6 @@ func sizerBench(ctx context.Context, c client.Client, s *scraper, ns string, n i
 	}); err != nil {
 		return r, fmt.Errorf("the sizers' status did not settle: %w", err)
 	}
-	var err error
-	r.Idle, err = idle(ctx, s, []string{"workload-sizer"}, idleFor)
-	return r, err
-}
-
-// pipelineResult compares n pipelines of 5 steps with the same Deployments and Services applied directly.
-type pipelineResult struct {
-	Pipelines int           `json:"pipelines"`
-	Steps     int           `json:"steps"`
-	Keelson   time.Duration `json:"keelson"`
-	Bare      time.Duration `json:"bare"`
-	// OverheadPerStep is (Keelson - Bare) / (pipelines * steps).
-	OverheadPerStep time.Duration `json:"overheadPerStep"`
-}
-
-// pipelineBench times n five-step pipelines (steps on simulated nodes, models on an existing claim) to Ready,
-// then the same number of Deployments and Services applied directly to available.
-func pipelineBench(ctx context.Context, c client.Client, ns string, n int) (pipelineResult, error) {
-	const steps = 5
-	r := pipelineResult{Pipelines: n, Steps: steps}
-	start := time.Now()
-	if err := parallel(n, func(i int) error {
-		p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pl-%d", i), Namespace: ns},
-			Spec: inferencev1alpha1.PipelineSpec{ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StoragePVC, ClaimName: "models"}}}
-		for s := range steps {
-			p.Spec.Steps = append(p.Spec.Steps, inferencev1alpha1.Step{Image: "registry.k8s.io/pause:3.10.2",
-				Location: fmt.Sprintf("kwok-node-%d", (i*steps+s)%10), Tolerations: fakeTolerations})
-		}
-		return c.Create(ctx, p)
-	}); err != nil {
-		return r, err
-	}
-	if err := poll(ctx, 15*time.Minute, func() (bool, error) {
-		var list inferencev1alpha1.PipelineList
-		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			return false, err
-		}
-		ready := 0
-		for _, p := range list.Items {
-			if p.Status.Phase == inferencev1alpha1.PhaseReady {
-				ready++
-			}
-		}
-		return ready == n, nil
-	}); err != nil {
-		return r, fmt.Errorf("the pipelines did not become Ready: %w", err)
-	}
-	r.Keelson = time.Since(start)
-
-	start = time.Now()
-	if err := parallel(n*steps, func(i int) error {
-		name := fmt.Sprintf("bare-%d", i)
-		d := benchDeployment(ns, name)
-		d.Spec.Template.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": fmt.Sprintf("kwok-node-%d", i%10)}
-		if err := c.Create(ctx, d); err != nil {
-			return err
-		}
-		return c.Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: corev1.ServiceSpec{Selector: map[string]string{"bench-app": name},
-				Ports: []corev1.ServicePort{{Port: 8080, TargetPort: intstr.FromInt32(8080)}}}})
-	}); err != nil {
-		return r, err
-	}
-	if err := poll(ctx, 15*time.Minute, func() (bool, error) {
-		ready, err := countDeployments(ctx, c, ns, func(d *appsv1.Deployment) bool {
-			return d.Status.AvailableReplicas == 1 && strings.HasPrefix(d.Name, "bare-")
-		})
-		return ready == n*steps, err
-	}); err != nil {
-		return r, fmt.Errorf("the bare Deployments did not become available: %w", err)
-	}
-	r.Bare = time.Since(start)
-	r.OverheadPerStep = (r.Keelson - r.Bare) / time.Duration(n*steps)
 	return r, nil
 }
 
@@ -259,7 +182,11 @@ func exploreSizers(ctx context.Context, c client.Client, scr *scraper, clusterTo
 		return err
 	}
 	started := time.Now()
-	r, err := sizerBench(ctx, c, scr, szNS, n, idleFor)
+	r, err := sizerBench(ctx, c, szNS, n)
+	if err != nil {
+		return err
+	}
+	w, err := idle(ctx, scr, []string{"workload-sizer"}, idleFor)
 	if err != nil {
 		return err
 	}
@@ -269,7 +196,7 @@ func exploreSizers(ctx context.Context, c client.Client, scr *scraper, clusterTo
 	}
 	toSized := Count(events, r.start, r.end)
 	fmt.Printf("sizer: %d sizers Sized in %.2fs; the sizer's writes until then: %d %v; idle: %d writes in %s\n",
-		n, r.ToSized.Seconds(), toSized.Total(user), toSized[user], Count(events, r.Idle.From, r.Idle.To).Total(user),
-		r.Idle.To.Sub(r.Idle.From))
+		n, r.ToSized.Seconds(), toSized.Total(user), toSized[user], Count(events, w.From, w.To).Total(user),
+		w.To.Sub(w.From))
 	return nil
 }

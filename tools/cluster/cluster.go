@@ -70,8 +70,10 @@ func (c *Cluster) procs() map[string]Proc {
 			"--kubelet-preferred-address-types=InternalIP,Hostname", "--service-account-key-file=" + pki("sa.pub"),
 			"--service-account-signing-key-file=" + pki("sa.key"),
 			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+			// Blocking: a request waits until its event is written, so a burst cannot overflow a buffer and
+			// drop events the benchmarks count (batch mode drops them).
 			"--audit-policy-file=" + l.EtcFile(auditPolicy), "--audit-log-path=" + l.AuditLog(),
-			"--audit-log-mode=batch", "--audit-log-maxsize=500", "--audit-log-maxbackup=3", "--profiling=false"}},
+			"--audit-log-mode=blocking", "--audit-log-maxsize=500", "--audit-log-maxbackup=3", "--profiling=false"}},
 		"kube-controller-manager": {Name: "kube-controller-manager", Path: l.Bin("kube-controller-manager"), Args: append(kc("kcm"),
 			"--service-account-private-key-file="+pki("sa.key"), "--root-ca-file="+pki("ca.crt"),
 			"--use-service-account-credentials=true", "--cluster-signing-cert-file="+pki("ca.crt"),
