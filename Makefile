@@ -195,7 +195,7 @@ e2e-run: $(CHAINSAW) $(HELM)
 	$(if $(filter chart,$(E2E_SUITES)),$(E2E_ENV) $(CHAINSAW) test --config e2e/.chainsaw.yaml e2e/chart $(CHAINSAW_FLAGS))
 
 .PHONY: bench bench-quick
-bench-quick: ## Benchmarks at small sizes (under 5 minutes) on the local cluster: prints the tables. Needs make cluster-up.
+bench-quick: ## Benchmarks at small sizes (a few minutes) on the local cluster: prints the tables, fails on a missing measurement. Needs make cluster-up.
 	$(MAKE) images-local deploy-local
 	go run ./tools/bench --quick --cluster-tool $(CLUSTER_TOOL) --cluster-dir $(CLUSTER_DIR) --kubeconfig $(LOCAL_KUBECONFIG) \
 		--audit-log $(CLUSTER_DIR)/logs/audit.log --release $(RELEASE) --release-namespace $(RELEASE_NAMESPACE)

@@ -55,8 +55,8 @@ func summaryText(r Results) string {
 	ssec := func(d time.Duration) string { return fmt.Sprintf("%+.3f s", d.Seconds()) }
 	fmt.Fprintf(&b, "### DaemonSet convergence (create → all N pods available)\n\n%s\n", r.Convergence.Table())
 	fmt.Fprintf(&b, "### DaemonSet rolling update (N = %d, maxUnavailable 10%%)\n\n%s\n", r.Plan.RollingNodes, r.RollingUpdate.Table())
-	fmt.Fprintf(&b, "Each implementation went first in %d of the %d repetitions at each N (Keelson %d, built-in %d).\n\n",
-		r.FirstCounts[implKeelson], r.Plan.Reps, r.FirstCounts[implKeelson], r.FirstCounts[implBuiltin])
+	fmt.Fprintf(&b, "Over the %d repetitions at each N, Keelson went first %d times and the built-in %d times.\n\n",
+		r.Plan.Reps, r.FirstCounts[implKeelson], r.FirstCounts[implBuiltin])
 	// The worst ratio, and the largest excess of Keelson's writes per node over the built-in's, across every N.
 	worstRatio, keelsonWrites := 0.0, -1e9
 	for _, row := range append(append(Report{}, r.Convergence...), r.RollingUpdate...) {

@@ -304,6 +304,8 @@ func run() error {
 	res.RollingUpdate = buildReport(filterBench(res.DaemonSet, "rolling-update"))
 
 	fmt.Println()
+	fmt.Println(auditNote(res))
+	fmt.Println()
 	fmt.Print(summaryText(res))
 	if missing := missingMeasurements(res, writers); len(missing) > 0 {
 		return fmt.Errorf("measurements missing, so the results above prove nothing about them:\n  %s", strings.Join(missing, "\n  "))

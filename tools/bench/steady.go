@@ -77,8 +77,19 @@ func missableText(window time.Duration, missable []periodic) string {
 	}
 	var parts []string
 	for _, p := range missable {
-		parts = append(parts, fmt.Sprintf("%s: %s %s", p.Controller, p.What, p.Period))
+		parts = append(parts, fmt.Sprintf("%s: %s %s", p.Controller, p.What, humanDuration(p.Period)))
 	}
 	return fmt.Sprintf("The %.0f s window can miss these periodic writes, being shorter than their period: %s.",
 		window.Seconds(), strings.Join(parts, "; "))
+}
+
+// humanDuration writes a period as a reader would: 30 s, 1 min, 15 min, 10 h.
+func humanDuration(d time.Duration) string {
+	switch {
+	case d >= time.Hour && d%time.Hour == 0:
+		return fmt.Sprintf("%d h", d/time.Hour)
+	case d >= time.Minute && d%time.Minute == 0:
+		return fmt.Sprintf("%d min", d/time.Minute)
+	}
+	return fmt.Sprintf("%g s", d.Seconds())
 }
