@@ -107,6 +107,28 @@ func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 		"env var named twice": {func(p *inferencev1alpha1.Pipeline) {
 			p.Spec.Steps[1].Env = []corev1.EnvVar{{Name: "LOG", Value: "1"}, {Name: "X", Value: "2"}, {Name: "LOG", Value: "3"}}
 		}, "spec.steps[1].env[2].name: Duplicate value", ""},
+		"readiness path without a leading slash": {func(p *inferencev1alpha1.Pipeline) {
+			p.Spec.Steps[1].Readiness = &inferencev1alpha1.Readiness{HTTPGet: &inferencev1alpha1.HTTPGetReadiness{Path: "ready"}}
+		}, "spec.steps[1].readiness.httpGet.path", "spec.steps[1].readiness.httpGet.path"},
+		"readiness path with a space": {func(p *inferencev1alpha1.Pipeline) {
+			p.Spec.Steps[0].Readiness = &inferencev1alpha1.Readiness{HTTPGet: &inferencev1alpha1.HTTPGetReadiness{Path: "/health ready"}}
+		}, "spec.steps[0].readiness.httpGet.path", "spec.steps[0].readiness.httpGet.path"},
+		"readiness with both httpGet and protocol": {func(p *inferencev1alpha1.Pipeline) {
+			p.Spec.Steps[0].Readiness = &inferencev1alpha1.Readiness{HTTPGet: &inferencev1alpha1.HTTPGetReadiness{Path: "/ready"},
+				Protocol: inferencev1alpha1.ReadinessOpenInference}
+		}, "spec.steps[0].readiness", "spec.steps[0].readiness"},
+		"readiness with neither choice": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Readiness = &inferencev1alpha1.Readiness{} },
+			"spec.steps[1].readiness", "spec.steps[1].readiness"},
+		"readiness of an unknown protocol": {func(p *inferencev1alpha1.Pipeline) {
+			p.Spec.Steps[0].Readiness = &inferencev1alpha1.Readiness{Protocol: "grpc-health"}
+		}, "spec.steps[0].readiness.protocol", "spec.steps[0].readiness.protocol"},
+		"readiness port out of range": {func(p *inferencev1alpha1.Pipeline) {
+			p.Spec.Steps[0].Readiness = &inferencev1alpha1.Readiness{HTTPGet: &inferencev1alpha1.HTTPGetReadiness{Path: "/ready", Port: 70000}}
+		}, "spec.steps[0].readiness.httpGet.port", "spec.steps[0].readiness.httpGet.port"},
+		"readiness and readinessProbe together": {func(p *inferencev1alpha1.Pipeline) {
+			p.Spec.Steps[1].Readiness = &inferencev1alpha1.Readiness{Protocol: inferencev1alpha1.ReadinessOpenInference}
+			p.Spec.Steps[1].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+		}, "spec.steps[1].readiness", "spec.steps[1].readiness"},
 		"name with a leading digit": {func(p *inferencev1alpha1.Pipeline) { p.Name = "9lives" },
 			"metadata.name", "DNS-1035"},
 		"name with dots": {func(p *inferencev1alpha1.Pipeline) { p.Name = "face.detection" },

@@ -58,7 +58,47 @@ type ModelStorage struct {
 	ClaimName string `json:"claimName,omitempty"`
 }
 
+// ReadinessProtocol names a serving protocol whose own readiness check a step answers.
+// +kubebuilder:validation:Enum=OpenInference
+type ReadinessProtocol string
+
+// Readiness protocols.
+const (
+	// ReadinessOpenInference is the Open Inference Protocol (KServe v2, Triton, MLServer): the server is ready when
+	// GET /v2/health/ready answers 200, which it does once its models are loaded.
+	ReadinessOpenInference ReadinessProtocol = "OpenInference"
+)
+
+// HTTPGetReadiness checks a step with an HTTP GET: ready while the answer's status is 2xx or 3xx.
+type HTTPGetReadiness struct {
+	// Path to GET, starting with "/" (e.g. /ready).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/\S*$`
+	Path string `json:"path"`
+	// Port to GET on. Defaults to the step's port.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port,omitempty"`
+}
+
+// Readiness says how to tell that a step is ready to serve: exactly one of httpGet and protocol.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.httpGet) != has(self.protocol)",reason="FieldValueInvalid",message="exactly one of httpGet and protocol"
+type Readiness struct {
+	// HTTPGet checks a path of the step's server.
+	// +optional
+	HTTPGet *HTTPGetReadiness `json:"httpGet,omitempty"`
+	// Protocol checks the readiness endpoint of a serving protocol on the step's port: OpenInference
+	// (GET /v2/health/ready).
+	// +optional
+	Protocol ReadinessProtocol `json:"protocol,omitempty"`
+}
+
 // Step is one stage of the pipeline: a Deployment and a Service on its node.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.readiness) || !has(self.readinessProbe)",fieldPath=".readiness",reason="FieldValueForbidden",message="at most one of readiness and readinessProbe"
 type Step struct {
 	// Name of the step (DNS-1123 label, unique in the pipeline). Defaults to step-<index>.
 	// +optional
@@ -100,7 +140,14 @@ type Step struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
 	Env []corev1.EnvVar `json:"env,omitempty"`
-	// ReadinessProbe of the step. Defaults to a TCP check of the port.
+	// Readiness says when the step is ready to serve: when its model is loaded, not when its port opens. Either an
+	// HTTP GET of a path, or a serving protocol's readiness check (OpenInference: GET /v2/health/ready). Defaults to
+	// a TCP check of the port. A step gets requests only while it is ready, and the pipeline is Ready only while
+	// every step is.
+	// +optional
+	Readiness *Readiness `json:"readiness,omitempty"`
+	// ReadinessProbe of the step, in full: for checks that readiness cannot say (an exec, custom thresholds).
+	// At most one of readiness and readinessProbe. Defaults to readiness's check.
 	// +optional
 	ReadinessProbe *corev1.Probe `json:"readinessProbe,omitempty"`
 	// Tolerations let the step's pods onto tainted nodes, such as GPU nodes tainted nvidia.com/gpu:NoSchedule.
@@ -207,6 +254,10 @@ type StepStatus struct {
 	// LastFailure is the last error exit of the step's container.
 	// +optional
 	LastFailure *Failure `json:"lastFailure,omitempty"`
+	// Autoscaler names the HorizontalPodAutoscaler that scales the step's Deployment: the controller then leaves
+	// the Deployment's replicas to it, and the step's replicas field is not applied.
+	// +optional
+	Autoscaler string `json:"autoscaler,omitempty"`
 }
 
 // PipelineStatus is the observed pipeline.
