@@ -402,7 +402,8 @@ func TestRBACIsExactlyWhatEachControllerUses(t *testing.T) {
 			"/events":                 "create,list,patch", // list: the events of a pod stuck in ContainerCreating say which volume it waits for
 			"/persistentvolumeclaims": "create,delete,get,list,patch,watch", "/persistentvolumes": "create,delete,get,list,patch,watch",
 			"/services": "create,delete,get,list,patch,watch", "apps/deployments": "create,delete,get,list,patch,watch",
-			"inference.keelson.dev/pipelines": "get,list,update,watch", "inference.keelson.dev/pipelines/status": "update",
+			"autoscaling/horizontalpodautoscalers": "get,list,watch", // a step an HPA scales leaves it the replicas
+			"inference.keelson.dev/pipelines":      "get,list,update,watch", "inference.keelson.dev/pipelines/status": "update",
 		},
 	}
 	for _, r := range ofKind[rbacv1.ClusterRole](t, mustRender(t, nil), "ClusterRole") {

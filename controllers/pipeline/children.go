@@ -34,9 +34,9 @@ type child struct {
 }
 
 // syncChildren applies the storage and every step's Deployment and Service that differ from the spec, and deletes
-// the steps that are no longer in the spec. It returns, per step (storageKey for the storage), why its objects could
+// the steps that are no longer in the spec. A step an autoscaler scales (autoscalers, by step) gets no replicas. It returns, per step (storageKey for the storage), why its objects could
 // not be written, and the errors to retry on.
-func (r *Reconciler) syncChildren(ctx context.Context, p *inferencev1alpha1.Pipeline, w Wiring) (map[string]failure, map[string]bool, []error) {
+func (r *Reconciler) syncChildren(ctx context.Context, p *inferencev1alpha1.Pipeline, w Wiring, autoscalers map[string]string) (map[string]failure, map[string]bool, []error) {
 	failures := map[string]failure{}
 	retrying := map[string]bool{}
 	var errs []error
@@ -50,7 +50,9 @@ func (r *Reconciler) syncChildren(ctx context.Context, p *inferencev1alpha1.Pipe
 	for i := range p.Spec.Steps {
 		name := StepName(p.Spec.Steps, i)
 		names[name] = true
-		desired = append(desired, child{name, DesiredDeployment(p, i, w)}, child{name, DesiredService(p, i)})
+		d := DesiredDeployment(p, i, w)
+		leaveReplicasTo(autoscalers[name], d)
+		desired = append(desired, child{name, d}, child{name, DesiredService(p, i)})
 	}
 	for _, c := range desired {
 		f, err := r.syncChild(ctx, p, c.obj)
@@ -113,17 +115,24 @@ func (r *Reconciler) syncChild(ctx context.Context, p *inferencev1alpha1.Pipelin
 			return writeFailed(fmt.Errorf("switching Deployment %s to Recreate: %w", d.Name, err))
 		}
 	}
-	if svc, ok := desired.(*corev1.Service); ok && existing != nil && portsRenumbered(existing.(*corev1.Service), svc) {
-		patch, err := portsPatch(svc)
-		if err == nil {
-			err = r.Patch(ctx, existing, patch, client.FieldOwner(FieldOwner))
-		}
-		if err != nil {
-			return writeFailed(fmt.Errorf("restoring the ports of Service %s: %w", svc.Name, err))
+	if svc, ok := desired.(*corev1.Service); ok && existing != nil {
+		if stale := renumberedPorts(existing.(*corev1.Service), svc); len(stale) > 0 {
+			patch, err := renumberPortsPatch(stale, svc)
+			if err == nil {
+				err = r.Patch(ctx, existing, patch, client.FieldOwner(FieldOwner))
+			}
+			if err != nil {
+				return writeFailed(fmt.Errorf("restoring the ports of Service %s: %w", svc.Name, err))
+			}
 		}
 	}
 	if err := r.ownFieldsByApply(ctx, desired); err != nil {
 		return nil, err
+	}
+	if d, ok := desired.(*appsv1.Deployment); ok && d.Spec.Replicas == nil {
+		if err := r.handOverReplicas(ctx, d); err != nil {
+			return nil, err
+		}
 	}
 	if err := apply.Object(ctx, r.Client, desired, FieldOwner); err != nil {
 		return writeFailed(err)
@@ -195,32 +204,40 @@ func (r *Reconciler) upgradeFields(ctx context.Context, obj client.Object) error
 	return nil
 }
 
-// portsRenumbered reports whether live's ports are numbered otherwise than desired's. Server-side apply merges
-// Service ports by number, so an apply after `kubectl edit` changed a port's number would add a second port of the
-// same name, which the apiserver refuses: the ports must be replaced whole first.
-func portsRenumbered(live, desired *corev1.Service) bool {
-	want := map[int32]bool{}
+// renumberedPorts lists the live ports that hold one of desired's port names under another number (`kubectl edit`
+// changed our port's number). Server-side apply merges Service ports by number, so an apply would add a second port
+// of that name, which the apiserver refuses: those ports must go first. Ports of other names are someone else's
+// (added by another field manager), and an apply leaves them alone.
+func renumberedPorts(live, desired *corev1.Service) []int32 {
+	want := map[string]int32{}
 	for _, p := range desired.Spec.Ports {
-		want[p.Port] = true
+		want[p.Name] = p.Port
 	}
-	if len(live.Spec.Ports) != len(want) {
-		return true
-	}
+	var out []int32
 	for _, p := range live.Spec.Ports {
-		if !want[p.Port] {
-			return true
+		if n, ours := want[p.Name]; ours && n != p.Port {
+			out = append(out, p.Port)
 		}
 	}
-	return false
+	return out
 }
 
-// portsPatch replaces a Service's ports with desired's (a JSON merge patch replaces a list whole).
-func portsPatch(desired *corev1.Service) (client.Patch, error) {
-	b, err := json.Marshal(map[string]any{"spec": map[string]any{"ports": desired.Spec.Ports}})
+// renumberPortsPatch replaces the stale ports of a Service with desired's, in one write (removing them first could
+// leave a Service without ports, which is invalid), and touches no other port: a strategic merge patch merges
+// Service ports by their number.
+func renumberPortsPatch(stale []int32, desired *corev1.Service) (client.Patch, error) {
+	var ports []any
+	for _, p := range stale {
+		ports = append(ports, map[string]any{"port": p, "$patch": "delete"})
+	}
+	for _, p := range desired.Spec.Ports {
+		ports = append(ports, p)
+	}
+	b, err := json.Marshal(map[string]any{"spec": map[string]any{"ports": ports}})
 	if err != nil {
 		return nil, fmt.Errorf("encoding the ports of Service %s: %w", desired.Name, err)
 	}
-	return client.RawPatch(types.MergePatchType, b), nil
+	return client.RawPatch(types.StrategicMergePatchType, b), nil
 }
 
 // current reads the live object of desired's name, or nil. The cache holds only objects with the controller's

@@ -101,6 +101,19 @@ func StepStrategy(s inferencev1alpha1.Step) appsv1.DeploymentStrategyType {
 	return appsv1.RollingUpdateDeploymentStrategyType
 }
 
+// DeploymentStrategy is the strategy of a step's Deployment. A rolling update of a step that asks for GPUs never
+// surges: its node's GPUs are usually all held by the step's own pods, so a surge pod would wait forever for a free
+// GPU and the rollout would never progress. It replaces one pod at a time instead (maxSurge 0, maxUnavailable 1),
+// which frees a GPU before it asks for one.
+func DeploymentStrategy(s inferencev1alpha1.Step) appsv1.DeploymentStrategy {
+	t := StepStrategy(s)
+	if t != appsv1.RollingUpdateDeploymentStrategyType || !wantsGPU(s) {
+		return appsv1.DeploymentStrategy{Type: t}
+	}
+	return appsv1.DeploymentStrategy{Type: t, RollingUpdate: &appsv1.RollingUpdateDeployment{
+		MaxSurge: ptr.To(intstr.FromInt32(0)), MaxUnavailable: ptr.To(intstr.FromInt32(1))}}
+}
+
 // Endpoint is the URL of a step's Service. It is known before anything runs, so upstream steps are wired without
 // waiting for downstream ones.
 func Endpoint(p *inferencev1alpha1.Pipeline, step string, port int32) string {
@@ -167,7 +180,7 @@ func stepLabels(p *inferencev1alpha1.Pipeline, i int) map[string]string {
 }
 
 // DesiredDeployment is step i's Deployment: its image with sorted --key=value args, the models claim mounted
-// read-only at /models (the step's model as subPath), the wiring env, a TCP readiness probe on its port by default,
+// read-only at /models (the step's model as subPath), the wiring env, the step's readiness probe (StepReadinessProbe),
 // and a required node affinity on its node's hostname (never spec.nodeName, which would bypass the scheduler).
 func DesiredDeployment(p *inferencev1alpha1.Pipeline, i int, w Wiring) *appsv1.Deployment {
 	s := p.Spec.Steps[i]
@@ -191,17 +204,12 @@ func DesiredDeployment(p *inferencev1alpha1.Pipeline, i int, w Wiring) *appsv1.D
 	}
 	env = append(env, s.Env...)
 
-	probe := s.ReadinessProbe
-	if probe == nil {
-		probe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(port)}},
-			PeriodSeconds: 5}
-	}
 	readOnly := p.Spec.ModelStorage.ReadOnly == nil || *p.Spec.ModelStorage.ReadOnly
 	pod := corev1.PodSpec{
 		Containers: []corev1.Container{{
 			Name: "server", Image: s.Image, Args: sortedArgs(s.Args), Env: env, Resources: s.Resources,
 			Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: port}},
-			ReadinessProbe: probe,
+			ReadinessProbe: StepReadinessProbe(s),
 			VolumeMounts: []corev1.VolumeMount{{Name: modelsVolume, MountPath: ModelsMountPath, SubPath: s.Model,
 				ReadOnly: readOnly}},
 		}},
@@ -222,7 +230,7 @@ func DesiredDeployment(p *inferencev1alpha1.Pipeline, i int, w Wiring) *appsv1.D
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(ptr.Deref(s.Replicas, 1)),
 			Selector: &metav1.LabelSelector{MatchLabels: selector},
-			Strategy: appsv1.DeploymentStrategy{Type: StepStrategy(s)},
+			Strategy: DeploymentStrategy(s),
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: l}, Spec: pod},
 		},
 	}

@@ -76,6 +76,7 @@ const nameTakenPoll = 30 * time.Second
 // +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods;nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=list
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch
 
 // Reconcile brings one pipeline's storage and steps in line with its spec and writes its status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -93,15 +94,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
+	autoscalers, err := r.stepAutoscalers(ctx, p)
+	if err != nil {
+		// Without knowing which steps an autoscaler scales, an apply could undo an autoscaler's replicas.
+		return passResult(err)
+	}
 	w, verrs := Wire(p.Spec.Steps)
 	var errs []error
-	o := observed{}
+	o := observed{autoscalers: autoscalers}
 	if len(verrs) > 0 {
 		// Admitted while the webhook was down: say what is wrong; create nothing new.
 		o.invalid = verrs.ToAggregate().Error()
 	} else {
 		var applyErrs []error
-		o.failures, o.retrying, applyErrs = r.syncChildren(ctx, p, w)
+		o.failures, o.retrying, applyErrs = r.syncChildren(ctx, p, w, autoscalers)
 		errs = append(errs, applyErrs...)
 	}
 	if err := r.observe(ctx, p, &o); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -77,6 +78,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.PersistentVolume{}, handler.EnqueueRequestsFromMapFunc(byLabels)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(byLabels)).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.pipelinesOn)).
+		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.pipelineOfAutoscaler)).
 		Complete(r)
 }
 

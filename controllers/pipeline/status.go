@@ -68,6 +68,8 @@ type observed struct {
 	retrying map[string]bool
 	// podEvents are the volume events of the pods stuck in ContainerCreating, read only while some are.
 	podEvents []corev1.Event
+	// autoscalers name, by step, the HorizontalPodAutoscaler that scales the step's Deployment.
+	autoscalers map[string]string
 }
 
 // nodeProblem says why a step cannot run on its pinned node, or returns "" when it can (or is not pinned).
@@ -92,8 +94,29 @@ func nodeProblem(s inferencev1alpha1.Step, nodes map[string]*corev1.Node) (reaso
 	return "", ""
 }
 
-// stepStatus derives one step's status.
+// placed counts the pods of a step that are on a node and not going away. A cordon keeps new pods off a node and
+// leaves the ones there running: it is the step's problem only while a pod it wants is not placed.
+func placed(pods []corev1.Pod) int32 {
+	var n int32
+	for _, p := range pods {
+		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// stepStatus derives one step's status, saying so when an autoscaler sets its replicas.
 func stepStatus(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alpha1.StepStatus {
+	st := stepState(p, i, o)
+	if st.Autoscaler != "" {
+		st.Message += fmt.Sprintf("; replicas are left to HorizontalPodAutoscaler %s", st.Autoscaler)
+	}
+	return st
+}
+
+// stepState derives one step's phase, reason and message.
+func stepState(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alpha1.StepStatus {
 	s := p.Spec.Steps[i]
 	name := StepName(p.Spec.Steps, i)
 	st := inferencev1alpha1.StepStatus{Name: name, Node: s.Location, Endpoint: Endpoint(p, name, StepPort(s))}
@@ -107,14 +130,18 @@ func stepStatus(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alp
 	st.LastFailure = lastFailure(pods)
 	d := o.deployments[name]
 	want := ptr.Deref(s.Replicas, 1)
+	st.Autoscaler = o.autoscalers[name]
 	if d != nil {
 		st.ReadyReplicas = d.Status.ReadyReplicas
+		if st.Autoscaler != "" {
+			want = ptr.Deref(d.Spec.Replicas, 1) // the autoscaler's count, not the spec's
+		}
 	}
 	if f, failed := o.failures[name]; failed {
 		st.Phase, st.Reason, st.Message = inferencev1alpha1.PhaseFailed, f.reason, f.message
 		return st
 	}
-	if reason, msg := nodeProblem(s, o.nodes); reason != "" {
+	if reason, msg := nodeProblem(s, o.nodes); reason != "" && !(reason == ReasonNodeCordoned && placed(pods) >= want) {
 		st.Phase, st.Reason, st.Message = inferencev1alpha1.PhaseDegraded, reason, msg+"; the step cannot run until it is fixed"
 		return st
 	}
@@ -136,13 +163,22 @@ func stepStatus(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alp
 	case deploymentCondition(d, appsv1.DeploymentProgressing, corev1.ConditionFalse) == "ProgressDeadlineExceeded":
 		st.Phase, st.Reason = inferencev1alpha1.PhaseFailed, ReasonDeadline
 		st.Message = fmt.Sprintf("%d of %d replicas ready after the progress deadline", d.Status.ReadyReplicas, want)
-	case d.Status.ObservedGeneration >= d.Generation && d.Status.ReadyReplicas >= want && d.Status.UpdatedReplicas >= want:
+	case rolledOut(d, want):
 		st.Phase, st.Reason, st.Message = inferencev1alpha1.PhaseReady, ReasonReady, fmt.Sprintf("%d of %d replicas ready", d.Status.ReadyReplicas, want)
 	default:
 		st.Phase, st.Reason = inferencev1alpha1.PhaseProgressing, ReasonStarting
 		st.Message = fmt.Sprintf("%d of %d replicas ready", d.Status.ReadyReplicas, want)
 	}
 	return st
+}
+
+// rolledOut reports whether a step's Deployment serves want replicas of its current spec: every replica is of the
+// current template, and want of them are available (their readiness probe passes: the model is loaded). Ready
+// replicas of an old template do not count, or a rollout whose new pods never load their model would show Ready.
+func rolledOut(d *appsv1.Deployment, want int32) bool {
+	st := d.Status
+	return st.ObservedGeneration >= d.Generation && st.UpdatedReplicas >= want && st.Replicas <= st.UpdatedReplicas &&
+		st.AvailableReplicas >= want
 }
 
 func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType, s corev1.ConditionStatus) string {

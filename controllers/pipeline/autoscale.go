@@ -1,0 +1,137 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+)
+
+// autoscalerOf names the first (by name) HorizontalPodAutoscaler that scales the Deployment named deployment, or "".
+// Two writers of one replica count would undo each other on every pass, so a step with an autoscaler leaves its
+// replicas to it.
+func autoscalerOf(hpas []autoscalingv2.HorizontalPodAutoscaler, deployment string) string {
+	found := ""
+	for _, h := range hpas {
+		t := h.Spec.ScaleTargetRef
+		if t.Kind != "Deployment" || t.Name != deployment || h.DeletionTimestamp != nil {
+			continue
+		}
+		if gv, err := schema.ParseGroupVersion(t.APIVersion); err != nil || (t.APIVersion != "" && gv.Group != appsv1.GroupName) {
+			continue
+		}
+		if found == "" || h.Name < found {
+			found = h.Name
+		}
+	}
+	return found
+}
+
+// stepAutoscalers maps each step scaled by a HorizontalPodAutoscaler to that autoscaler's name.
+func (r *Reconciler) stepAutoscalers(ctx context.Context, p *inferencev1alpha1.Pipeline) (map[string]string, error) {
+	var list autoscalingv2.HorizontalPodAutoscalerList
+	if err := r.List(ctx, &list, client.InNamespace(p.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing the autoscalers of the namespace: %w", err)
+	}
+	out := map[string]string{}
+	for i := range p.Spec.Steps {
+		name := StepName(p.Spec.Steps, i)
+		if hpa := autoscalerOf(list.Items, StepObjectName(p, name)); hpa != "" {
+			out[name] = hpa
+		}
+	}
+	return out, nil
+}
+
+// leaveReplicasTo drops the replicas of a step's desired Deployment when an autoscaler scales it, so that they are
+// not applied.
+func leaveReplicasTo(autoscaler string, d *appsv1.Deployment) {
+	if autoscaler != "" {
+		d.Spec.Replicas = nil
+	}
+}
+
+// pipelineOfAutoscaler maps a HorizontalPodAutoscaler to the pipeline whose step Deployment it scales (found in
+// the cache, which holds only the pipelines' Deployments), so that a step hands its replicas over as soon as an
+// autoscaler appears, and takes them back when it goes.
+func (r *Reconciler) pipelineOfAutoscaler(ctx context.Context, obj client.Object) []reconcile.Request {
+	hpa, ok := obj.(*autoscalingv2.HorizontalPodAutoscaler)
+	if !ok || hpa.Spec.ScaleTargetRef.Kind != "Deployment" {
+		return nil
+	}
+	var d appsv1.Deployment
+	if err := r.Get(ctx, types.NamespacedName{Namespace: hpa.Namespace, Name: hpa.Spec.ScaleTargetRef.Name}, &d); err != nil {
+		return nil
+	}
+	if name := d.Labels[PipelineLabel]; name != "" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: d.Namespace, Name: name}}}
+	}
+	return nil
+}
+
+// handOverReplicas gives up the controller's ownership of a step Deployment's spec.replicas, keeping its value,
+// before an apply that leaves replicas out: an apply that merely drops a field its manager alone owns resets it
+// (here to 1), which would undo the autoscaler's last decision. The field then belongs to whoever else holds it, or
+// to nobody until the autoscaler next writes it. It reads the live object (the cache strips managed fields), and
+// checks the apiserver's answer, which keeps the managed fields it had when it cannot decode the ones sent.
+func (r *Reconciler) handOverReplicas(ctx context.Context, desired *appsv1.Deployment) error {
+	live := &appsv1.Deployment{}
+	if err := r.reader().Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	entries, held := withoutReplicas(live.ManagedFields, FieldOwner)
+	if !held {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(live.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	live.ManagedFields = entries
+	if err := r.Patch(ctx, live, patch); err != nil {
+		return fmt.Errorf("handing the replicas of Deployment %s over to its autoscaler: %w", desired.Name, err)
+	}
+	if _, still := withoutReplicas(live.ManagedFields, FieldOwner); still {
+		return fmt.Errorf("handing the replicas of Deployment %s over to its autoscaler: the apiserver kept the controller's ownership", desired.Name)
+	}
+	return nil
+}
+
+// withoutReplicas returns entries with spec.replicas taken out of manager's Apply entry, and whether that entry
+// held it.
+func withoutReplicas(entries []metav1.ManagedFieldsEntry, manager string) ([]metav1.ManagedFieldsEntry, bool) {
+	out := make([]metav1.ManagedFieldsEntry, 0, len(entries))
+	held := false
+	for _, e := range entries {
+		if e.Manager != manager || e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != "" || e.FieldsV1 == nil {
+			out = append(out, e)
+			continue
+		}
+		var trie map[string]any
+		if err := json.Unmarshal(e.FieldsV1.Raw, &trie); err != nil {
+			out = append(out, e)
+			continue
+		}
+		spec, _ := trie["f:spec"].(map[string]any)
+		if _, ok := spec["f:replicas"]; !ok {
+			out = append(out, e)
+			continue
+		}
+		held = true
+		delete(spec, "f:replicas")
+		raw, err := json.Marshal(trie)
+		if err != nil {
+			out = append(out, e)
+			continue
+		}
+		e.FieldsV1 = &metav1.FieldsV1{Raw: raw}
+		out = append(out, e)
+	}
+	return out, held
+}
