@@ -1,17 +1,27 @@
 {{/*
-The controllers of the chart: their values key, binary name and CRD file. Every per-controller template ranges
+The controllers of the chart: their values key, binary name, kind, CRD file, API group and resources (the kind's
+plural first, then its subresources). Every per-controller template ranges
 over this list and renders only the enabled ones.
 */}}
 {{- define "keelson.controllers" -}}
 - key: daemonsetController
   name: daemonset-controller
+  kind: DaemonSet
   crd: daemonset.keelson.dev_daemonsets.yaml
+  group: daemonset.keelson.dev
+  resources: [daemonsets, daemonsets/status]
 - key: workloadSizer
   name: workload-sizer
+  kind: WorkloadSizer
   crd: sizer.keelson.dev_workloadsizers.yaml
+  group: sizer.keelson.dev
+  resources: [workloadsizers, workloadsizers/status, workloadsizers/scale]
 - key: pipelineController
   name: pipeline-controller
+  kind: Pipeline
   crd: inference.keelson.dev_pipelines.yaml
+  group: inference.keelson.dev
+  resources: [pipelines, pipelines/status]
 {{- end }}
 
 {{/* keelson.enabled: the enabled controllers, as a list of the entries above. */}}
@@ -29,9 +39,25 @@ over this list and renders only the enabled ones.
 {{- toYaml (mergeOverwrite (deepCopy .root.Values.global) (omit $block "enabled" "replicas" "concurrency" "pdb")) -}}
 {{- end }}
 
-{{/* keelson.fullname: <release>-<binary> (dict root, name). */}}
+{{/* keelson.prefix: what every object's name starts with: fullnameOverride, else <release>[-<nameOverride>]. */}}
+{{- define "keelson.prefix" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride -}}
+{{- else if .Values.nameOverride -}}
+{{- printf "%s-%s" .Release.Name .Values.nameOverride -}}
+{{- else -}}
+{{- .Release.Name -}}
+{{- end -}}
+{{- end }}
+
+{{/* keelson.fullname: <prefix>-<binary> (dict root, name). */}}
 {{- define "keelson.fullname" -}}
-{{- printf "%s-%s" .root.Release.Name .name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" (include "keelson.prefix" .root) .name | trunc 63 | trimSuffix "-" -}}
+{{- end }}
+
+{{/* keelson.serviceAccount: the controller's ServiceAccount name (dict root, name, cfg). */}}
+{{- define "keelson.serviceAccount" -}}
+{{- default (include "keelson.fullname" .) .cfg.serviceAccount.name -}}
 {{- end }}
 
 {{/* keelson.labels: standard labels of a controller's objects (dict root, name). */}}
@@ -43,6 +69,9 @@ app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
 app.kubernetes.io/component: controller
 app.kubernetes.io/part-of: keelson
 app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+{{- with .root.Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}
 
 {{/* keelson.selector: the labels that select a controller's pods (dict root, name). */}}
@@ -51,10 +80,14 @@ app.kubernetes.io/name: {{ .name }}
 app.kubernetes.io/instance: {{ .root.Release.Name }}
 {{- end }}
 
-{{/* keelson.image: <registry>/<repository>/<binary>:<tag> (dict root, name, cfg). */}}
+{{/* keelson.image: <registry>/<repository>/<binary>:<tag>, or @<digest> when one is set (dict root, name, cfg). */}}
 {{- define "keelson.image" -}}
 {{- $i := .cfg.image -}}
+{{- if $i.digest -}}
+{{- printf "%s/%s/%s@%s" $i.registry $i.repository .name $i.digest -}}
+{{- else -}}
 {{- printf "%s/%s/%s:%s" $i.registry $i.repository .name (default .root.Chart.AppVersion $i.tag) -}}
+{{- end -}}
 {{- end }}
 
 {{/* keelson.certSecret: the Secret holding a controller's webhook certificate (dict root, name). */}}

@@ -1,0 +1,240 @@
+package charts_test
+
+import (
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// deployment returns the rendered Deployment of one controller.
+func deployment(t *testing.T, objs []*unstructured.Unstructured, name string) *appsv1.Deployment {
+	t.Helper()
+	for _, d := range ofKind[appsv1.Deployment](t, objs, "Deployment") {
+		if d.Labels["app.kubernetes.io/name"] == name {
+			return d
+		}
+	}
+	t.Fatalf("no Deployment of %s", name)
+	return nil
+}
+
+// The values users expect reach the controller they are set for, and global ones reach every controller.
+func TestUserValuesReachTheirController(t *testing.T) {
+	g := NewWithT(t)
+	objs := mustRender(t, map[string]any{
+		"commonLabels": map[string]any{"team": "platform"},
+		"global": map[string]any{
+			"podLabels":            map[string]any{"tier": "control"},
+			"revisionHistoryLimit": 2,
+		},
+		"workloadSizer": map[string]any{
+			"extraArgs":         []any{"--zap-devel=false"},
+			"extraEnv":          []any{map[string]any{"name": "GOMEMLIMIT", "value": "200MiB"}},
+			"extraVolumes":      []any{map[string]any{"name": "ca", "configMap": map[string]any{"name": "corp-ca"}}},
+			"extraVolumeMounts": []any{map[string]any{"name": "ca", "mountPath": "/etc/corp-ca"}},
+			"livenessProbe":     map[string]any{"periodSeconds": 30, "failureThreshold": 6},
+			"image":             map[string]any{"digest": "sha256:" + strings.Repeat("ab", 32)},
+			"serviceAccount":    map[string]any{"annotations": map[string]any{"iam.example.com/role": "sizer"}},
+			"ports":             map[string]any{"webhook": 9443},
+		},
+	})
+	for _, u := range objs {
+		if u.GetKind() == "CustomResourceDefinition" {
+			continue
+		}
+		g.Expect(u.GetLabels()).To(HaveKeyWithValue("team", "platform"), "commonLabels on %s %s", u.GetKind(), u.GetName())
+	}
+	sizer := deployment(t, objs, "workload-sizer")
+	c := sizer.Spec.Template.Spec.Containers[0]
+	g.Expect(c.Args).To(ContainElements("--zap-devel=false", "--webhook-port=9443"))
+	g.Expect(c.Env).To(ContainElement(corev1.EnvVar{Name: "GOMEMLIMIT", Value: "200MiB"}))
+	g.Expect(c.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "ca", MountPath: "/etc/corp-ca"}))
+	g.Expect(sizer.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Name", "ca")))
+	g.Expect(c.LivenessProbe.PeriodSeconds).To(Equal(int32(30)))
+	g.Expect(c.LivenessProbe.FailureThreshold).To(Equal(int32(6)))
+	g.Expect(c.LivenessProbe.HTTPGet.Path).To(Equal("/healthz"), "an override keeps the chart's check")
+	g.Expect(c.Image).To(Equal("docker.io/keelson/workload-sizer@sha256:" + strings.Repeat("ab", 32)))
+	g.Expect(c.Ports).To(ContainElement(corev1.ContainerPort{Name: "webhook", ContainerPort: 9443, Protocol: corev1.ProtocolTCP}))
+
+	for _, name := range controllers {
+		d := deployment(t, objs, name)
+		g.Expect(d.Spec.Template.Labels).To(HaveKeyWithValue("tier", "control"), name)
+		g.Expect(*d.Spec.RevisionHistoryLimit).To(Equal(int32(2)), name)
+		if name == "workload-sizer" {
+			continue
+		}
+		c := d.Spec.Template.Spec.Containers[0]
+		g.Expect(c.Args).NotTo(ContainElement("--zap-devel=false"), "%s got the sizer's args", name)
+		g.Expect(c.Args).To(ContainElement("--webhook-port=10250"), "%s: the default webhook port", name)
+		g.Expect(c.LivenessProbe.PeriodSeconds).To(Equal(int32(10)), name)
+		g.Expect(c.Image).To(HaveSuffix(":0.1.0"), name)
+	}
+	for _, sa := range ofKind[corev1.ServiceAccount](t, objs, "ServiceAccount") {
+		if sa.Name == "keelson-workload-sizer" {
+			g.Expect(sa.Annotations).To(HaveKeyWithValue("iam.example.com/role", "sizer"))
+		} else {
+			g.Expect(sa.Annotations).To(BeEmpty(), sa.Name)
+		}
+	}
+}
+
+// A ServiceAccount the user brings is bound, not created; names follow nameOverride and fullnameOverride.
+func TestServiceAccountAndNames(t *testing.T) {
+	g := NewWithT(t)
+	objs := mustRender(t, map[string]any{"pipelineController": map[string]any{
+		"serviceAccount": map[string]any{"create": false, "name": "models-reader"}}})
+	for _, sa := range ofKind[corev1.ServiceAccount](t, objs, "ServiceAccount") {
+		g.Expect(sa.Name).NotTo(Equal("keelson-pipeline-controller"), "a ServiceAccount the user brings is not created")
+	}
+	g.Expect(deployment(t, objs, "pipeline-controller").Spec.Template.Spec.ServiceAccountName).To(Equal("models-reader"))
+	bound := 0
+	for _, b := range ofKind[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding") {
+		if b.Subjects[0].Name == "models-reader" {
+			bound++
+		}
+	}
+	for _, b := range ofKind[rbacv1.RoleBinding](t, objs, "RoleBinding") {
+		if b.Subjects[0].Name == "models-reader" {
+			bound++
+		}
+	}
+	g.Expect(bound).To(Equal(2), "the ClusterRoleBinding and the RoleBinding name the user's ServiceAccount")
+
+	_, err := render(map[string]any{"pipelineController": map[string]any{"serviceAccount": map[string]any{"create": false}}})
+	g.Expect(err).To(MatchError(ContainSubstring("pipelineController.serviceAccount: with create false, name must name")))
+
+	for vals, prefix := range map[string]string{"fullnameOverride": "kx", "nameOverride": "keelson-edge"} {
+		value := map[string]string{"fullnameOverride": "kx", "nameOverride": "edge"}[vals]
+		objs := mustRender(t, map[string]any{vals: value})
+		for _, name := range controllers {
+			d := deployment(t, objs, name)
+			g.Expect(d.Name).To(Equal(prefix+"-"+name), vals)
+			g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--leader-election-id="+prefix+"-"+name), vals)
+		}
+	}
+}
+
+// In the node's network, each controller needs ports of its own, and rolls without a surge pod.
+func TestHostNetwork(t *testing.T) {
+	g := NewWithT(t)
+	own := func(base int) map[string]any {
+		return map[string]any{"ports": map[string]any{"webhook": base, "metrics": base + 1, "health": base + 2}}
+	}
+	objs := mustRender(t, map[string]any{"global": map[string]any{"hostNetwork": true},
+		"daemonsetController": own(9440), "workloadSizer": own(9450), "pipelineController": own(9460)})
+	for _, name := range controllers {
+		d := deployment(t, objs, name)
+		g.Expect(d.Spec.Template.Spec.HostNetwork).To(BeTrue(), name)
+		g.Expect(d.Spec.Template.Spec.DNSPolicy).To(Equal(corev1.DNSClusterFirstWithHostNet), name)
+		g.Expect(d.Spec.Strategy.RollingUpdate.MaxSurge.IntValue()).To(Equal(0), "%s: a surge pod could not start beside an old one", name)
+		g.Expect(d.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue()).To(Equal(1), name)
+	}
+	for what, tc := range map[string]struct {
+		vals map[string]any
+		want string
+	}{
+		"the kubelet's port": {map[string]any{"global": map[string]any{"hostNetwork": true}},
+			"daemonsetController: with hostNetwork, ports.webhook 10250 is the kubelet's port"},
+		"a port shared by two controllers": {map[string]any{"global": map[string]any{"hostNetwork": true},
+			"daemonsetController": own(9440), "workloadSizer": own(9450), "pipelineController": own(9451)},
+			"pipelineController.ports.metrics: with hostNetwork, port 9452 is already used by workloadSizer.ports.health"},
+		"one pod's ports": {map[string]any{"workloadSizer": map[string]any{"ports": map[string]any{"metrics": 8081}}},
+			"workloadSizer.ports: webhook (10250), metrics (8081) and health (8081) must differ"},
+	} {
+		_, err := render(tc.vals)
+		g.Expect(err).To(MatchError(ContainSubstring(tc.want)), what)
+	}
+}
+
+// The top level of the values is closed: a misspelt section fails with its name, instead of being ignored.
+func TestSchemaTopLevelIsClosed(t *testing.T) {
+	for _, typo := range []string{"daemonSetController", "webhook", "workloadsizer"} {
+		_, err := render(map[string]any{typo: map[string]any{"enabled": false}})
+		if err == nil || !strings.Contains(err.Error(), typo) {
+			t.Errorf("%s: got %v, want a schema error naming it", typo, err)
+		}
+	}
+	for _, bad := range []map[string]any{
+		{"global": map[string]any{"image": map[string]any{"digest": "latest"}}},
+		{"workloadSizer": map[string]any{"extraArgs": []any{"zap-devel"}}},
+		{"global": map[string]any{"ports": map[string]any{"webhook": 70000}}},
+		{"fullnameOverride": "Not_A_Name"},
+	} {
+		if _, err := render(bad); err == nil || !strings.Contains(err.Error(), "schema") {
+			t.Errorf("values %v: got %v, want a schema error", bad, err)
+		}
+	}
+}
+
+// Namespace users get the kinds through the default view, edit and admin roles; the toggle removes that.
+func TestAggregatedRoles(t *testing.T) {
+	g := NewWithT(t)
+	aggregated := func(objs []*unstructured.Unstructured) map[string]*rbacv1.ClusterRole {
+		out := map[string]*rbacv1.ClusterRole{}
+		for _, r := range ofKind[rbacv1.ClusterRole](t, objs, "ClusterRole") {
+			if r.Labels["rbac.authorization.k8s.io/aggregate-to-admin"] == "true" {
+				out[r.Name] = r
+			}
+		}
+		return out
+	}
+	roles := aggregated(mustRender(t, nil))
+	g.Expect(roles).To(HaveLen(6))
+	view := roles["keelson-workload-sizer-view"]
+	g.Expect(view.Labels).To(HaveKeyWithValue("rbac.authorization.k8s.io/aggregate-to-view", "true"))
+	g.Expect(view.Rules[0].Verbs).To(ConsistOf("get", "list", "watch"))
+	g.Expect(view.Rules[0].Resources).To(ConsistOf("workloadsizers", "workloadsizers/status", "workloadsizers/scale"))
+	edit := roles["keelson-pipeline-controller-edit"]
+	g.Expect(edit.Labels).NotTo(HaveKey("rbac.authorization.k8s.io/aggregate-to-view"), "view users must not write")
+	g.Expect(edit.Rules[0].APIGroups).To(ConsistOf("inference.keelson.dev"))
+	g.Expect(edit.Rules[0].Verbs).To(ConsistOf("create", "update", "patch", "delete", "deletecollection"))
+	g.Expect(roles["keelson-workload-sizer-edit"].Rules).To(HaveLen(2), "kubectl scale needs the scale subresource")
+
+	g.Expect(aggregated(mustRender(t, map[string]any{"rbac": map[string]any{"aggregateToDefaultRoles": false}}))).To(BeEmpty())
+	g.Expect(aggregated(mustRender(t, map[string]any{"daemonsetController": map[string]any{"enabled": false}}))).
+		NotTo(HaveKey("keelson-daemonset-controller-view"), "a disabled kind is not offered")
+}
+
+// Webhook selectors from values narrow the webhooks; the chart's own exclusions stay.
+func TestWebhookSelectors(t *testing.T) {
+	g := NewWithT(t)
+	objs := mustRender(t, map[string]any{"webhooks": map[string]any{
+		"namespaceSelector": map[string]any{"matchLabels": map[string]any{"keelson.dev/managed": "true"}},
+		"objectSelector":    map[string]any{"matchExpressions": []any{map[string]any{"key": "skip", "operator": "DoesNotExist"}}},
+	}})
+	hooks := ofKind[admissionregistrationv1.ValidatingWebhookConfiguration](t, objs, "ValidatingWebhookConfiguration")
+	g.Expect(hooks).To(HaveLen(3))
+	for _, w := range hooks {
+		for _, h := range w.Webhooks {
+			g.Expect(h.NamespaceSelector.MatchLabels).To(HaveKeyWithValue("keelson.dev/managed", "true"))
+			g.Expect(h.NamespaceSelector.MatchExpressions[0].Values).To(ConsistOf("kube-system", namespace))
+			g.Expect(h.ObjectSelector.MatchExpressions).To(HaveLen(1))
+		}
+	}
+}
+
+// NOTES.txt names only the enabled kinds and says how to wait for the controllers.
+func TestNotesNameOnlyEnabledKinds(t *testing.T) {
+	g := NewWithT(t)
+	chrt, err := loader.Load(chartDir)
+	g.Expect(err).NotTo(HaveOccurred())
+	install := action.NewInstall(&action.Configuration{})
+	install.DryRun, install.ClientOnly, install.Replace = true, true, true
+	install.ReleaseName, install.Namespace = "keelson", namespace
+	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.36.3", Major: "1", Minor: "36"}
+	rel, err := install.Run(chrt, map[string]any{"pipelineController": map[string]any{"enabled": false}})
+	g.Expect(err).NotTo(HaveOccurred())
+	notes := rel.Info.Notes
+	g.Expect(notes).To(ContainSubstring("kubectl -n keelson-system wait deployment -l app.kubernetes.io/instance=keelson --for=condition=Available"))
+	g.Expect(notes).To(ContainSubstring("kubectl get daemonsets.daemonset.keelson.dev,workloadsizers.sizer.keelson.dev -A"))
+	g.Expect(notes).NotTo(ContainSubstring("pipeline"))
+}
