@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-
 	"os"
 	"path/filepath"
-	"sigs.k8s.io/yaml"
 	"slices"
 	"strconv"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 )
 
 // hostProcessArgs returns the command lines of the host processes whose executable's base name is name: the
