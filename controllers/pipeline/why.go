@@ -32,7 +32,7 @@ func podProblem(pods []corev1.Pod) (phase inferencev1alpha1.Phase, reason, messa
 		return inferencev1alpha1.PhaseFailed, ReasonContainerConfig, fmt.Sprintf("the kubelet cannot create the container of pod %s (%s)%s",
 			pod, w.Reason, detail(w.Message))
 	}
-	if pod, w := waitingFor(pods, map[string]bool{"CrashLoopBackOff": true}); w != nil {
+	if pod := crashLooping(pods); pod != "" {
 		msg := fmt.Sprintf("the container of pod %s keeps failing", pod)
 		if f := lastFailure(pods); f != nil {
 			msg += fmt.Sprintf(" (exit code %d, %s)", f.ExitCode, f.Reason)
@@ -125,6 +125,31 @@ func waitingFor(pods []corev1.Pod, reasons map[string]bool) (string, *corev1.Con
 	}
 	return "", nil
 }
+
+// crashLooping names a pod of the step whose container keeps failing, or "". A crash loop passes through three
+// states as the kubelet restarts the container (waiting in CrashLoopBackOff, running, terminated again), and only
+// the first says so: judged from that instant alone, the step would flip between Failed and Progressing on every
+// restart. So a container also counts while it is not ready after a restart whose last run ended in an error; it
+// stops counting once it is ready.
+func crashLooping(pods []corev1.Pod) string {
+	if pod, w := waitingFor(pods, map[string]bool{"CrashLoopBackOff": true}); w != nil {
+		return pod
+	}
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if !cs.Ready && cs.RestartCount > 0 && (failed(cs.LastTerminationState.Terminated) || failed(cs.State.Terminated)) {
+				return p.Name
+			}
+		}
+	}
+	return ""
+}
+
+// failed reports whether a container's run ended in an error.
+func failed(t *corev1.ContainerStateTerminated) bool { return t != nil && t.ExitCode != 0 }
 
 // detail appends a message after a colon, or nothing when it is empty.
 func detail(msg string) string {

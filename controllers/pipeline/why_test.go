@@ -2,10 +2,13 @@ package pipeline_test
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/pipeline"
@@ -80,4 +83,45 @@ func TestWhyAStepCannotStart(t *testing.T) {
 	s.g.Expect(st.Phase).To(Equal(inferencev1alpha1.PhaseFailed))
 	s.g.Expect(st.Conditions).To(ContainElement(And(HaveField("Type", pipeline.ConditionReady),
 		HaveField("Reason", pipeline.ReasonImagePull))), "the Ready reason is the worst step's")
+}
+
+// A crash-looping step stays CrashLoopBackOff while the kubelet restarts its container (the pod's status cycles
+// through waiting, running and terminated), instead of flipping to Starting and back on every restart, and its
+// Warning event is not sent again.
+func TestCrashLoopDoesNotFlicker(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	s.oneStep("crash", inferencev1alpha1.Step{Name: "a", Image: "x"})
+	s.g.Eventually(func() string { return s.stepStatus("crash", "a").Reason }, timeout, poll).Should(Equal(pipeline.ReasonStarting))
+	crashed := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
+		Message: "model dir not found", FinishedAt: metav1.Now()}}
+	s.stepPod("crash", "a", corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "server", Image: "x",
+		RestartCount: 3, LastTerminationState: crashed,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}}})
+	s.g.Eventually(func() string { return s.stepStatus("crash", "a").Reason }, timeout, poll).Should(Equal(pipeline.ReasonCrashLooping))
+
+	// The kubelet restarts the container: running, not ready, then terminated again.
+	for restart, state := range []corev1.ContainerState{{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}, crashed} {
+		var pod corev1.Pod
+		s.g.Expect(env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "crash-a-x"}, &pod)).To(Succeed())
+		pod.Status.ContainerStatuses[0].State = state
+		pod.Status.ContainerStatuses[0].RestartCount = int32(4 + restart)
+		s.g.Expect(env.Client.Status().Update(s.ctx, &pod)).To(Succeed())
+		s.g.Consistently(func() string { return s.stepStatus("crash", "a").Reason }, time.Second, poll).Should(
+			Equal(pipeline.ReasonCrashLooping), "restart %d", restart)
+	}
+	// Sent once: a second one would fold into a series of the first (the recorder counts repeats).
+	crashEvents := func() []eventsv1.Event {
+		var list eventsv1.EventList
+		s.g.Expect(env.Client.List(s.ctx, &list, client.InNamespace(s.ns))).To(Succeed())
+		var out []eventsv1.Event
+		for _, e := range list.Items {
+			if e.Regarding.Name == "crash" && e.Reason == pipeline.ReasonCrashLooping {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	s.g.Eventually(crashEvents, timeout, poll).Should(HaveLen(1))
+	s.g.Consistently(crashEvents, time.Second, poll).Should(ConsistOf(HaveField("Series", BeNil())))
 }
