@@ -327,14 +327,41 @@ func TestDeletionIsOrdered(t *testing.T) {
 		s.g.Expect(env.Client.Update(s.ctx, obj)).To(Succeed())
 	}
 
+	// Hold the step Deployments too, so that "steps first" can be seen: while one exists, the claim is untouched.
+	var deps appsv1.DeploymentList
+	s.g.Expect(env.Client.List(s.ctx, &deps, client.InNamespace(s.ns))).To(Succeed())
+	s.g.Expect(deps.Items).To(HaveLen(2))
+	for i := range deps.Items {
+		d := &deps.Items[i]
+		d.SetFinalizers(append(d.GetFinalizers(), "test.keelson.dev/hold"))
+		s.g.Expect(env.Client.Update(s.ctx, d)).To(Succeed())
+	}
+
 	s.g.Expect(env.Client.Delete(s.ctx, s.get("face-detection"))).To(Succeed())
 	s.g.Eventually(s.phase("face-detection"), timeout, poll).Should(Equal(inferencev1alpha1.PhaseDeleting))
-	// Steps go first, while the claim is still untouched.
+	// Steps go first: each is asked to go, and while any is still there the claim is not.
 	s.g.Eventually(func() int {
-		var deps appsv1.DeploymentList
-		_ = env.Client.List(s.ctx, &deps, client.InNamespace(s.ns))
-		return len(deps.Items)
-	}, timeout, poll).Should(Equal(0))
+		n := 0
+		for i := range deps.Items {
+			var d appsv1.Deployment
+			if env.Client.Get(s.ctx, client.ObjectKeyFromObject(&deps.Items[i]), &d) == nil && d.DeletionTimestamp != nil {
+				n++
+			}
+		}
+		return n
+	}, timeout, poll).Should(Equal(2), "the step Deployments were not deleted")
+	s.g.Eventually(func() string {
+		return meta.FindStatusCondition(s.get("face-detection").Status.Conditions, pipeline.ConditionReady).Message
+	}, timeout, poll).Should(ContainSubstring("step Deployments and Services to be deleted"))
+	claimUntouched := func() *metav1.Time {
+		var c corev1.PersistentVolumeClaim
+		s.g.Expect(env.Client.Get(s.ctx, pvcKey, &c)).To(Succeed())
+		return c.DeletionTimestamp
+	}
+	s.g.Consistently(claimUntouched, time.Second, poll).Should(BeNil(), "the claim was deleted while steps still exist")
+	for i := range deps.Items {
+		release(s, &deps.Items[i])
+	}
 	// Then the claim is deleted; the volume waits for it.
 	var pvc corev1.PersistentVolumeClaim
 	s.g.Eventually(func() bool {
