@@ -27,8 +27,10 @@ KUBECTL := $(ENVTEST_DIR)/kubectl
 CHART_FILES := charts/keelson/files
 CRD_DIR := $(CHART_FILES)/crds
 
-# Version information stamped into the binaries.
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+# The one version: the chart's appVersion (charts/keelson/Chart.yaml). The images are tagged with it, which is the
+# tag the chart pulls by default, and the binaries report it; GIT_COMMIT tells builds of the same version apart.
+# tools/release/version_test.go fails if the two drift. Release a new version by changing appVersion.
+VERSION := $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$$/\1/p' charts/keelson/Chart.yaml)
 GIT_COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 # The commit's date, not the clock's: the same source builds the same binaries, and so the same image digests.
 BUILD_DATE ?= $(shell git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo unknown)
@@ -103,6 +105,7 @@ verify: ## Regenerate everything and fail on drift; then vet and lint. What CI r
 .PHONY: test
 test: envtest $(HELM) ## Run unit, integration (real kube-apiserver + etcd via envtest), chart and image tests of both modules.
 	tools/install.sh tini >/dev/null
+	tools/install.sh tini-arm64 >/dev/null
 	@# Tests that start processes (apiserver and etcd, binaries, image builds) always run: a cached pass of those
 	@# would replay a result the processes never produced again. Pure unit tests may come from the cache.
 	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test $(GO_TEST_FLAGS) $$(tools/test-packages.sh unit)
@@ -238,6 +241,17 @@ docker-build: ## Build the three images with Docker (needs a Docker engine and a
 image-local: build ## Build the same three images offline, as OCI archives in bin/images/ (no Docker, no registry).
 	TINI=$$(tools/install.sh tini) && $(foreach b,$(BINARIES),go run ./tools/image --binary $(BIN)/$(b) --tini $$TINI \
 		--ref $(IMAGE_REGISTRY)/$(IMAGE_REPOSITORY)/$(b):$(IMAGE_TAG) --out $(BIN)/images/$(b).tar &&) true
+
+# make release: the multi-architecture images and the chart, pushed to REGISTRY (host[/path], e.g. ghcr.io/acme).
+REGISTRY ?=
+RELEASE_PLATFORMS_ARCH := amd64 arm64
+RELEASE_FLAGS ?=
+
+.PHONY: release
+release: ## Build linux/amd64+arm64 images, push one index per controller and the chart (OCI) to REGISTRY=host[/path].
+	@test -n "$(REGISTRY)" || { echo "usage: make release REGISTRY=<host>[/<path>] (log in first: docker login or helm registry login)" >&2; exit 2; }
+	go run ./tools/release --registry $(REGISTRY) --repository $(IMAGE_REPOSITORY) --git-commit $(GIT_COMMIT) \
+		--build-date $(BUILD_DATE) $(foreach a,$(RELEASE_PLATFORMS_ARCH),--tini-$(a) $$(tools/install.sh tini-$(a))) $(RELEASE_FLAGS)
 
 ##@ Deploy
 

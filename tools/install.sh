@@ -5,6 +5,7 @@
 #                                envtest (kube-apiserver + etcd + kubectl, prints the directory for KUBEBUILDER_ASSETS)
 #                                kube (every Kubernetes binary a local cluster needs, prints the directory)
 #                                kind, coredns, tini (Debian's tini-static, installed with apt), pause (compiled with gcc)
+#                                tini-ARCH (Debian's tini-static for ARCH, e.g. tini-arm64: the images make release builds)
 #
 # Versions come from tools/versions.env. Every tool lands under bin/ with its version in its path, so a version bump
 # installs the new one beside the old and nothing is ever stale. Nothing here is committed.
@@ -185,8 +186,37 @@ install_tini() {
   echo "$t"
 }
 
+# tini-ARCH: Debian's static tini built for ARCH (amd64, arm64), for the multi-architecture images of make release.
+# This machine's own architecture is the tini package installed above. Another architecture's package is fetched
+# with apt into bin/ under a private package list (apt-get download, not install), so the machine's dpkg
+# configuration is left as it was: no `dpkg --add-architecture`, nothing installed. The package is unpacked with
+# dpkg-deb and its tini-static printed.
+install_tini_arch() {
+  local arch=$1
+  if [ "$arch" = "$(dpkg --print-architecture 2>/dev/null || go env GOARCH)" ]; then install_tini; return; fi
+  local found
+  found=$(ls "$BIN"/tini-*-"$arch"/usr/bin/tini-static 2>/dev/null | tail -1 || true)
+  if [ -z "$found" ]; then
+    command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null || {
+      log "Debian's apt-get and dpkg-deb are needed to fetch tini for $arch"; exit 1; }
+    log "fetching Debian's tini package for $arch"
+    local state=$BIN/apt-$arch
+    mkdir -p "$state/lists/partial" "$state/cache/archives/partial" "$state/debs"
+    local apt=(apt-get -qq -o "APT::Architecture=$arch" -o "APT::Architectures::=$arch" -o "Dir::State::Lists=$state/lists"
+      -o "Dir::Cache=$state/cache" -o Dir::State::status=/dev/null -o APT::Sandbox::User=root)
+    "${apt[@]}" update >&2
+    (cd "$state/debs" && rm -f tini_*.deb && "${apt[@]}" download tini >&2)
+    local deb version
+    deb=$(ls "$state"/debs/tini_*_"$arch".deb)
+    version=$(dpkg-deb -f "$deb" Version)
+    dpkg-deb -x "$deb" "$BIN/tini-$version-$arch"
+    found=$BIN/tini-$version-$arch/usr/bin/tini-static
+  fi
+  echo "$found"
+}
+
 main() {
-  [ $# -eq 1 ] || { sed -n '2,8p' "${BASH_SOURCE[0]}" >&2; exit 2; }
+  [ $# -eq 1 ] || { sed -n '2,9p' "${BASH_SOURCE[0]}" >&2; exit 2; }
   mkdir -p "$BIN"
   case $1 in
     controller-gen) go_install controller-gen "$CONTROLLER_GEN_VERSION" sigs.k8s.io/controller-tools/cmd/controller-gen ;;
@@ -204,6 +234,7 @@ main() {
     coredns) go_install coredns "$COREDNS_VERSION" github.com/coredns/coredns ;;
     chainsaw) install_chainsaw ;;
     tini) install_tini ;;
+    tini-*) install_tini_arch "${1#tini-}" ;;
     pause) install_pause ;;
     setup-envtest) go_install setup-envtest "$SETUP_ENVTEST_VERSION" sigs.k8s.io/controller-runtime/tools/setup-envtest ;;
     envtest) install_envtest ;;

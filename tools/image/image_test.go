@@ -4,16 +4,20 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/keelson-dev/keelson/tools/internal/oci"
 )
@@ -28,7 +32,7 @@ func TestDockerfileMatchesTheLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	df := string(b)
-	for _, want := range []string{"COPY --from=tini /tini " + TiniPath + "\n", "USER " + User + "\n", "cp /usr/bin/tini-static /tini"} {
+	for _, want := range []string{"COPY --from=tini /tini " + oci.TiniPath + "\n", "USER " + oci.User + "\n", "cp /usr/bin/tini-static /tini"} {
 		if !strings.Contains(df, want) {
 			t.Errorf("the Dockerfile lacks %q", strings.TrimSpace(want))
 		}
@@ -42,7 +46,7 @@ func TestDockerfileMatchesTheLayout(t *testing.T) {
 		if !strings.Contains(stage[1], "COPY --from=build /out/"+name+" /"+name) {
 			t.Errorf("stage %s does not copy the binary to /%s", name, name)
 		}
-		entry, _ := json.Marshal(Entrypoint(name))
+		entry, _ := json.Marshal(oci.Entrypoint(name))
 		want := "ENTRYPOINT " + strings.ReplaceAll(string(entry), ",", ", ")
 		if !strings.Contains(stage[1], want) {
 			t.Errorf("stage %s: want %s", name, want)
@@ -68,14 +72,17 @@ func readArchive(t *testing.T, archive []byte) map[string][]byte {
 	}
 }
 
+// blob returns the blob of digest d from an archive's files, checking its content against the digest. The archive
+// is read as plain JSON and tar, not with the library that wrote it, so a fault there cannot hide here.
 func blob(t *testing.T, files map[string][]byte, d string) []byte {
 	t.Helper()
 	b, ok := files["blobs/sha256/"+strings.TrimPrefix(d, "sha256:")]
 	if !ok {
 		t.Fatalf("blob %s missing", d)
 	}
-	if oci.Digest(b) != d {
-		t.Fatalf("blob %s has digest %s", d, oci.Digest(b))
+	sum := sha256.Sum256(b)
+	if got := "sha256:" + hex.EncodeToString(sum[:]); got != d {
+		t.Fatalf("blob %s has digest %s", d, got)
 	}
 	return b
 }
@@ -106,7 +113,7 @@ func TestOfflineImage(t *testing.T) {
 
 	files := readArchive(t, archive)
 	var index struct {
-		Manifests []oci.Descriptor `json:"manifests"`
+		Manifests []v1.Descriptor `json:"manifests"`
 	}
 	if err := json.Unmarshal(files["index.json"], &index); err != nil || len(index.Manifests) != 1 {
 		t.Fatalf("index.json: %v %s", err, files["index.json"])
@@ -115,20 +122,25 @@ func TestOfflineImage(t *testing.T) {
 		t.Errorf("image name %q", ref)
 	}
 	var manifest struct {
-		Config oci.Descriptor   `json:"config"`
-		Layers []oci.Descriptor `json:"layers"`
+		Config v1.Descriptor   `json:"config"`
+		Layers []v1.Descriptor `json:"layers"`
 	}
-	if err := json.Unmarshal(blob(t, files, index.Manifests[0].Digest), &manifest); err != nil {
+	if err := json.Unmarshal(blob(t, files, index.Manifests[0].Digest.String()), &manifest); err != nil {
 		t.Fatal(err)
 	}
 	var config struct {
-		Config struct {
+		OS           string `json:"os"`
+		Architecture string `json:"architecture"`
+		Config       struct {
 			User       string
 			Entrypoint []string
 		} `json:"config"`
 	}
-	if err := json.Unmarshal(blob(t, files, manifest.Config.Digest), &config); err != nil {
+	if err := json.Unmarshal(blob(t, files, manifest.Config.Digest.String()), &config); err != nil {
 		t.Fatal(err)
+	}
+	if config.OS != "linux" || config.Architecture != runtime.GOARCH {
+		t.Errorf("platform %s/%s, want linux/%s", config.OS, config.Architecture, runtime.GOARCH)
 	}
 	if config.Config.User != "65532:65532" {
 		t.Errorf("user %q", config.Config.User)
@@ -137,7 +149,7 @@ func TestOfflineImage(t *testing.T) {
 		t.Errorf("entrypoint (-want +got):\n%s", diff)
 	}
 
-	layer := blob(t, files, manifest.Layers[0].Digest)
+	layer := blob(t, files, manifest.Layers[0].Digest.String())
 	if len(layer) > 40<<20 {
 		t.Errorf("the image is %d MB compressed, over 40 MB", len(layer)>>20)
 	}

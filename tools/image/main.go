@@ -1,56 +1,51 @@
-// Command image assembles a Keelson controller image without Docker or a registry: an OCI image archive with one
-// layer holding /tini (Debian's tini-static) and /<binary>, run as user 65532 with tini as PID 1 — the same layout
-// the Dockerfile builds. `ctr images import` loads the archive into a node's containerd.
+// Command image assembles a Keelson controller image without Docker or a registry, for this machine's
+// architecture: an OCI image archive with one layer holding /tini (Debian's tini-static) and /<binary>, run as
+// user 65532 with tini as PID 1 — the same layout the Dockerfile builds and `make release` pushes for every
+// architecture. `ctr images import` loads the archive into a node's containerd.
 //
 //	go run ./tools/image --binary bin/daemonset-controller --tini /usr/bin/tini-static \
-//	    --ref docker.io/keelson/daemonset-controller:dev --out bin/images/daemonset-controller.tar
+//	    --ref docker.io/keelson/daemonset-controller:0.1.0 --out bin/images/daemonset-controller.tar
 package main
 
 import (
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/keelson-dev/keelson/tools/internal/oci"
 )
 
-// The image layout, shared with the Dockerfile (dockerfile_test.go checks it).
-const (
-	// TiniPath is where tini sits in the image.
-	TiniPath = "/tini"
-	// User runs the controller: non-root, the same UID and GID as distroless' nonroot.
-	User = "65532:65532"
-)
-
-// Entrypoint is the image's entrypoint for a binary: tini as PID 1 (it reaps zombies and forwards signals, so
-// SIGTERM reaches the controller and a graceful shutdown releases the leader lease), then the controller.
-func Entrypoint(binary string) []string { return []string{TiniPath, "--", "/" + binary} }
+// hostPlatform is the platform of the binaries make build writes: this machine's.
+var hostPlatform = v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
 
 // Build assembles the OCI image archive of binary (named name in the image) with tini as PID 1.
 func Build(name string, binary, tini []byte, ref string) ([]byte, error) {
-	return oci.Build(ref, []oci.File{
-		{Path: TiniPath, Mode: 0o755, Data: tini},
-		{Path: name, Mode: 0o755, Data: binary},
-	}, oci.Config{
-		User:       User,
-		Entrypoint: Entrypoint(name),
-		Labels:     map[string]string{"org.opencontainers.image.title": name, "org.opencontainers.image.source": "https://github.com/keelson-dev/keelson"},
-	})
+	img, err := oci.Controller(name, binary, tini, hostPlatform)
+	if err != nil {
+		return nil, err
+	}
+	return oci.Archive(ref, img)
 }
 
 // BuildPlain assembles the image of a binary that runs directly as PID 1, as user: the pause, CoreDNS and
 // test images of the local cluster, which are not controllers.
 func BuildPlain(name string, binary []byte, ref, user string) ([]byte, error) {
-	return oci.Build(ref, []oci.File{{Path: name, Mode: 0o755, Data: binary}}, oci.Config{User: user, Entrypoint: []string{"/" + name}})
+	img, err := oci.Plain(name, binary, user, hostPlatform)
+	if err != nil {
+		return nil, err
+	}
+	return oci.Archive(ref, img)
 }
 
 func run() error {
 	binaryPath := flag.String("binary", "", "path of the binary (its base name names it in the image)")
 	tiniPath := flag.String("tini", "/usr/bin/tini-static", "path of a static tini (Debian: apt-get install tini); empty: the binary is PID 1")
-	user := flag.String("user", User, "user of a plain image (--tini=''); controller images always run as "+User)
-	ref := flag.String("ref", "", "image reference, e.g. docker.io/keelson/daemonset-controller:dev")
+	user := flag.String("user", oci.User, "user of a plain image (--tini=''); controller images always run as "+oci.User)
+	ref := flag.String("ref", "", "image reference, e.g. docker.io/keelson/daemonset-controller:0.1.0")
 	out := flag.String("out", "", "where to write the OCI archive")
 	flag.Parse()
 	if *binaryPath == "" || *ref == "" || *out == "" {
@@ -80,7 +75,7 @@ func run() error {
 	if err := os.WriteFile(*out, archive, 0o644); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(io.Writer(os.Stdout), "%s: %s (%.1f MB)\n", *ref, *out, float64(len(archive))/1e6)
+	_, err = fmt.Printf("%s: %s (%.1f MB)\n", *ref, *out, float64(len(archive))/1e6)
 	return err
 }
 

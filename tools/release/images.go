@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/keelson-dev/keelson/tools/internal/oci"
+)
+
+// crossBuild compiles binary for platform into dir with the version stamped in. CGO is off, so Go cross-compiles
+// without a C toolchain for the target.
+func (r Release) crossBuild(ctx context.Context, dir, binary, version string, p v1.Platform) (string, error) {
+	out := filepath.Join(dir, p.OS+"-"+p.Architecture, binary)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", ldflags(version, r.GitCommit, r.BuildDate),
+		"-o", out, "./cmd/"+binary)
+	cmd.Dir = r.Root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture, "GOARM=", "GOFLAGS=-buildvcs=false")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s for %s/%s: %w\n%s", binary, p.OS, p.Architecture, err, b)
+	}
+	return out, nil
+}
+
+// pushImage builds binary's image for every platform and pushes them as one index tagged ref. It returns the
+// index by digest: the reference a chart can pin.
+func (r Release) pushImage(ctx context.Context, work, binary string, ref name.Tag) (name.Digest, error) {
+	var images []v1.Image
+	for _, p := range r.Platforms {
+		bin, err := r.crossBuild(ctx, work, binary, ref.TagStr(), p)
+		if err != nil {
+			return name.Digest{}, err
+		}
+		data, err := os.ReadFile(bin)
+		if err != nil {
+			return name.Digest{}, err
+		}
+		tini, err := os.ReadFile(r.Tini[p.Architecture])
+		if err != nil {
+			return name.Digest{}, err
+		}
+		img, err := oci.Controller(binary, data, tini, p)
+		if err != nil {
+			return name.Digest{}, err
+		}
+		images = append(images, img)
+	}
+	idx, err := oci.Index(images...)
+	if err != nil {
+		return name.Digest{}, err
+	}
+	if err := remote.WriteIndex(ref, idx, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+		return name.Digest{}, err
+	}
+	d, err := idx.Digest()
+	if err != nil {
+		return name.Digest{}, err
+	}
+	return ref.Context().Digest(d.String()), nil
+}
