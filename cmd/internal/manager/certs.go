@@ -7,94 +7,119 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
-// RBAC for the certificate rotation. The Secret is read in the process's own namespace only (the rotator's cache is
-// namespaced); the chart binds these rules with a Role there, and limits the webhook configurations to its own by
-// name.
+// RBAC for the self-signed mode. Each object is listed and watched by name (a metadata.name field selector), so the
+// chart may grant them by resourceNames: the certificate Secret in the process's namespace (list, watch, update)
+// and the two webhook configurations (list, watch, update).
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;list;watch;update
 
-// caInjectInterval is how often the CA bundles are checked against the certificate Secret.
-const caInjectInterval = 30 * time.Second
-
-// setupWebhooksWithRotation runs the process's own CA: the rotator keeps the CA and serving certificate in a Secret
-// of the pod's namespace, writes them to the webhook cert dir and injects the CA into the webhook configurations.
-// The webhooks are registered (and their server started) only once the certificate is on disk, and /readyz stays
-// failing until then. Every replica serves webhooks, so none of this waits for leadership.
-func setupWebhooksWithRotation(mgr ctrl.Manager, b Binary, opts Options) error {
+// setupWebhooksWithRotation runs the process's own CA: a pass keeps the CA and serving certificate in a Secret of
+// the pod's namespace, injects the CA into the webhook configurations, and hands the serving certificate to the
+// webhook server in memory (serving's GetCertificate). The webhooks are registered at once; handshakes fail and
+// /readyz stays failing until a certificate every bundle trusts is served. Every replica serves webhooks, so none
+// of this waits for leadership.
+func setupWebhooksWithRotation(mgr ctrl.Manager, b Binary, opts Options, serving *servingCert) error {
 	ns, err := podNamespace()
 	if err != nil {
 		return err
 	}
-	ready := make(chan struct{})
 	svc := opts.WebhookServiceName
-	err = rotator.AddRotator(mgr, &rotator.CertRotator{
-		SecretKey:      types.NamespacedName{Namespace: ns, Name: opts.WebhookCertSecret},
-		CertDir:        opts.WebhookCertDir,
-		CAName:         "keelson-" + b.Name + "-ca",
-		CAOrganization: "keelson",
-		DNSName:        fmt.Sprintf("%s.%s.svc", svc, ns),
-		ExtraDNSNames:  []string{svc, fmt.Sprintf("%s.%s", svc, ns), fmt.Sprintf("%s.%s.svc.cluster.local", svc, ns)},
-		IsReady:        ready,
-		// The rotator issues and rotates; it injects nothing: caInjector does, keeping the previous CA in the
-		// bundle while it is valid, so a CA rotation never breaks replicas still serving an older certificate.
-		Webhooks:              nil,
-		FieldOwner:            b.Name,
-		RequireLeaderElection: false,
-	})
-	if err != nil {
-		return fmt.Errorf("setting up certificate rotation: %w", err)
-	}
-	injector := &caInjector{reader: mgr.GetAPIReader(), writer: mgr.GetClient(),
+	certs := &webhookCerts{
+		writer:     mgr.GetClient(),
 		secret:     types.NamespacedName{Namespace: ns, Name: opts.WebhookCertSecret},
-		configName: opts.WebhookConfigName, interval: caInjectInterval}
-	if err := mgr.Add(injector); err != nil {
-		return err
+		configName: opts.WebhookConfigName,
+		caName:     "keelson-" + b.Name + "-ca",
+		dnsNames: []string{fmt.Sprintf("%s.%s.svc", svc, ns), svc, fmt.Sprintf("%s.%s", svc, ns),
+			fmt.Sprintf("%s.%s.svc.cluster.local", svc, ns)},
+		fieldOwner: b.Name,
+		serving:    serving,
+		now:        time.Now,
+		log:        ctrl.Log.WithName("webhook-certificate"),
 	}
-	if err := mgr.Add(&webhooksWhenReady{ready: ready, setup: func() error { return b.SetupWebhooks(mgr) }}); err != nil {
-		return err
+	if err := watchWebhookCerts(mgr, certs); err != nil {
+		return fmt.Errorf("setting up the webhook certificate: %w", err)
+	}
+	if err := b.SetupWebhooks(mgr); err != nil {
+		return fmt.Errorf("registering webhooks: %w", err)
 	}
 	return mgr.AddReadyzCheck("webhooks", func(req *http.Request) error {
-		select {
-		case <-ready:
-		default:
-			return errors.New("the webhook certificate is not ready yet")
+		if serving.get() == nil {
+			return errors.New("no webhook certificate every CA bundle trusts yet")
 		}
-		if !injector.injected.Load() {
+		if !certs.injected.Load() {
 			return errors.New("the webhook CA bundle is not injected yet")
 		}
 		return mgr.GetWebhookServer().StartedChecker()(req)
 	})
 }
 
-// webhooksWhenReady registers the webhooks once the certificate exists. It runs on every replica.
-type webhooksWhenReady struct {
-	ready chan struct{}
-	setup func() error
-}
-
-var _ manager.LeaderElectionRunnable = &webhooksWhenReady{}
-
-// NeedLeaderElection is false: every replica serves webhooks.
-func (*webhooksWhenReady) NeedLeaderElection() bool { return false }
-
-// Start waits for the certificate, then registers the webhooks (the manager starts their server).
-func (w *webhooksWhenReady) Start(ctx context.Context) error {
-	select {
-	case <-ctx.Done():
-		return nil
-	case <-w.ready:
+// watchWebhookCerts runs certs on every change of the Secret and of the two webhook configurations, read from a
+// cache of its own that lists and watches exactly those three objects by name: the manager's cache would list
+// every Secret of the namespace and every webhook configuration of the cluster.
+func watchWebhookCerts(mgr ctrl.Manager, certs *webhookCerts) error {
+	byName := func(name string) fields.Selector { return fields.OneTermEqualSelector("metadata.name", name) }
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		Scheme: mgr.GetScheme(),
+		Mapper: mgr.GetRESTMapper(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Namespaces: map[string]cache.Config{certs.secret.Namespace: {}},
+				Field: byName(certs.secret.Name)},
+			&admissionregistrationv1.ValidatingWebhookConfiguration{}: {Field: byName(certs.configName)},
+			&admissionregistrationv1.MutatingWebhookConfiguration{}:   {Field: byName(certs.configName)},
+		},
+		ReaderFailOnMissingInformer: true,
+	})
+	if err != nil {
+		return err
 	}
-	if err := w.setup(); err != nil {
-		return fmt.Errorf("registering webhooks: %w", err)
+	for _, o := range []client.Object{&corev1.Secret{}, &admissionregistrationv1.ValidatingWebhookConfiguration{},
+		&admissionregistrationv1.MutatingWebhookConfiguration{}} {
+		if _, err := c.GetInformer(context.Background(), o); err != nil {
+			return err
+		}
 	}
-	<-ctx.Done()
+	if err := mgr.Add(everyReplica{c}); err != nil {
+		return err
+	}
+	certs.reader = c
+	ctl, err := controller.New("webhook-certificate", mgr, controller.Options{
+		Reconciler: certs, NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 1})
+	if err != nil {
+		return err
+	}
+	// One key for every event: the pass looks at all three objects anyway.
+	one := []reconcile.Request{{NamespacedName: certs.secret}}
+	toOne := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request { return one })
+	for _, o := range []client.Object{&corev1.Secret{}, &admissionregistrationv1.ValidatingWebhookConfiguration{},
+		&admissionregistrationv1.MutatingWebhookConfiguration{}} {
+		if err := ctl.Watch(source.Kind(c, o, toOne)); err != nil {
+			return err
+		}
+	}
 	return nil
 }
+
+// everyReplica runs a cache on every replica, leader or not.
+type everyReplica struct{ cache.Cache }
+
+var _ manager.LeaderElectionRunnable = everyReplica{}
+
+// NeedLeaderElection is false: every replica serves webhooks and so needs the certificate.
+func (everyReplica) NeedLeaderElection() bool { return false }
 
 // checkReady GETs url and reports whether it answered 2xx.
 func checkReady(url string) error {

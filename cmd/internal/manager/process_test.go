@@ -279,16 +279,23 @@ func TestReadyzIncludesTheWebhookServer(t *testing.T) {
 	g.Expect(string(body)).To(ContainSubstring("request body is empty"))
 }
 
-// With --webhook-cert-rotation the binary runs its own CA: it fills the Secret the chart creates empty, injects the
-// CA into its webhook configurations, and serves a certificate for its Service's DNS name signed by that CA.
-func TestWebhookCertRotation(t *testing.T) {
+// rotationFixture is what the chart creates for the own-CA mode: the empty certificate Secret and the two webhook
+// configurations without a CA bundle, named uniquely (the apiserver outlives a test run with -count).
+type rotationFixture struct {
+	suffix string
+	secret *corev1.Secret
+	vwc    *admissionregistrationv1.ValidatingWebhookConfiguration
+	mwc    *admissionregistrationv1.MutatingWebhookConfiguration
+}
+
+func newRotationFixture(t *testing.T) *rotationFixture {
+	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
-	suffix := fmt.Sprint(rand.IntN(1 << 30)) // the apiserver outlives a test run with -count
+	suffix := fmt.Sprint(rand.IntN(1 << 30))
 	name := "keelson-daemonset-controller-" + suffix
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "webhook-tls-" + suffix, Namespace: "default"}}
-	g.Expect(env.Client.Create(ctx, secret)).To(Succeed())
-	t.Cleanup(func() { _ = env.Client.Delete(ctx, secret) })
+	f := &rotationFixture{suffix: suffix,
+		secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "webhook-tls-" + suffix, Namespace: "default"}}}
 	hook := func(path string) (admissionregistrationv1.WebhookClientConfig, []admissionregistrationv1.RuleWithOperations) {
 		return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
 				Namespace: "default", Name: "daemonset-controller", Path: &path}},
@@ -298,50 +305,115 @@ func TestWebhookCertRotation(t *testing.T) {
 	none := admissionregistrationv1.SideEffectClassNone
 	ignore := admissionregistrationv1.Ignore
 	vcc, rules := hook("/validate")
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name},
+	f.vwc = &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "v.keelson.dev", ClientConfig: vcc, Rules: rules,
 			SideEffects: &none, FailurePolicy: &ignore, AdmissionReviewVersions: []string{"v1"}}}}
 	mcc, _ := hook("/mutate")
-	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name},
+	f.mwc = &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{Name: "m.keelson.dev", ClientConfig: mcc, Rules: rules,
 			SideEffects: &none, FailurePolicy: &ignore, AdmissionReviewVersions: []string{"v1"}}}}
-	g.Expect(env.Client.Create(ctx, vwc)).To(Succeed())
-	g.Expect(env.Client.Create(ctx, mwc)).To(Succeed())
-	t.Cleanup(func() {
-		_ = env.Client.Delete(ctx, vwc)
-		_ = env.Client.Delete(ctx, mwc)
-	})
-
-	webhookPort := strings.Split(freeAddr(t), ":")[1]
-	certDir := t.TempDir()
-	p := start(t, "daemonset-controller", "--metrics-bind-address=0", "--leader-election-id=rotation-"+suffix,
-		"--webhook-cert-rotation", "--webhook-cert-dir="+certDir, "--webhook-port="+webhookPort,
-		"--webhook-cert-secret="+secret.Name, "--webhook-configuration-name="+name)
-	g.Eventually(func() map[string][]byte {
-		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(secret), secret)
-		return secret.Data
-	}, 30*time.Second, 100*time.Millisecond).Should(HaveKey("tls.crt"))
-	// In a pod the Secret is mounted at the cert dir; here the test plays the kubelet that projects it.
-	for _, f := range []string{"tls.crt", "tls.key"} {
-		g.Expect(os.WriteFile(filepath.Join(certDir, f), secret.Data[f], 0o600)).To(Succeed())
+	for _, o := range []client.Object{f.secret, f.vwc, f.mwc} {
+		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
 	}
-	g.Eventually(func() (int, error) { return p.get("/readyz/webhooks") }, 60*time.Second, 100*time.Millisecond).
-		Should(Equal(http.StatusOK))
-	g.Expect(secret.Data).To(HaveKey("ca.crt"))
-	g.Eventually(func() []byte {
-		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(vwc), vwc)
-		return vwc.Webhooks[0].ClientConfig.CABundle
-	}, 30*time.Second, 100*time.Millisecond).Should(Equal(secret.Data["ca.crt"]))
-	g.Eventually(func() []byte {
-		_ = env.Client.Get(ctx, client.ObjectKeyFromObject(mwc), mwc)
-		return mwc.Webhooks[0].ClientConfig.CABundle
-	}, 30*time.Second, 100*time.Millisecond).Should(Equal(secret.Data["ca.crt"]))
+	return f
+}
 
-	pool := x509.NewCertPool()
-	g.Expect(pool.AppendCertsFromPEM(secret.Data["ca.crt"])).To(BeTrue())
-	conn, err := tls.Dial("tcp", "127.0.0.1:"+webhookPort, &tls.Config{RootCAs: pool, ServerName: "daemonset-controller.default.svc"})
-	g.Expect(err).NotTo(HaveOccurred(), "the serving certificate is signed by the injected CA for the Service's name")
+// start runs the daemonset-controller in the own-CA mode on webhookPort, with a cert dir nothing is ever written
+// to: the certificate must come from the Secret, not from a mounted file.
+func (f *rotationFixture) start(t *testing.T, webhookPort string) *process {
+	return start(t, "daemonset-controller", "--metrics-bind-address=0", "--leader-election-id=rotation-"+f.suffix,
+		"--webhook-cert-rotation", "--webhook-cert-dir="+t.TempDir(), "--webhook-port="+webhookPort,
+		"--webhook-cert-secret="+f.secret.Name, "--webhook-configuration-name="+f.vwc.Name)
+}
+
+// trustedHandshake completes a TLS handshake with the webhook server on port and checks the served certificate,
+// for the Service's DNS name, against every CA bundle of both configurations as they are now: what the apiserver
+// does before each admission call.
+func (f *rotationFixture) trustedHandshake(port string) error {
+	ctx := context.Background()
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(f.vwc), f.vwc); err != nil {
+		return err
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(f.mwc), f.mwc); err != nil {
+		return err
+	}
+	conn, err := tls.Dial("tcp", "127.0.0.1:"+port, &tls.Config{
+		InsecureSkipVerify: true, // verified below against each bundle, as the apiserver would
+	})
+	if err != nil {
+		return err
+	}
+	leaf := conn.ConnectionState().PeerCertificates[0]
 	_ = conn.Close()
+	bundles := [][]byte{f.vwc.Webhooks[0].ClientConfig.CABundle, f.mwc.Webhooks[0].ClientConfig.CABundle}
+	for i, b := range bundles {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(b) {
+			return fmt.Errorf("bundle %d holds no certificate", i)
+		}
+		if _, err := leaf.Verify(x509.VerifyOptions{DNSName: "daemonset-controller.default.svc", Roots: pool}); err != nil {
+			return fmt.Errorf("bundle %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// With --webhook-cert-rotation the binary runs its own CA: it fills the Secret the chart creates empty, injects the
+// CA into its webhook configurations, and serves a certificate for its Service's name signed by that CA. It does so
+// in seconds: the certificate goes from the Secret to the TLS handshake in memory, with nothing mounted.
+func TestWebhookIsTrustedSecondsAfterStart(t *testing.T) {
+	g := NewWithT(t)
+	f := newRotationFixture(t)
+	webhookPort := strings.Split(freeAddr(t), ":")[1]
+	started := time.Now()
+	p := f.start(t, webhookPort)
+	g.Eventually(func() error { return f.trustedHandshake(webhookPort) }, 60*time.Second, 20*time.Millisecond).
+		Should(Succeed())
+	took := time.Since(started)
+	t.Logf("a handshake the CA bundles trust %s after the process started", took.Round(time.Millisecond))
+	g.Expect(took).To(BeNumerically("<", 10*time.Second), "the webhook took minutes, not seconds")
+	g.Eventually(func() (int, error) { return p.get("/readyz/webhooks") }, 5*time.Second, 20*time.Millisecond).
+		Should(Equal(http.StatusOK))
+
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(f.secret), f.secret)).To(Succeed())
+	g.Expect(f.vwc.Webhooks[0].ClientConfig.CABundle).To(Equal(f.secret.Data["ca.crt"]))
+	g.Expect(f.mwc.Webhooks[0].ClientConfig.CABundle).To(Equal(f.secret.Data["ca.crt"]))
+}
+
+// A CA bundle someone wipes (an apply of the configuration without it) is written back within seconds: the process
+// watches its webhook configurations by name instead of polling them.
+func TestWipedCABundleIsRepairedInSeconds(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newRotationFixture(t)
+	webhookPort := strings.Split(freeAddr(t), ":")[1]
+	f.start(t, webhookPort)
+	g.Eventually(func() error { return f.trustedHandshake(webhookPort) }, 60*time.Second, 20*time.Millisecond).
+		Should(Succeed())
+
+	for _, wipe := range []struct {
+		do     func() error
+		bundle func() []byte // the wiped bundle, as the update answered
+		want   []byte
+	}{
+		{func() error { f.vwc.Webhooks[0].ClientConfig.CABundle = nil; return env.Client.Update(ctx, f.vwc) },
+			func() []byte { return f.vwc.Webhooks[0].ClientConfig.CABundle }, nil},
+		{func() error {
+			f.mwc.Webhooks[0].ClientConfig.CABundle = []byte("garbage")
+			return env.Client.Update(ctx, f.mwc)
+		},
+			func() []byte { return f.mwc.Webhooks[0].ClientConfig.CABundle }, []byte("garbage")},
+	} {
+		g.Expect(wipe.do()).To(Succeed())
+		wiped := time.Now()
+		g.Expect(wipe.bundle()).To(Equal(wipe.want), "the wipe did not take")
+		g.Eventually(func() error { return f.trustedHandshake(webhookPort) }, 30*time.Second, 20*time.Millisecond).
+			Should(Succeed())
+		took := time.Since(wiped)
+		t.Logf("the bundle was repaired %s after the wipe", took.Round(time.Millisecond))
+		g.Expect(took).To(BeNumerically("<", 5*time.Second), "repaired by a poll, not on the change")
+	}
 }
 
 // writeSelfSignedCert writes tls.crt and tls.key for 127.0.0.1 into dir.

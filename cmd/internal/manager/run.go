@@ -5,6 +5,7 @@ package manager
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -152,8 +153,14 @@ func newManager(b Binary, opts Options) (ctrl.Manager, *drainingServer, error) {
 		cacheOpts = b.Cache(opts)
 	}
 
-	webhooks := newDrainingServer(webhook.NewServer(webhook.Options{Port: opts.WebhookPort, CertDir: opts.WebhookCertDir}),
-		opts.WebhookDrain)
+	// With the own CA the certificate is handed to the server in memory, the moment it is issued; otherwise (say
+	// cert-manager's) it is read from the cert dir the Secret is mounted at.
+	serverOpts := webhook.Options{Port: opts.WebhookPort, CertDir: opts.WebhookCertDir}
+	serving := &servingCert{}
+	if opts.WebhookCertRotation {
+		serverOpts.TLSOpts = []func(*tls.Config){serving.tlsOption}
+	}
+	webhooks := newDrainingServer(webhook.NewServer(serverOpts), opts.WebhookDrain)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         cacheOpts,
@@ -186,7 +193,7 @@ func newManager(b Binary, opts Options) (ctrl.Manager, *drainingServer, error) {
 	}
 	switch {
 	case opts.EnableWebhooks && b.SetupWebhooks != nil && opts.WebhookCertRotation:
-		if err := setupWebhooksWithRotation(mgr, b, opts); err != nil {
+		if err := setupWebhooksWithRotation(mgr, b, opts, serving); err != nil {
 			return nil, nil, err
 		}
 	case opts.EnableWebhooks && b.SetupWebhooks != nil:
