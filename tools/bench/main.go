@@ -89,6 +89,7 @@ func run() error {
 	release := flag.String("release", "keelson", "the chart's release name")
 	releaseNS := flag.String("release-namespace", "keelson-system", "the chart's namespace")
 	quick := flag.Bool("quick", false, "small sizes, a few minutes; prints the tables, writes nothing under docs/")
+	keep := flag.Bool("keep", false, "leave the benchmark's namespaces and objects in the cluster when done (to look at them)")
 	// --nodes and --reps, like --quick, print the tables and write nothing under docs/.
 	out := flag.String("out", "docs", "where docs/benchmarks.md, its plots and JSON go (full runs only)")
 	nodes := flag.String("nodes", "", "comma-separated node counts instead of the plan's, to explore (e.g. 1000)")
@@ -137,6 +138,16 @@ func run() error {
 	if err := reset(ctx, c); err != nil {
 		return err
 	}
+	// Objects left behind would stand in the way of what runs next on the cluster: the chart refuses to turn a
+	// controller off while objects of its kind exist, for one.
+	defer func() {
+		if *keep {
+			return
+		}
+		if err := reset(ctx, c); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: removing the benchmark's objects: %v\n", err)
+		}
+	}()
 	res := Results{Plan: plan, Started: time.Now(), Machine: describeMachine(), RSS: map[string]int64{},
 		FirstCounts: FirstCounts(plan.Reps, []string{implKeelson, implBuiltin})}
 	if res.Setup, err = readClusterSetup(); err != nil {
