@@ -9,7 +9,8 @@ import (
 
 // Stamped at link time; the defaults are what a plain `go build` produces.
 var (
-	// Version is the release version, e.g. v0.1.0, or the output of `git describe` for development builds.
+	// Version is the release version: the chart's appVersion, e.g. 0.1.0, which is also the images' tag, so that
+	// a binary, its image and the chart that runs it name one version. GitCommit tells two builds of it apart.
 	Version = "v0.0.0-dev"
 	// GitCommit is the full commit hash the binary was built from.
 	GitCommit = "unknown"
