@@ -199,10 +199,17 @@ func checkDeployment(g Gomega, d *appsv1.Deployment, certManager bool) {
 	g.Expect(c.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
 	g.Expect(c.Args).To(ContainElement("--leader-election-retry-period=1s"))
 	g.Expect(c.Args).To(ContainElements("--kube-api-qps=50", "--kube-api-burst=100"))
+	var volumes []string
+	for _, v := range pod.Volumes {
+		volumes = append(volumes, v.Name)
+	}
 	if certManager {
 		g.Expect(c.Args).NotTo(ContainElement("--webhook-cert-rotation"))
+		g.Expect(volumes).To(ContainElement("webhook-certs"), "cert-manager's certificate is read from the mounted Secret")
 	} else {
 		g.Expect(c.Args).To(ContainElement("--webhook-cert-rotation"))
+		// The own CA's certificate reaches the webhook server in memory: a mount would only add the kubelet's delay.
+		g.Expect(volumes).NotTo(ContainElement("webhook-certs"))
 	}
 	g.Expect(pod.Affinity.PodAntiAffinity).NotTo(BeNil(), "replicas spread across nodes by default")
 }
