@@ -55,7 +55,8 @@ func slimNode(obj any) (any, error) {
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder(ControllerName + "-controller")
+		// Not the manager's recorder: it folds a step's new cause into the series of the old one (EventWriter).
+		r.Recorder = NewEventWriter(r.Client, ControllerName+"-controller")
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &inferencev1alpha1.Pipeline{}, locationIndex,
 		func(obj client.Object) []string {

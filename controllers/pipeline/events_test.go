@@ -1,0 +1,55 @@
+package pipeline_test
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/pipeline"
+)
+
+// setPodStatus writes a step pod's status, as the kubelet or the scheduler would.
+func (s *scenario) setPodStatus(name string, status corev1.PodStatus) {
+	s.g.Eventually(func() error {
+		var pod corev1.Pod
+		if err := env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: name}, &pod); err != nil {
+			return err
+		}
+		pod.Status = status
+		return env.Client.Status().Update(s.ctx, &pod)
+	}, timeout, poll).Should(Succeed())
+}
+
+// Each new cause of a step's trouble is a Warning event that says it, even right after an event of another reason,
+// and even when its reason is one the step had before (a taint, then an image, then too few GPUs); a cause that
+// stays makes no new event.
+func TestEachNewCauseIsAnEvent(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	s.oneStep("causes", inferencev1alpha1.Step{Name: "a", Image: "x"})
+	unschedulable := func(msg string) corev1.PodStatus {
+		return corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
+			Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: msg}}}
+	}
+	s.stepPod("causes", "a", unschedulable("0/1 nodes are available: 1 node(s) had untolerated taint {nvidia.com/gpu: present}."))
+	s.g.Eventually(func() []string { return s.events("causes") }, timeout, poll).Should(ContainElement(
+		And(HavePrefix("Warning "+pipeline.ReasonUnschedulable), ContainSubstring("untolerated taint"))))
+
+	s.setPodStatus("causes-a-x", corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "server", Image: "x",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "x: not found"}}}}})
+	s.g.Eventually(func() []string { return s.events("causes") }, timeout, poll).Should(ContainElement(
+		HavePrefix("Warning " + pipeline.ReasonImagePull)))
+
+	s.setPodStatus("causes-a-x", unschedulable("0/1 nodes are available: 1 Insufficient nvidia.com/gpu."))
+	s.g.Eventually(func() []string { return s.events("causes") }, timeout, poll).Should(ContainElement(
+		And(HavePrefix("Warning "+pipeline.ReasonUnschedulable), ContainSubstring("Insufficient nvidia.com/gpu"))))
+
+	// The same cause again (the scheduler rewrites its condition): no new event.
+	n := len(s.events("causes"))
+	s.setPodStatus("causes-a-x", unschedulable("0/1 nodes are available: 1 Insufficient nvidia.com/gpu."))
+	s.g.Consistently(func() []string { return s.events("causes") }, time.Second, poll).Should(HaveLen(n))
+}

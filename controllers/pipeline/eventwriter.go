@@ -1,0 +1,105 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/reference"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// eventWriteTimeout bounds one event write: an event is worth a short wait, never a stuck reconcile.
+const eventWriteTimeout = 5 * time.Second
+
+// EventWriter records events (events.k8s.io/v1) that fold by what they say. The client-go recorder folds every event
+// of the same object, type, action and reason into one series that keeps the first note, so a step whose trouble
+// changes cause under the same reason (an untolerated taint, then too few free GPUs: both Unschedulable) would only
+// count up an event naming the old cause. Here an event's name is a hash of its object, type, action, reason,
+// related object and note: the same event again counts up its series (no spam), a new cause is a new event.
+type EventWriter struct {
+	// Client writes the events.
+	Client client.Client
+	// Controller and Instance are the reporting controller and instance of every event.
+	Controller, Instance string
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+var _ events.EventRecorder = &EventWriter{}
+
+// NewEventWriter is an EventWriter for the given reporting controller, reporting from this host.
+func NewEventWriter(c client.Client, controller string) *EventWriter {
+	host, _ := os.Hostname()
+	return &EventWriter{Client: c, Controller: controller, Instance: controller + "-" + host}
+}
+
+// Eventf writes an event, or counts up its series when the same event was written before. A failed write is
+// logged and dropped, as the client-go recorder does: events are best effort.
+func (w *EventWriter) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	ctx, cancel := context.WithTimeout(context.Background(), eventWriteTimeout)
+	defer cancel()
+	if err := w.write(ctx, regarding, related, eventtype, reason, action, fmt.Sprintf(note, args...)); err != nil {
+		log.FromContext(ctx).Error(err, "Recording an event", "reason", reason)
+	}
+}
+
+func (w *EventWriter) write(ctx context.Context, regarding, related runtime.Object, eventtype, reason, action, note string) error {
+	ref, err := reference.GetReference(w.Client.Scheme(), regarding)
+	if err != nil {
+		return err
+	}
+	var relatedRef *corev1.ObjectReference
+	if related != nil {
+		if relatedRef, err = reference.GetReference(w.Client.Scheme(), related); err != nil {
+			return err
+		}
+	}
+	now := time.Now
+	if w.Now != nil {
+		now = w.Now
+	}
+	e := &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: eventName(ref, relatedRef, eventtype, reason, action, note), Namespace: ref.Namespace},
+		EventTime:  metav1.NewMicroTime(now()), ReportingController: w.Controller, ReportingInstance: w.Instance,
+		Action: action, Reason: reason, Regarding: *ref, Related: relatedRef, Note: note, Type: eventtype,
+	}
+	err = w.Client.Create(ctx, e)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	// The same event again: count it up in its series.
+	var live eventsv1.Event
+	if err := w.Client.Get(ctx, client.ObjectKeyFromObject(e), &live); err != nil {
+		return err
+	}
+	count := int32(2)
+	if live.Series != nil {
+		count = live.Series.Count + 1
+	}
+	patch := fmt.Sprintf(`{"series":{"count":%d,"lastObservedTime":%q}}`, count, metav1.NewMicroTime(now()).Format(metav1.RFC3339Micro))
+	return w.Client.Patch(ctx, &live, client.RawPatch(types.MergePatchType, []byte(patch)))
+}
+
+// eventName names an event after its object and a hash of what it says, so that the same event has the same name.
+func eventName(regarding, related *corev1.ObjectReference, eventtype, reason, action, note string) string {
+	h := sha256.New()
+	for _, s := range []string{string(regarding.UID), regarding.Kind, regarding.Name, eventtype, reason, action, note} {
+		h.Write([]byte(s + "\x00"))
+	}
+	if related != nil {
+		h.Write([]byte(related.Kind + "\x00" + related.Namespace + "\x00" + related.Name))
+	}
+	return fmt.Sprintf("%s.%s", regarding.Name, hex.EncodeToString(h.Sum(nil))[:16])
+}
