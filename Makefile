@@ -21,6 +21,7 @@ BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 HELM := $(BIN)/helm-$(HELM_VERSION)
+HELM_DOCS := $(BIN)/helm-docs-$(HELM_DOCS_VERSION)
 ENVTEST_DIR := $(BIN)/k8s/$(KUBE_VERSION)
 KUBECTL := $(ENVTEST_DIR)/kubectl
 
@@ -97,7 +98,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (pinned) on both modules.
 
 .PHONY: verify
 verify: ## Regenerate everything and fail on drift; then vet and lint. What CI runs first.
-	tools/verify-generated.sh $(MAKE) generate manifests fmt tidy
+	tools/verify-generated.sh $(MAKE) generate manifests chart-docs fmt tidy
 	$(MAKE) vet lint
 
 ##@ Test
@@ -222,6 +223,10 @@ run-daemonset-controller run-workload-sizer run-pipeline-controller: run-%: ## R
 .PHONY: chart-lint
 chart-lint: $(HELM) ## Lint charts/keelson strictly with the pinned helm.
 	$(HELM) lint --strict charts/keelson
+
+.PHONY: chart-docs
+chart-docs: $(HELM_DOCS) ## Write charts/keelson/README.md (every value, its default and its comment) from values.yaml.
+	$(HELM_DOCS) --chart-search-root charts --template-files README.md.gotmpl --log-level warning
 
 .PHONY: chart-template
 chart-template: $(HELM) ## Render charts/keelson with its defaults (VALUES='--set workloadSizer.enabled=false' to vary).
@@ -361,7 +366,7 @@ dev-down: cluster-down ## Remove everything make dev made (the cluster with all 
 ##@ Tools
 
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) envtest ## Install every pinned tool the build and tests need into bin/.
+tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) $(HELM_DOCS) envtest ## Install every pinned tool the build and tests need into bin/.
 
 $(CONTROLLER_GEN):
 	tools/install.sh controller-gen >/dev/null
@@ -369,6 +374,8 @@ $(GOLANGCI_LINT):
 	tools/install.sh golangci-lint >/dev/null
 $(HELM):
 	tools/install.sh helm >/dev/null
+$(HELM_DOCS):
+	tools/install.sh helm-docs >/dev/null
 $(ENVTEST_DIR)/.envtest-ready:
 	tools/install.sh envtest >/dev/null
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # install.sh installs Keelson's pinned tools into bin/ on first use and prints the installed path.
 #
-#   tools/install.sh TOOL        TOOL is one of: controller-gen golangci-lint helm kwok kwokctl chainsaw setup-envtest
+#   tools/install.sh TOOL        TOOL is one of: controller-gen golangci-lint helm helm-docs kwok kwokctl chainsaw setup-envtest
 #                                envtest (kube-apiserver + etcd + kubectl, prints the directory for KUBEBUILDER_ASSETS)
 #                                kube (every Kubernetes binary a local cluster needs, prints the directory)
 #                                kind, coredns, tini (Debian's tini-static, installed with apt), pause (compiled with gcc)
@@ -221,6 +221,7 @@ main() {
   case $1 in
     controller-gen) go_install controller-gen "$CONTROLLER_GEN_VERSION" sigs.k8s.io/controller-tools/cmd/controller-gen ;;
     golangci-lint) go_install golangci-lint "$GOLANGCI_LINT_VERSION" github.com/golangci/golangci-lint/v2/cmd/golangci-lint ;;
+    helm-docs) go_install helm-docs "$HELM_DOCS_VERSION" github.com/norwoodj/helm-docs/cmd/helm-docs ;;
     helm) # Stamp the Kubernetes version Helm assumes for `helm template` and lint (as Helm's own build does).
           local kmaj kmin
           kmaj=$(echo "${KUBE_VERSION#v}" | cut -d. -f1); kmin=$(echo "${KUBE_VERSION#v}" | cut -d. -f2)
