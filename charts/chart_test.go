@@ -152,7 +152,7 @@ func TestRenderMatrix(t *testing.T) {
 				// ClusterRoles: the controller's own, and the view and edit roles aggregated into the default ones.
 				want := map[string]int{"Deployment": 1, "ServiceAccount": 1, "ClusterRole": 3, "ClusterRoleBinding": 1,
 					"Role": 1, "RoleBinding": 1, "Service": 1, "ValidatingWebhookConfiguration": 1,
-					"MutatingWebhookConfiguration": 1, "PodDisruptionBudget": 1, "Pod": 1, "Secret": 1}
+					"MutatingWebhookConfiguration": 1, "PodDisruptionBudget": 1, "Secret": 1}
 				if certManager {
 					delete(want, "Secret")
 					want["Certificate"] = 1

@@ -238,3 +238,43 @@ func TestNotesNameOnlyEnabledKinds(t *testing.T) {
 	g.Expect(notes).To(ContainSubstring("kubectl get daemonsets.daemonset.keelson.dev,workloadsizers.sizer.keelson.dev -A"))
 	g.Expect(notes).NotTo(ContainSubstring("pipeline"))
 }
+
+// Pods land only on Linux nodes of the images' architectures, unless the user's affinity says where; a user's
+// node affinity leaves the chart's spread in place. The helm test pod is not selected by the controller's Service.
+func TestAffinityAndTestPod(t *testing.T) {
+	g := NewWithT(t)
+	archOf := func(d *appsv1.Deployment) []string {
+		a := d.Spec.Template.Spec.Affinity
+		g.Expect(a.NodeAffinity).NotTo(BeNil())
+		for _, e := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions {
+			if e.Key == "kubernetes.io/arch" {
+				return e.Values
+			}
+		}
+		return nil
+	}
+	objs := mustRender(t, map[string]any{"pipelineController": map[string]any{"nodeArchitectures": []any{"amd64"}}})
+	g.Expect(archOf(deployment(t, objs, "daemonset-controller"))).To(ConsistOf("amd64", "arm64"))
+	g.Expect(archOf(deployment(t, objs, "pipeline-controller"))).To(ConsistOf("amd64"))
+	g.Expect(deployment(t, objs, "daemonset-controller").Spec.Template.Spec.Affinity.PodAntiAffinity).NotTo(BeNil())
+
+	own := map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
+		"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{
+			map[string]any{"key": "pool", "operator": "In", "values": []any{"system"}}}}}}}}
+	d := deployment(t, mustRender(t, map[string]any{"workloadSizer": map[string]any{"affinity": own}}), "workload-sizer")
+	terms := d.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	g.Expect(terms).To(HaveLen(1))
+	g.Expect(terms[0].MatchExpressions[0].Key).To(Equal("pool"), "the user's node affinity is used as given")
+	g.Expect(d.Spec.Template.Spec.Affinity.PodAntiAffinity).NotTo(BeNil(), "the spread stays")
+
+	for _, p := range ofKind[corev1.Pod](t, objs, "Pod") {
+		for _, svc := range ofKind[corev1.Service](t, objs, "Service") {
+			selected := true
+			for k, v := range svc.Spec.Selector {
+				selected = selected && p.Labels[k] == v
+			}
+			g.Expect(selected).To(BeFalse(), "Service %s selects the test pod %s", svc.Name, p.Name)
+		}
+		g.Expect(p.Spec.Affinity.NodeAffinity).NotTo(BeNil(), "the test pod runs the controller's image: same architectures")
+	}
+}

@@ -94,3 +94,24 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 {{- define "keelson.certSecret" -}}
 {{- printf "%s-webhook-tls" (include "keelson.fullname" .) -}}
 {{- end }}
+
+{{/*
+keelson.affinity: the user's affinity, completed with what it leaves out (dict root, name, cfg): without a
+nodeAffinity, pods may land only on Linux nodes of the architectures the images are built for
+(nodeArchitectures), so a node that cannot run them never gets one; without a podAntiAffinity, a preferred one
+spreads a controller's replicas across nodes.
+*/}}
+{{- define "keelson.affinity" -}}
+{{- $a := deepCopy (default dict .cfg.affinity) -}}
+{{- if not $a.nodeAffinity -}}
+{{- $terms := list (dict "matchExpressions" (list
+      (dict "key" "kubernetes.io/os" "operator" "In" "values" (list "linux"))
+      (dict "key" "kubernetes.io/arch" "operator" "In" "values" .cfg.nodeArchitectures))) -}}
+{{- $_ := set $a "nodeAffinity" (dict "requiredDuringSchedulingIgnoredDuringExecution" (dict "nodeSelectorTerms" $terms)) -}}
+{{- end -}}
+{{- if not $a.podAntiAffinity -}}
+{{- $term := dict "topologyKey" "kubernetes.io/hostname" "labelSelector" (dict "matchLabels" (include "keelson.selector" . | fromYaml)) -}}
+{{- $_ := set $a "podAntiAffinity" (dict "preferredDuringSchedulingIgnoredDuringExecution" (list (dict "weight" 100 "podAffinityTerm" $term))) -}}
+{{- end -}}
+{{- toYaml $a -}}
+{{- end }}
