@@ -288,6 +288,17 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 				g.Expect(list).NotTo(ContainElement("*"), "wildcard in %s", r.Name)
 			}
 			g.Expect(rule.Resources).NotTo(ContainElement("secrets"), "cluster-wide Secret access in %s", r.Name)
+			if contains(rule.APIGroups, "admissionregistration.k8s.io") {
+				// Its own webhook configurations only, named like the ClusterRole itself.
+				g.Expect(rule.ResourceNames).To(Equal([]string{r.Name}), "webhook configurations of others writable by %s", r.Name)
+			}
+		}
+	}
+	// With cert-manager, cainjector writes the bundles: the controllers may touch no webhook configuration at all.
+	certManager := mustRender(t, map[string]any{"webhooks": map[string]any{"certs": map[string]any{"mode": "certManager"}}})
+	for _, r := range ofKind[rbacv1.ClusterRole](t, certManager, "ClusterRole") {
+		for _, rule := range r.Rules {
+			g.Expect(rule.APIGroups).NotTo(ContainElement("admissionregistration.k8s.io"), "%s in cert-manager mode", r.Name)
 		}
 	}
 	for _, r := range ofKind[rbacv1.Role](t, objs, "Role") {
@@ -390,8 +401,9 @@ func TestRBACIsExactlyWhatEachControllerUses(t *testing.T) {
 		"/events": "create,patch", "events.k8s.io/events": "create,patch",
 		"authentication.k8s.io/tokenreviews":                           "create",
 		"authorization.k8s.io/subjectaccessreviews":                    "create",
-		"admissionregistration.k8s.io/mutatingwebhookconfigurations":   "get,list,update,watch",
-		"admissionregistration.k8s.io/validatingwebhookconfigurations": "get,list,update,watch",
+		// Its own two, by name (TestRBACIsLeastPrivilege), and only in the self-signed mode.
+		"admissionregistration.k8s.io/mutatingwebhookconfigurations":   "list,watch,update",
+		"admissionregistration.k8s.io/validatingwebhookconfigurations": "list,watch,update",
 	}
 	want := map[string]map[string]string{
 		"keelson-daemonset-controller": {

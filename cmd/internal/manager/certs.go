@@ -22,10 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
-// RBAC for the self-signed mode. Each object is listed and watched by name (a metadata.name field selector), so the
-// chart may grant them by resourceNames: the certificate Secret in the process's namespace (list, watch, update)
-// and the two webhook configurations (list, watch, update).
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;list;watch;update
+// RBAC for the self-signed mode, granted by the chart rather than by markers, because only the chart knows the
+// names: each object is listed and watched by name (a metadata.name field selector), so the chart grants them by
+// resourceNames, and only in this mode: the certificate Secret in the process's namespace (list, watch, update; a
+// Role) and the process's two webhook configurations (list, watch, update; a ClusterRole rule).
 
 // setupWebhooksWithRotation runs the process's own CA: a pass keeps the CA and serving certificate in a Secret of
 // the pod's namespace, injects the CA into the webhook configurations, and hands the serving certificate to the
