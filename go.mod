@@ -11,7 +11,6 @@ require (
 	github.com/google/go-containerregistry v0.22.1
 	github.com/keelson-dev/keelson/apis v0.0.0-00010101000000-000000000000
 	github.com/onsi/gomega v1.44.0
-	github.com/open-policy-agent/cert-controller v0.16.0
 	go.uber.org/zap v1.28.0
 	gonum.org/v1/plot v0.17.0
 	helm.sh/helm/v3 v3.22.0
@@ -122,7 +121,6 @@ require (
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	github.com/xlab/treeprint v1.2.0 // indirect
-	go.uber.org/atomic v1.11.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
