@@ -88,7 +88,7 @@ func (r *Reconciler) handOverReplicas(ctx context.Context, desired *appsv1.Deplo
 	if err := r.reader().Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	entries, held := withoutReplicas(live.ManagedFields, FieldOwner)
+	entries, held := withoutReplicas(live.ManagedFields)
 	if !held {
 		return nil
 	}
@@ -97,24 +97,24 @@ func (r *Reconciler) handOverReplicas(ctx context.Context, desired *appsv1.Deplo
 	if err := r.Patch(ctx, live, patch); err != nil {
 		return fmt.Errorf("handing the replicas of Deployment %s over to its autoscaler: %w", desired.Name, err)
 	}
-	if _, still := withoutReplicas(live.ManagedFields, FieldOwner); still {
+	if _, still := withoutReplicas(live.ManagedFields); still {
 		return fmt.Errorf("handing the replicas of Deployment %s over to its autoscaler: the apiserver kept the controller's ownership", desired.Name)
 	}
 	return nil
 }
 
-// withoutReplicas returns entries with spec.replicas taken out of manager's Apply entry, and whether that entry
-// held it.
-func withoutReplicas(entries []metav1.ManagedFieldsEntry, manager string) ([]metav1.ManagedFieldsEntry, bool) {
+// withoutReplicas returns entries with spec.replicas taken out of the controller's Apply entry, and whether that
+// entry held it.
+func withoutReplicas(entries []metav1.ManagedFieldsEntry) ([]metav1.ManagedFieldsEntry, bool) {
 	out := make([]metav1.ManagedFieldsEntry, 0, len(entries))
 	held := false
 	for _, e := range entries {
-		if e.Manager != manager || e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != "" || e.FieldsV1 == nil {
+		if e.Manager != FieldOwner || e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != "" || e.FieldsV1 == nil {
 			out = append(out, e)
 			continue
 		}
 		var trie map[string]any
-		if err := json.Unmarshal(e.FieldsV1.Raw, &trie); err != nil {
+		if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &trie); err != nil {
 			out = append(out, e)
 			continue
 		}
@@ -130,7 +130,7 @@ func withoutReplicas(entries []metav1.ManagedFieldsEntry, manager string) ([]met
 			out = append(out, e)
 			continue
 		}
-		e.FieldsV1 = &metav1.FieldsV1{Raw: raw}
+		e.FieldsV1 = metav1.NewFieldsV1(string(raw))
 		out = append(out, e)
 	}
 	return out, held

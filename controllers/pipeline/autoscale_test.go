@@ -31,23 +31,23 @@ func TestAutoscalerOf(t *testing.T) {
 // the controller's other fields stay.
 func TestWithoutReplicas(t *testing.T) {
 	entry := func(manager string, op metav1.ManagedFieldsOperationType, fields string) metav1.ManagedFieldsEntry {
-		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
 	}
 	in := []metav1.ManagedFieldsEntry{
 		entry(FieldOwner, metav1.ManagedFieldsOperationApply, `{"f:spec":{"f:replicas":{},"f:template":{}}}`),
 		entry("kube-controller-manager", metav1.ManagedFieldsOperationUpdate, `{"f:spec":{"f:replicas":{}}}`),
 	}
-	out, held := withoutReplicas(in, FieldOwner)
+	out, held := withoutReplicas(in)
 	if !held {
 		t.Fatal("the controller's entry held spec.replicas")
 	}
-	if got := string(out[0].FieldsV1.Raw); got != `{"f:spec":{"f:template":{}}}` {
+	if got := out[0].FieldsV1.GetRawString(); got != `{"f:spec":{"f:template":{}}}` {
 		t.Errorf("controller's entry = %s", got)
 	}
-	if got := string(out[1].FieldsV1.Raw); got != `{"f:spec":{"f:replicas":{}}}` {
+	if got := out[1].FieldsV1.GetRawString(); got != `{"f:spec":{"f:replicas":{}}}` {
 		t.Errorf("another manager's entry changed: %s", got)
 	}
-	if _, again := withoutReplicas(out, FieldOwner); again {
+	if _, again := withoutReplicas(out); again {
 		t.Error("handed over twice")
 	}
 }

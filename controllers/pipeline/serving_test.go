@@ -66,13 +66,12 @@ func (s *scenario) scale(name string, replicas int32, manager string) {
 	s.g.Expect(env.Client.SubResource("scale").Update(s.ctx, d, client.WithSubResourceBody(sc), client.FieldOwner(manager))).To(Succeed())
 }
 
-func (s *scenario) replicas(name string) func() int32 {
-	return func() int32 {
-		if d := s.deployment(name); d != nil {
-			return ptr.Deref(d.Spec.Replicas, -1)
-		}
-		return -1
+// stepReplicas are the replicas of the "scaled" pipeline's step Deployment.
+func (s *scenario) stepReplicas() int32 {
+	if d := s.deployment("scaled-a"); d != nil {
+		return ptr.Deref(d.Spec.Replicas, -1)
 	}
+	return -1
 }
 
 // An autoscaler on a step's Deployment owns its replicas: the controller hands them over with their value (the
@@ -82,7 +81,7 @@ func TestAutoscalerKeepsTheReplicas(t *testing.T) {
 	s := newScenario(t)
 	c := startController(t)
 	s.oneStep("scaled", inferencev1alpha1.Step{Name: "a", Image: "x", Replicas: ptr.To[int32](2)})
-	s.g.Eventually(s.replicas("scaled-a"), timeout, poll).Should(Equal(int32(2)))
+	s.g.Eventually(s.stepReplicas, timeout, poll).Should(Equal(int32(2)))
 
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "a-hpa", Namespace: s.ns},
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{MinReplicas: ptr.To[int32](2), MaxReplicas: 5,
@@ -91,10 +90,10 @@ func TestAutoscalerKeepsTheReplicas(t *testing.T) {
 	s.g.Eventually(func() string { return s.stepStatus("scaled", "a").Autoscaler }, timeout, poll).Should(Equal("a-hpa"))
 	s.g.Expect(s.stepStatus("scaled", "a").Message).To(ContainSubstring("HorizontalPodAutoscaler a-hpa"))
 	quiet(s, c)
-	s.g.Expect(s.replicas("scaled-a")()).To(Equal(int32(2)), "handed over with its value, not reset")
+	s.g.Expect(s.stepReplicas()).To(Equal(int32(2)), "handed over with its value, not reset")
 	for _, e := range s.deployment("scaled-a").ManagedFields {
 		if e.Manager == pipeline.FieldOwner && e.Operation == metav1.ManagedFieldsOperationApply {
-			s.g.Expect(string(e.FieldsV1.Raw)).NotTo(ContainSubstring(`"f:replicas"`), "the controller no longer owns spec.replicas")
+			s.g.Expect(e.FieldsV1.GetRawString()).NotTo(ContainSubstring(`"f:replicas"`), "the controller no longer owns spec.replicas")
 		}
 	}
 
@@ -102,10 +101,10 @@ func TestAutoscalerKeepsTheReplicas(t *testing.T) {
 	s.edit("scaled", func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Image = "x:v2" }) // a pass that applies
 	s.g.Eventually(func() string { return s.deployment("scaled-a").Spec.Template.Spec.Containers[0].Image }, timeout, poll).Should(Equal("x:v2"))
 	quiet(s, c)
-	s.g.Expect(s.replicas("scaled-a")()).To(Equal(int32(4)), "the autoscaler's count stays")
+	s.g.Expect(s.stepReplicas()).To(Equal(int32(4)), "the autoscaler's count stays")
 
 	s.g.Expect(env.Client.Delete(s.ctx, hpa)).To(Succeed())
-	s.g.Eventually(s.replicas("scaled-a"), timeout, poll).Should(Equal(int32(2)), "without an autoscaler, the step's replicas")
+	s.g.Eventually(s.stepReplicas, timeout, poll).Should(Equal(int32(2)), "without an autoscaler, the step's replicas")
 	s.g.Eventually(func() string { return s.stepStatus("scaled", "a").Autoscaler }, timeout, poll).Should(BeEmpty())
 }
 

@@ -141,7 +141,7 @@ func stepState(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alph
 		st.Phase, st.Reason, st.Message = inferencev1alpha1.PhaseFailed, f.reason, f.message
 		return st
 	}
-	if reason, msg := nodeProblem(s, o.nodes); reason != "" && !(reason == ReasonNodeCordoned && placed(pods) >= want) {
+	if reason, msg := nodeProblem(s, o.nodes); reason != "" && (reason != ReasonNodeCordoned || placed(pods) < want) {
 		st.Phase, st.Reason, st.Message = inferencev1alpha1.PhaseDegraded, reason, msg+"; the step cannot run until it is fixed"
 		return st
 	}
