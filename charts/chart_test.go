@@ -399,8 +399,8 @@ func runCmd(name string, args ...string) (string, error) {
 func TestRBACIsExactlyWhatEachControllerUses(t *testing.T) {
 	shared := map[string]string{
 		"/events": "create,patch", "events.k8s.io/events": "create,patch",
-		"authentication.k8s.io/tokenreviews":                           "create",
-		"authorization.k8s.io/subjectaccessreviews":                    "create",
+		"authentication.k8s.io/tokenreviews":        "create",
+		"authorization.k8s.io/subjectaccessreviews": "create",
 		// Its own two, by name (TestRBACIsLeastPrivilege), and only in the self-signed mode.
 		"admissionregistration.k8s.io/mutatingwebhookconfigurations":   "list,watch,update",
 		"admissionregistration.k8s.io/validatingwebhookconfigurations": "list,watch,update",
@@ -424,7 +424,8 @@ func TestRBACIsExactlyWhatEachControllerUses(t *testing.T) {
 			"/events":                 "create,list,patch", // list: the events of a pod stuck in ContainerCreating say which volume it waits for
 			"/persistentvolumeclaims": "create,delete,get,list,patch,watch", "/persistentvolumes": "create,delete,get,list,patch,watch",
 			"/services": "create,delete,get,list,patch,watch", "apps/deployments": "create,delete,get,list,patch,watch",
-			"autoscaling/horizontalpodautoscalers": "get,list,watch", // a step an HPA scales leaves it the replicas
+			"autoscaling/horizontalpodautoscalers": "get,list,watch",   // a step an HPA scales leaves it the replicas
+			"events.k8s.io/events":                 "create,get,patch", // get: an event seen again counts up its series
 			"inference.keelson.dev/pipelines":      "get,list,update,watch", "inference.keelson.dev/pipelines/status": "update",
 		},
 	}
