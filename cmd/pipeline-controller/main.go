@@ -22,6 +22,7 @@ func main() {
 		SetupControllers: func(mgr ctrl.Manager, _ manager.Options) error {
 			return (&pipeline.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
 		},
+		Finalizers:    []manager.Finalizer{{GVK: inferencev1alpha1.GroupVersion.WithKind("Pipeline"), Name: pipeline.Finalizer}},
 		SetupWebhooks: inferencewebhook.SetupWithManager,
 	})
 }

@@ -23,6 +23,7 @@ func main() {
 		SetupControllers: func(mgr ctrl.Manager, _ manager.Options) error {
 			return (&sizer.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 		},
+		Finalizers:    []manager.Finalizer{{GVK: sizerv1alpha1.GroupVersion.WithKind("WorkloadSizer"), Name: sizer.Finalizer}},
 		SetupWebhooks: sizerwebhook.SetupWithManager,
 	})
 }

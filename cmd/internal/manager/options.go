@@ -55,6 +55,12 @@ type Options struct {
 	// CheckReadyURL, when set, makes the process GET that URL, exit 0 on a 2xx answer and 1 otherwise (the
 	// chart's helm test uses it, so no other image is needed).
 	CheckReadyURL string
+	// ReleaseFinalizers, when set, names the controller's Deployment in the pod's namespace: the process scales it
+	// to zero, waits for its pods to go, removes the binary's finalizers from every object of its kinds and exits
+	// (the chart's pre-delete hook, so an uninstall leaves no object that nobody will finalize).
+	ReleaseFinalizers string
+	// ReleaseFinalizersTimeout bounds the whole --release-finalizers run.
+	ReleaseFinalizersTimeout time.Duration
 
 	// LogLevel is debug, info, error, or a number (higher is more verbose).
 	LogLevel string
@@ -83,27 +89,28 @@ type Options struct {
 // a second. The price is one lease renewal per second.
 func DefaultOptions(name string) Options {
 	return Options{
-		MetricsAddr:             ":8443",
-		MetricsSecure:           true,
-		ProbeAddr:               ":8081",
-		LeaderElect:             true,
-		LeaderElectionID:        name + ".keelson.dev",
-		LeaseDuration:           15 * time.Second,
-		RenewDeadline:           10 * time.Second,
-		RetryPeriod:             1 * time.Second,
-		EnableWebhooks:          true,
-		WebhookPort:             9443,
-		WebhookCertDir:          "/tmp/k8s-webhook-server/serving-certs",
-		WebhookCertSecret:       name + "-webhook-tls",
-		WebhookServiceName:      name,
-		WebhookConfigName:       "keelson-" + name,
-		LogLevel:                "info",
-		LogFormat:               "json",
-		Concurrency:             4,
-		KubeAPIQPS:              50,
-		KubeAPIBurst:            100,
-		GracefulShutdownTimeout: 30 * time.Second,
-		WebhookDrain:            5 * time.Second,
+		MetricsAddr:              ":8443",
+		MetricsSecure:            true,
+		ProbeAddr:                ":8081",
+		LeaderElect:              true,
+		LeaderElectionID:         name + ".keelson.dev",
+		LeaseDuration:            15 * time.Second,
+		RenewDeadline:            10 * time.Second,
+		RetryPeriod:              1 * time.Second,
+		EnableWebhooks:           true,
+		WebhookPort:              9443,
+		WebhookCertDir:           "/tmp/k8s-webhook-server/serving-certs",
+		WebhookCertSecret:        name + "-webhook-tls",
+		WebhookServiceName:       name,
+		WebhookConfigName:        "keelson-" + name,
+		LogLevel:                 "info",
+		LogFormat:                "json",
+		Concurrency:              4,
+		KubeAPIQPS:               50,
+		KubeAPIBurst:             100,
+		GracefulShutdownTimeout:  30 * time.Second,
+		WebhookDrain:             5 * time.Second,
+		ReleaseFinalizersTimeout: 5 * time.Minute,
 	}
 }
 
@@ -148,6 +155,11 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"Name of the validating and mutating webhook configurations to inject the CA into.")
 	fs.StringVar(&o.CheckReadyURL, "check-ready-url", o.CheckReadyURL,
 		"GET this URL and exit 0 if it answers 2xx, 1 otherwise; nothing else runs (for helm test).")
+	fs.StringVar(&o.ReleaseFinalizers, "release-finalizers", o.ReleaseFinalizers,
+		"Scale this Deployment (in POD_NAMESPACE) to 0, wait for its pods to go, remove this controller's finalizers "+
+			"from every object of its kinds and exit; nothing else runs (for uninstall).")
+	fs.DurationVar(&o.ReleaseFinalizersTimeout, "release-finalizers-timeout", o.ReleaseFinalizersTimeout,
+		"How long --release-finalizers may take before it gives up.")
 
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "Log level: debug, info, error, or a verbosity number (2 = more).")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format: json or console.")
@@ -182,6 +194,9 @@ func (o *Options) Validate() error {
 	}
 	if o.GracefulShutdownTimeout < 0 {
 		errs = append(errs, errors.New("--graceful-shutdown-timeout must not be negative"))
+	}
+	if o.ReleaseFinalizersTimeout <= 0 {
+		errs = append(errs, errors.New("--release-finalizers-timeout must be positive"))
 	}
 	if o.WebhookDrain < 0 {
 		errs = append(errs, errors.New("--webhook-drain-duration must not be negative"))

@@ -189,7 +189,8 @@ func TestHelpListsEveryFlag(t *testing.T) {
 		"leader-election-renew-deadline", "leader-election-retry-period", "enable-webhooks", "webhook-port",
 		"webhook-cert-dir", "log-level", "log-format", "kubeconfig", "concurrency", "kube-api-qps",
 		"kube-api-burst", "graceful-shutdown-timeout", "version", "webhook-cert-rotation", "webhook-cert-secret",
-		"webhook-service-name", "webhook-configuration-name", "check-ready-url"}
+		"webhook-service-name", "webhook-configuration-name", "check-ready-url",
+		"release-finalizers", "release-finalizers-timeout"}
 	for _, b := range binaries {
 		out, err := exec.Command(filepath.Join(binDir, b), "--help").CombinedOutput()
 		if err != nil {

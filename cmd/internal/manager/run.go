@@ -41,6 +41,8 @@ type Binary struct {
 	SetupControllers func(mgr ctrl.Manager, opts Options) error
 	// SetupWebhooks registers the binary's admission webhooks. Nil means the binary serves no webhooks.
 	SetupWebhooks func(mgr ctrl.Manager) error
+	// Finalizers are the finalizers the binary's controllers put on objects; --release-finalizers removes them.
+	Finalizers []Finalizer
 }
 
 // Exit codes of Run.
@@ -82,6 +84,14 @@ func Run(ctx context.Context, b Binary, args []string, stdout, stderr io.Writer)
 			return exitError
 		}
 		_, _ = fmt.Fprintf(stdout, "%s: %s is ready\n", b.Name, opts.CheckReadyURL)
+		return exitOK
+	}
+	if opts.ReleaseFinalizers != "" {
+		if err := releaseFinalizers(ctx, b, opts, stdout); err != nil {
+			_, _ = fmt.Fprintf(stderr, "%s: releasing finalizers: %v\n", b.Name, err)
+			return exitError
+		}
+		_, _ = fmt.Fprintf(stdout, "%s: finalizers released\n", b.Name)
 		return exitOK
 	}
 
