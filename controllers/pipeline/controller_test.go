@@ -329,12 +329,20 @@ func TestDeletionIsOrdered(t *testing.T) {
 
 	// Hold the step Deployments too, so that "steps first" can be seen: while one exists, the claim is untouched.
 	var deps appsv1.DeploymentList
-	s.g.Expect(env.Client.List(s.ctx, &deps, client.InNamespace(s.ns))).To(Succeed())
-	s.g.Expect(deps.Items).To(HaveLen(2))
+	s.g.Eventually(func() []appsv1.Deployment {
+		_ = env.Client.List(s.ctx, &deps, client.InNamespace(s.ns))
+		return deps.Items
+	}, timeout, poll).Should(HaveLen(2), "both step Deployments exist")
 	for i := range deps.Items {
 		d := &deps.Items[i]
-		d.SetFinalizers(append(d.GetFinalizers(), "test.keelson.dev/hold"))
-		s.g.Expect(env.Client.Update(s.ctx, d)).To(Succeed())
+		// The controller may still be writing the Deployment: read it again and retry on a conflict.
+		s.g.Eventually(func() error {
+			if err := env.Client.Get(s.ctx, client.ObjectKeyFromObject(d), d); err != nil {
+				return err
+			}
+			d.SetFinalizers(append(d.GetFinalizers(), "test.keelson.dev/hold"))
+			return env.Client.Update(s.ctx, d)
+		}, timeout, poll).Should(Succeed())
 	}
 
 	s.g.Expect(env.Client.Delete(s.ctx, s.get("face-detection"))).To(Succeed())
