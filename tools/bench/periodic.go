@@ -20,6 +20,7 @@ var periodicRequeues = []periodic{
 	{"pipeline-controller", "a volume that is not yet bound is polled", 10 * time.Second},
 	{"pipeline-controller", "a user's claim that is not yet Bound is polled", 5 * time.Second},
 	{"daemonset-controller", "a node whose pod keeps failing is retried, with a backoff of up to", 15 * time.Minute},
+	{"every controller", "the webhook certificate pass runs again (renewal is time-based; it writes only when a certificate is due)", time.Hour},
 	{"every controller", "the informers resync every object (controller-runtime's default SyncPeriod, 10 h with jitter)", 10 * time.Hour},
 }
 
