@@ -162,6 +162,16 @@ func TestRenderMatrix(t *testing.T) {
 				}
 				g.Expect(kinds).To(Equal(want), "objects of %s", c)
 			}
+			// The uninstall hook's Job carries labels of its own, so it is never taken for one of the controller's pods.
+			for _, c := range finalizerControllers {
+				hook := perController[c+"-uninstall"]
+				if !contains(tc.enabled, c) {
+					g.Expect(hook).To(BeEmpty(), "%s is off but has an uninstall hook", c)
+					continue
+				}
+				g.Expect(hook).To(Equal(map[string]int{"Job": 1}), "uninstall hook of %s", c)
+			}
+			g.Expect(perController).NotTo(HaveKey("daemonset-controller-uninstall"), "the DaemonSet controller has no finalizer")
 			crds := ofKind[unstructured.Unstructured](t, objs, "CustomResourceDefinition")
 			g.Expect(crds).To(HaveLen(len(tc.enabled)), "one CRD per enabled controller")
 			for _, crd := range crds {
@@ -304,6 +314,10 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 	for _, r := range ofKind[rbacv1.Role](t, objs, "Role") {
 		g.Expect(r.Namespace).To(Equal(namespace))
 		for _, rule := range r.Rules {
+			if contains(rule.APIGroups, "apps") {
+				// The uninstall hook scales the controller's own Deployment, and no other.
+				g.Expect(rule.ResourceNames).To(Equal([]string{r.Name}), "Deployments of others reachable by %s", r.Name)
+			}
 			if contains(rule.Resources, "secrets") {
 				// No namespace-wide list or watch: the process watches its Secret with a metadata.name field selector.
 				g.Expect(rule.ResourceNames).To(HaveLen(1), "only the controller's own certificate Secret")
@@ -450,6 +464,35 @@ func TestRBACIsExactlyWhatEachControllerUses(t *testing.T) {
 		}
 		if diff := cmp.Diff(expected, got); diff != "" {
 			t.Errorf("ClusterRole %s (-want +got):\n%s", r.Name, diff)
+		}
+	}
+
+	// Roles in the release namespace: the Lease, the own certificate Secret and, for the uninstall hook of a
+	// controller with finalizers, its own Deployment and that Deployment's scale. Keys are "group/resource@names".
+	roleShared := map[string]string{
+		"coordination.k8s.io/leases@": "get,list,watch,create,update,patch,delete",
+	}
+	hook := map[string]string{"apps/deployments@%s": "get", "apps/deployments/scale@%s": "update,patch"}
+	for _, r := range ofKind[rbacv1.Role](t, mustRender(t, nil), "Role") {
+		got := map[string]string{}
+		for _, rule := range r.Rules {
+			for _, g := range rule.APIGroups {
+				for _, res := range rule.Resources {
+					got[g+"/"+res+"@"+strings.Join(rule.ResourceNames, ",")] = strings.Join(rule.Verbs, ",")
+				}
+			}
+		}
+		expected := map[string]string{"/secrets@" + r.Name + "-webhook-tls": "list,watch,update"}
+		for k, v := range roleShared {
+			expected[k] = v
+		}
+		if r.Name != "keelson-daemonset-controller" {
+			for k, v := range hook {
+				expected[fmt.Sprintf(k, r.Name)] = v
+			}
+		}
+		if diff := cmp.Diff(expected, got); diff != "" {
+			t.Errorf("Role %s (-want +got):\n%s", r.Name, diff)
 		}
 	}
 }

@@ -1,7 +1,8 @@
 {{/*
 The controllers of the chart: their values key, binary name, kind, CRD file, API group and resources (the kind's
-plural first, then its subresources). Every per-controller template ranges
-over this list and renders only the enabled ones.
+plural first, then its subresources), and whether they put finalizers on their objects (then an uninstall hook
+takes them off, templates/uninstall.yaml). Every per-controller template ranges over this list and renders only
+the enabled ones.
 */}}
 {{- define "keelson.controllers" -}}
 - key: daemonsetController
@@ -16,12 +17,14 @@ over this list and renders only the enabled ones.
   crd: sizer.keelson.dev_workloadsizers.yaml
   group: sizer.keelson.dev
   resources: [workloadsizers, workloadsizers/status, workloadsizers/scale]
+  finalizers: true
 - key: pipelineController
   name: pipeline-controller
   kind: Pipeline
   crd: inference.keelson.dev_pipelines.yaml
   group: inference.keelson.dev
   resources: [pipelines, pipelines/status]
+  finalizers: true
 {{- end }}
 
 {{/* keelson.enabled: the enabled controllers, as a list of the entries above. */}}
@@ -31,6 +34,11 @@ over this list and renders only the enabled ones.
 {{- if (index $.Values $c.key).enabled -}}{{- $out = append $out $c -}}{{- end -}}
 {{- end -}}
 {{- toYaml $out -}}
+{{- end }}
+
+{{/* keelson.releasesFinalizers: "true" when the controller entry c gets the uninstall hook (dict root, c). */}}
+{{- define "keelson.releasesFinalizers" -}}
+{{- if and .c.finalizers .root.Values.crds.releaseFinalizersOnUninstall -}}true{{- end -}}
 {{- end }}
 
 {{/* keelson.config: global merged with a controller's overrides (dict root, key). */}}
