@@ -53,11 +53,26 @@ func (r *Reconciler) stepAutoscalers(ctx context.Context, p *inferencev1alpha1.P
 }
 
 // leaveReplicasTo drops the replicas of a step's desired Deployment when an autoscaler scales it, so that they are
-// not applied.
-func leaveReplicasTo(autoscaler string, d *appsv1.Deployment) {
+// not applied, and gives it the strategy an autoscaled step rolls with (autoscaledStrategy).
+func leaveReplicasTo(autoscaler string, s inferencev1alpha1.Step, d *appsv1.Deployment) {
 	if autoscaler != "" {
 		d.Spec.Replicas = nil
+		d.Spec.Strategy = autoscaledStrategy(s)
 	}
+}
+
+// autoscaledStrategy is the strategy of a step an autoscaler scales. A GPU step on the strategy its defaults give a
+// single replica (Recreate) rolls one pod at a time without a surge instead: the autoscaler may run it on many
+// replicas, and Recreate would stop all of them on every template change, while maxSurge 0 frees one GPU before it
+// asks for one. A Recreate the defaults stored cannot be told from one written by hand, so both are taken as the
+// default's; any other strategy is the step's own and stays.
+func autoscaledStrategy(s inferencev1alpha1.Step) appsv1.DeploymentStrategy {
+	bare := s
+	bare.Strategy = ""
+	if !wantsGPU(s) || (s.Strategy != "" && s.Strategy != StepStrategy(bare)) {
+		return DeploymentStrategy(s)
+	}
+	return noSurgeStrategy()
 }
 
 // pipelineOfAutoscaler maps a HorizontalPodAutoscaler to the pipeline whose step Deployment it scales (found in

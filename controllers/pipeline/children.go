@@ -34,9 +34,11 @@ type child struct {
 }
 
 // syncChildren applies the storage and every step's Deployment and Service that differ from the spec, and deletes
-// the steps that are no longer in the spec. A step an autoscaler scales (autoscalers, by step) gets no replicas. It returns, per step (storageKey for the storage), why its objects could
-// not be written, and the errors to retry on.
-func (r *Reconciler) syncChildren(ctx context.Context, p *inferencev1alpha1.Pipeline, w Wiring, autoscalers map[string]string) (map[string]failure, map[string]bool, []error) {
+// the steps that are no longer in the spec. A step an autoscaler scales (autoscalers, by step) gets no replicas; a
+// step whose autoscaler went gets the replicas its hand-back keeps (kept, by step). It returns, per step
+// (storageKey for the storage), why its objects could not be written, and the errors to retry on.
+func (r *Reconciler) syncChildren(ctx context.Context, p *inferencev1alpha1.Pipeline, w Wiring, autoscalers map[string]string,
+	kept map[string]handBack) (map[string]failure, map[string]bool, []error) {
 	failures := map[string]failure{}
 	retrying := map[string]bool{}
 	var errs []error
@@ -51,7 +53,8 @@ func (r *Reconciler) syncChildren(ctx context.Context, p *inferencev1alpha1.Pipe
 		name := StepName(p.Spec.Steps, i)
 		names[name] = true
 		d := DesiredDeployment(p, i, w)
-		leaveReplicasTo(autoscalers[name], d)
+		leaveReplicasTo(autoscalers[name], p.Spec.Steps[i], d)
+		kept[name].keep(d)
 		desired = append(desired, child{name, d}, child{name, DesiredService(p, i)})
 	}
 	for _, c := range desired {
@@ -109,6 +112,11 @@ func (r *Reconciler) syncChild(ctx context.Context, p *inferencev1alpha1.Pipelin
 	}
 	if !needed {
 		return nil, nil
+	}
+	if svc, ok := desired.(*corev1.Service); ok {
+		if f, err := r.portTaken(ctx, existing.(*corev1.Service), svc); f != nil || err != nil {
+			return f, err // someone else's port is never taken over; the Service's watch brings the next pass
+		}
 	}
 	if d, ok := desired.(*appsv1.Deployment); ok && existing != nil && clearsRollingUpdate(existing.(*appsv1.Deployment), d) {
 		if err := r.Patch(ctx, existing, recreatePatch, client.FieldOwner(FieldOwner)); err != nil {

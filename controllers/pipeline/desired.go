@@ -90,7 +90,8 @@ func StepPort(s inferencev1alpha1.Step) int32 {
 }
 
 // StepStrategy is the step's Deployment strategy: its own, else Recreate for a single-replica GPU step (a rolling
-// update would start the new pod first and wait forever for the GPU the old one holds), else RollingUpdate.
+// update would start the new pod first and wait forever for the GPU the old one holds), else RollingUpdate. A step an
+// autoscaler scales rolls without a surge instead (autoscaledStrategy).
 func StepStrategy(s inferencev1alpha1.Step) appsv1.DeploymentStrategyType {
 	if s.Strategy != "" {
 		return s.Strategy
@@ -110,7 +111,12 @@ func DeploymentStrategy(s inferencev1alpha1.Step) appsv1.DeploymentStrategy {
 	if t != appsv1.RollingUpdateDeploymentStrategyType || !wantsGPU(s) {
 		return appsv1.DeploymentStrategy{Type: t}
 	}
-	return appsv1.DeploymentStrategy{Type: t, RollingUpdate: &appsv1.RollingUpdateDeployment{
+	return noSurgeStrategy()
+}
+
+// noSurgeStrategy rolls one pod at a time without a surge: maxSurge 0, maxUnavailable 1.
+func noSurgeStrategy() appsv1.DeploymentStrategy {
+	return appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
 		MaxSurge: ptr.To(intstr.FromInt32(0)), MaxUnavailable: ptr.To(intstr.FromInt32(1))}}
 }
 

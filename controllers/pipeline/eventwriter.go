@@ -31,6 +31,11 @@ const eventWriteTimeout = 5 * time.Second
 type EventWriter struct {
 	// Client writes the events.
 	Client client.Client
+	// Reader reads an event back to count up its series: an uncached reader. Events must never go through the
+	// manager's cache: a cached Get starts an informer over every event of the cluster, which the controller may
+	// not list or watch (its role allows get, create and patch), so each read would wait for a sync that never
+	// comes. Nil reads through Client (for a Client that is itself uncached).
+	Reader client.Reader
 	// Controller and Instance are the reporting controller and instance of every event.
 	Controller, Instance string
 	// Now is the clock (time.Now when nil).
@@ -39,20 +44,36 @@ type EventWriter struct {
 
 var _ events.EventRecorder = &EventWriter{}
 
-// NewEventWriter is an EventWriter for the given reporting controller, reporting from this host.
-func NewEventWriter(c client.Client, controller string) *EventWriter {
+// NewEventWriter is an EventWriter for the given reporting controller, reporting from this host; reader is the
+// uncached reader it reads events back with.
+func NewEventWriter(c client.Client, reader client.Reader, controller string) *EventWriter {
 	host, _ := os.Hostname()
-	return &EventWriter{Client: c, Controller: controller, Instance: controller + "-" + host}
+	return &EventWriter{Client: c, Reader: reader, Controller: controller, Instance: controller + "-" + host}
 }
 
 // Eventf writes an event, or counts up its series when the same event was written before. A failed write is
-// logged and dropped, as the client-go recorder does: events are best effort.
+// logged and dropped, as the client-go recorder does: events are best effort. Without a context of its own, a
+// write is bounded by eventWriteTimeout; the controller calls EventfContext instead.
 func (w *EventWriter) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
 	ctx, cancel := context.WithTimeout(context.Background(), eventWriteTimeout)
 	defer cancel()
+	w.EventfContext(ctx, regarding, related, eventtype, reason, action, note, args...)
+}
+
+// EventfContext is Eventf bounded by ctx: a cancelled ctx (the manager stopping, the pass's event budget spent)
+// ends the write at once.
+func (w *EventWriter) EventfContext(ctx context.Context, regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
 	if err := w.write(ctx, regarding, related, eventtype, reason, action, fmt.Sprintf(note, args...)); err != nil {
 		log.FromContext(ctx).Error(err, "Recording an event", "reason", reason)
 	}
+}
+
+// reader is the uncached reader, or the client when there is none.
+func (w *EventWriter) reader() client.Reader {
+	if w.Reader != nil {
+		return w.Reader
+	}
+	return w.Client
 }
 
 func (w *EventWriter) write(ctx context.Context, regarding, related runtime.Object, eventtype, reason, action, note string) error {
@@ -81,7 +102,7 @@ func (w *EventWriter) write(ctx context.Context, regarding, related runtime.Obje
 	}
 	// The same event again: count it up in its series.
 	var live eventsv1.Event
-	if err := w.Client.Get(ctx, client.ObjectKeyFromObject(e), &live); err != nil {
+	if err := w.reader().Get(ctx, client.ObjectKeyFromObject(e), &live); err != nil {
 		return err
 	}
 	count := int32(2)

@@ -16,9 +16,14 @@ const OpenInferenceReadyPath = "/v2/health/ready"
 // model (or lost it) shows within seconds.
 const readinessPeriodSeconds = 5
 
+// readinessTimeoutSeconds is how long an HTTP readiness check may take. A GPU server saturated with requests answers
+// its health endpoint late; with the default of one second it would fail its probe under load and drop out of the
+// Service exactly when it is needed most, pushing the load onto the replicas left.
+const readinessTimeoutSeconds = 5
+
 // StepReadinessProbe is the readiness probe of a step's container: its readinessProbe as given; else its readiness
 // (an HTTP GET of its path, on its port or the step's; or the protocol's endpoint on the step's port); else a TCP
-// check of the step's port.
+// check of the step's port. An HTTP check may take readinessTimeoutSeconds.
 func StepReadinessProbe(s inferencev1alpha1.Step) *corev1.Probe {
 	if s.ReadinessProbe != nil {
 		return s.ReadinessProbe
@@ -36,5 +41,9 @@ func StepReadinessProbe(s inferencev1alpha1.Step) *corev1.Probe {
 			handler = corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: OpenInferenceReadyPath, Port: intstr.FromInt32(port)}}
 		}
 	}
-	return &corev1.Probe{ProbeHandler: handler, PeriodSeconds: readinessPeriodSeconds}
+	probe := &corev1.Probe{ProbeHandler: handler, PeriodSeconds: readinessPeriodSeconds}
+	if handler.HTTPGet != nil {
+		probe.TimeoutSeconds = readinessTimeoutSeconds
+	}
+	return probe
 }

@@ -12,12 +12,14 @@ import (
 
 // A step's readiness becomes its container's readiness probe: a TCP check of its port by default, an HTTP GET of
 // its path (on its own port or the step's), the Open Inference Protocol's /v2/health/ready, or a full probe as given.
+// An HTTP check may take five seconds: a saturated server answers late, and must not leave its Service for it.
 func TestStepReadinessProbe(t *testing.T) {
 	tcp := func(port int32) *corev1.Probe {
 		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(port)}}, PeriodSeconds: 5}
 	}
 	get := func(path string, port int32) *corev1.Probe {
-		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(port)}}, PeriodSeconds: 5}
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(port)}},
+			PeriodSeconds: 5, TimeoutSeconds: 5}
 	}
 	exec := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"ready"}}}, FailureThreshold: 30}
 	listen := map[string]string{"listenPort": "9080"}

@@ -100,6 +100,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Without knowing which steps an autoscaler scales, an apply could undo an autoscaler's replicas.
 		return passResult(err)
 	}
+	kept, handBackEvents, err := r.handBacks(ctx, p, autoscalers)
+	if err != nil {
+		return passResult(err)
+	}
 	w, verrs := Wire(p.Spec.Steps)
 	var errs []error
 	o := observed{autoscalers: autoscalers}
@@ -108,7 +112,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		o.invalid = verrs.ToAggregate().Error()
 	} else {
 		var applyErrs []error
-		o.failures, o.retrying, applyErrs = r.syncChildren(ctx, p, w, autoscalers)
+		o.failures, o.retrying, applyErrs = r.syncChildren(ctx, p, w, autoscalers, kept)
 		errs = append(errs, applyErrs...)
 	}
 	if err := r.observe(ctx, p, &o); err != nil {
@@ -124,7 +128,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			errs = append(errs, fmt.Errorf("writing status: %w", err))
 		} else {
 			// Only a written status is an event: a failed write is retried, and its transition told then.
-			r.recordTransitions(p, old, status)
+			r.recordTransitions(ctx, p, old, status, handBackEvents...)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -42,8 +42,9 @@ func TestGPUStepsRollWithoutSurge(t *testing.T) {
 	}
 }
 
-// A step is Ready only when every replica runs the current template and want of them are available: ready pods of
-// an old template (a rollout whose new pods never load their model) do not make it Ready.
+// A rollout is complete only when every replica runs the current template and want of them are available: ready
+// pods of an old template (a rollout whose new pods never load their model) do not complete it. (Whether the step is
+// Ready meanwhile is TestReadyMeansServing's.)
 func TestRolledOut(t *testing.T) {
 	d := func(replicas, updated, available int32) *appsv1.Deployment {
 		return &appsv1.Deployment{Status: appsv1.DeploymentStatus{Replicas: replicas, UpdatedReplicas: updated,

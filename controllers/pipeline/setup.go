@@ -56,7 +56,7 @@ func slimNode(obj any) (any, error) {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
 		// Not the manager's recorder: it folds a step's new cause into the series of the old one (EventWriter).
-		r.Recorder = NewEventWriter(r.Client, ControllerName+"-controller")
+		r.Recorder = NewEventWriter(r.Client, r.reader(), ControllerName+"-controller")
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &inferencev1alpha1.Pipeline{}, locationIndex,
 		func(obj client.Object) []string {

@@ -46,10 +46,12 @@ const (
 	ReasonContainerConfig = "CreateContainerConfigError"
 	// ReasonUnschedulable: the scheduler cannot place the step's pod; the message is the scheduler's.
 	ReasonUnschedulable = "Unschedulable"
-	// ReasonFailedMount, ReasonFailedAttachVolume: a pod cannot get its volume; the message is the kubelet's or the
-	// attach controller's event (a share that cannot be mounted, a ReadWriteOnce claim attached to another node).
+	// ReasonFailedMount, ReasonFailedAttachVolume, ReasonFailedMapVolume: a pod cannot get its volume; the message
+	// is the kubelet's or the attach controller's event (a share that cannot be mounted, a ReadWriteOnce claim
+	// attached to another node, a block volume that cannot be mapped).
 	ReasonFailedMount        = "FailedMount"
 	ReasonFailedAttachVolume = "FailedAttachVolume"
+	ReasonFailedMapVolume    = "FailedMapVolume"
 )
 
 // observed is everything status is computed from.
@@ -94,16 +96,46 @@ func nodeProblem(s inferencev1alpha1.Step, nodes map[string]*corev1.Node) (reaso
 	return "", ""
 }
 
-// placed counts the pods of a step that are on a node and not going away. A cordon keeps new pods off a node and
-// leaves the ones there running: it is the step's problem only while a pod it wants is not placed.
+// placed counts the pods of a step that are on a node, not going away, not finished (Succeeded or Failed: an
+// evicted pod keeps its node name), and of the current template (currentTemplate). A cordon keeps new pods off a
+// node and leaves the ones there running: it is the step's problem only while a pod it wants is not placed, and a
+// pod of an old template, which its rollout is about to replace, is not one it wants.
 func placed(pods []corev1.Pod) int32 {
+	hash := currentTemplate(pods)
 	var n int32
 	for _, p := range pods {
-		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil {
+		if alive(p) && p.Spec.NodeName != "" && p.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == hash {
 			n++
 		}
 	}
 	return n
+}
+
+// alive reports whether a pod is neither going away nor finished.
+func alive(p corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
+// currentTemplate is the pod-template-hash of the step's newest live pod ("" when there is none): a rollout
+// creates only pods of the new template (and a rollback only pods of the one it goes back to), so the newest pod is
+// of the template the Deployment is moving to. Read from the pods, it needs no ReplicaSets and no copy of the
+// Deployment controller's hash.
+func currentTemplate(pods []corev1.Pod) string {
+	var newest *corev1.Pod
+	for i := range pods {
+		p := &pods[i]
+		if !alive(*p) {
+			continue
+		}
+		if newest == nil || newest.CreationTimestamp.Before(&p.CreationTimestamp) ||
+			newest.CreationTimestamp.Equal(&p.CreationTimestamp) && p.Name > newest.Name {
+			newest = p
+		}
+	}
+	if newest == nil {
+		return ""
+	}
+	return newest.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
 }
 
 // stepStatus derives one step's status, saying so when an autoscaler sets its replicas.
@@ -133,8 +165,8 @@ func stepState(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alph
 	st.Autoscaler = o.autoscalers[name]
 	if d != nil {
 		st.ReadyReplicas = d.Status.ReadyReplicas
-		if st.Autoscaler != "" {
-			want = ptr.Deref(d.Spec.Replicas, 1) // the autoscaler's count, not the spec's
+		if st.Autoscaler != "" || d.Annotations[KeptReplicasAnnotation] != "" {
+			want = ptr.Deref(d.Spec.Replicas, 1) // the autoscaler's count (or the one it left), not the spec's
 		}
 	}
 	if f, failed := o.failures[name]; failed {
@@ -165,20 +197,18 @@ func stepState(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alph
 		st.Message = fmt.Sprintf("%d of %d replicas ready after the progress deadline", d.Status.ReadyReplicas, want)
 	case rolledOut(d, want):
 		st.Phase, st.Reason, st.Message = inferencev1alpha1.PhaseReady, ReasonReady, fmt.Sprintf("%d of %d replicas ready", d.Status.ReadyReplicas, want)
+	case serving(d, want, st.Autoscaler != "") && rollingOut(d, want):
+		st.Phase, st.Reason = inferencev1alpha1.PhaseReady, ReasonRollingOut
+		st.Message = fmt.Sprintf("%d of %d replicas ready, %d of them available and %d updated to the current spec; rolling out",
+			d.Status.ReadyReplicas, want, d.Status.AvailableReplicas, d.Status.UpdatedReplicas)
+	case serving(d, want, st.Autoscaler != ""):
+		st.Phase, st.Reason = inferencev1alpha1.PhaseReady, ReasonReady
+		st.Message = fmt.Sprintf("%d of %d replicas ready; serving while the others start", d.Status.ReadyReplicas, want)
 	default:
 		st.Phase, st.Reason = inferencev1alpha1.PhaseProgressing, ReasonStarting
 		st.Message = fmt.Sprintf("%d of %d replicas ready", d.Status.ReadyReplicas, want)
 	}
 	return st
-}
-
-// rolledOut reports whether a step's Deployment serves want replicas of its current spec: every replica is of the
-// current template, and want of them are available (their readiness probe passes: the model is loaded). Ready
-// replicas of an old template do not count, or a rollout whose new pods never load their model would show Ready.
-func rolledOut(d *appsv1.Deployment, want int32) bool {
-	st := d.Status
-	return st.ObservedGeneration >= d.Generation && st.UpdatedReplicas >= want && st.Replicas <= st.UpdatedReplicas &&
-		st.AvailableReplicas >= want
 }
 
 func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType, s corev1.ConditionStatus) string {

@@ -58,7 +58,7 @@ func podProblem(pods []corev1.Pod) (phase inferencev1alpha1.Phase, reason, messa
 
 // volumeReasons are the kubelet's and the attach controller's event reasons for a volume a pod cannot get: the
 // share cannot be mounted, or a ReadWriteOnce claim is attached to another node (Multi-Attach error).
-var volumeReasons = map[string]bool{"FailedMount": true, "FailedAttachVolume": true, "FailedMapVolume": true}
+var volumeReasons = map[string]bool{ReasonFailedMount: true, ReasonFailedAttachVolume: true, ReasonFailedMapVolume: true}
 
 // stuckCreating reports whether a pod is on a node but its containers have not started: what a volume that cannot
 // be mounted looks like in a pod's status (the why is only in its events).
