@@ -333,6 +333,21 @@ func TestDeletionIsOrdered(t *testing.T) {
 		_ = env.Client.List(s.ctx, &deps, client.InNamespace(s.ns))
 		return deps.Items
 	}, timeout, poll).Should(HaveLen(2), "both step Deployments exist")
+	var svcs corev1.ServiceList
+	s.g.Eventually(func() []corev1.Service {
+		_ = env.Client.List(s.ctx, &svcs, client.InNamespace(s.ns))
+		return svcs.Items
+	}, timeout, poll).Should(HaveLen(2), "both step Services exist")
+	for i := range svcs.Items {
+		svc := &svcs.Items[i]
+		s.g.Eventually(func() error {
+			if err := env.Client.Get(s.ctx, client.ObjectKeyFromObject(svc), svc); err != nil {
+				return err
+			}
+			svc.SetFinalizers(append(svc.GetFinalizers(), "test.keelson.dev/hold"))
+			return env.Client.Update(s.ctx, svc)
+		}, timeout, poll).Should(Succeed())
+	}
 	for i := range deps.Items {
 		d := &deps.Items[i]
 		// The controller may still be writing the Deployment: read it again and retry on a conflict.
@@ -358,6 +373,16 @@ func TestDeletionIsOrdered(t *testing.T) {
 		}
 		return n
 	}, timeout, poll).Should(Equal(2), "the step Deployments were not deleted")
+	s.g.Eventually(func() int {
+		n := 0
+		for i := range svcs.Items {
+			var svc corev1.Service
+			if env.Client.Get(s.ctx, client.ObjectKeyFromObject(&svcs.Items[i]), &svc) == nil && svc.DeletionTimestamp != nil {
+				n++
+			}
+		}
+		return n
+	}, timeout, poll).Should(Equal(2), "the step Services were not deleted")
 	s.g.Eventually(func() string {
 		return meta.FindStatusCondition(s.get("face-detection").Status.Conditions, pipeline.ConditionReady).Message
 	}, timeout, poll).Should(ContainSubstring("step Deployments and Services to be deleted"))
@@ -366,9 +391,13 @@ func TestDeletionIsOrdered(t *testing.T) {
 		s.g.Expect(env.Client.Get(s.ctx, pvcKey, &c)).To(Succeed())
 		return c.DeletionTimestamp
 	}
-	s.g.Consistently(claimUntouched, time.Second, poll).Should(BeNil(), "the claim was deleted while steps still exist")
+	s.g.Consistently(claimUntouched, 2*time.Second, poll).Should(BeNil(), "the claim was deleted while steps still exist")
 	for i := range deps.Items {
 		release(s, &deps.Items[i])
+	}
+	s.g.Consistently(claimUntouched, time.Second, poll).Should(BeNil(), "the claim was deleted while step Services still exist")
+	for i := range svcs.Items {
+		release(s, &svcs.Items[i])
 	}
 	// Then the claim is deleted; the volume waits for it.
 	var pvc corev1.PersistentVolumeClaim
