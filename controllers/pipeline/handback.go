@@ -15,8 +15,9 @@ import (
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 )
 
-// KeptReplicasAnnotation, on a step's Deployment, holds the replica count an autoscaler left when it went, and the
-// pipeline generation it is kept for ("4@7"): the step keeps that count until its pipeline's spec changes.
+// KeptReplicasAnnotation is the annotation of a step's Deployment that holds the replica count an autoscaler left
+// when it went, and the pipeline generation it is kept for ("4@7"): the step keeps that count until its pipeline's
+// spec changes.
 const KeptReplicasAnnotation = "inference.keelson.dev/kept-replicas"
 
 // ReasonAutoscalerRemoved is the event of a step whose autoscaler went and handed its replicas back.

@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// ReasonPortTaken: the step's Service already has a port of the step's number under another name, which another
-// field manager owns; the Service is left alone.
+// ReasonPortTaken means that the step's Service already has a port of the step's number under another name, which
+// another field manager owns; the Service is left alone.
 const ReasonPortTaken = "PortTaken"
 
 // clashingPorts lists the live ports that have the number (and protocol) of one of desired's ports under another

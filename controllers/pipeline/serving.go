@@ -5,8 +5,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// ReasonRollingOut: the step serves while its Deployment moves to a new template (or its controller has not seen the
-// new one yet). The step stays Ready: enough replicas serve; a new version that never comes up ends as
+// ReasonRollingOut means that the step serves while its Deployment moves to a new template (or its controller has
+// not seen the new one yet). The step stays Ready: enough replicas serve; a new version that never comes up ends as
 // ProgressDeadlineExceeded, a crash loop or an image that cannot be pulled as theirs.
 const ReasonRollingOut = "RollingOut"
 
