@@ -143,7 +143,13 @@ func TestHostNetwork(t *testing.T) {
 		want string
 	}{
 		"the kubelet's port": {map[string]any{"global": map[string]any{"hostNetwork": true}},
-			"daemonsetController: with hostNetwork, ports.webhook 10250 is the kubelet's port"},
+			"daemonsetController.ports.webhook: with hostNetwork, port 10250 is the kubelet's port on the node"},
+		"kube-proxy's port": {map[string]any{"global": map[string]any{"hostNetwork": true},
+			"daemonsetController": map[string]any{"ports": map[string]any{"webhook": 9440, "metrics": 10249, "health": 9442}}},
+			"daemonsetController.ports.metrics: with hostNetwork, port 10249 is kube-proxy's metrics port"},
+		"a privileged port": {map[string]any{"global": map[string]any{"hostNetwork": true},
+			"daemonsetController": map[string]any{"ports": map[string]any{"webhook": 443, "metrics": 9441, "health": 9442}}},
+			"daemonsetController.ports.webhook: with hostNetwork, port 443 is privileged"},
 		"a port shared by two controllers": {map[string]any{"global": map[string]any{"hostNetwork": true},
 			"daemonsetController": own(9440), "workloadSizer": own(9450), "pipelineController": own(9451)},
 			"pipelineController.ports.metrics: with hostNetwork, port 9452 is already used by workloadSizer.ports.health"},
@@ -188,6 +194,10 @@ func TestAggregatedRoles(t *testing.T) {
 		return out
 	}
 	roles := aggregated(mustRender(t, nil))
+	g.Expect(roles).To(HaveLen(5))
+	g.Expect(roles).NotTo(HaveKey("keelson-pipeline-controller-edit"),
+		"a Pipeline makes a cluster-scoped PersistentVolume: namespace editors may not write them by default")
+	roles = aggregated(mustRender(t, map[string]any{"rbac": map[string]any{"aggregatePipelineEdit": true}}))
 	g.Expect(roles).To(HaveLen(6))
 	view := roles["keelson-workload-sizer-view"]
 	g.Expect(view.Labels).To(HaveKeyWithValue("rbac.authorization.k8s.io/aggregate-to-view", "true"))
@@ -277,4 +287,50 @@ func TestAffinityAndTestPod(t *testing.T) {
 		}
 		g.Expect(p.Spec.Affinity.NodeAffinity).NotTo(BeNil(), "the test pod runs the controller's image: same architectures")
 	}
+}
+
+// Values that would break what the chart wires together are refused, each naming the value to change.
+func TestRefusalsOfValuesThatBreakTheWiring(t *testing.T) {
+	g := NewWithT(t)
+	for what, tc := range map[string]struct {
+		vals map[string]any
+		want string
+	}{
+		"a flag the chart sets": {map[string]any{"workloadSizer": map[string]any{"extraArgs": []any{"--webhook-port=9443"}}},
+			"workloadSizer.extraArgs: --webhook-port is set by the chart"},
+		"one digest for three images": {map[string]any{"global": map[string]any{"image": map[string]any{"digest": "sha256:" + strings.Repeat("ab", 32)}}},
+			"global.image.digest would pin all three images to one digest"},
+		"one ServiceAccount for three": {map[string]any{"global": map[string]any{"serviceAccount": map[string]any{"name": "shared"}}},
+			"global.serviceAccount.name would give all three controllers one ServiceAccount"},
+	} {
+		_, err := render(tc.vals)
+		g.Expect(err).To(MatchError(ContainSubstring(tc.want)), what)
+	}
+	// A release name of 40 characters with a nameOverride of 10: 40+1+10+1+19 = 71 for the pipeline controller.
+	chrt, err := loader.Load(chartDir)
+	g.Expect(err).NotTo(HaveOccurred())
+	install := action.NewInstall(&action.Configuration{})
+	install.DryRun, install.ClientOnly, install.Replace = true, true, true
+	install.ReleaseName, install.Namespace = strings.Repeat("r", 40), namespace
+	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.36.3", Major: "1", Minor: "36"}
+	_, err = install.Run(chrt, map[string]any{"nameOverride": "edge-inner"})
+	g.Expect(err).To(MatchError(ContainSubstring("-edge-inner-daemonset-controller is 72 characters, over Kubernetes' 63")))
+	g.Expect(render(map[string]any{"enabled": true})).Error().NotTo(HaveOccurred(), "a parent chart's condition key is accepted")
+}
+
+// The packaged chart carries its README (helm show readme, Artifact Hub), and the README is the generated one.
+func TestPackagedChartCarriesItsReadme(t *testing.T) {
+	chrt, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range chrt.Files {
+		if f.Name == "README.md" {
+			if !strings.Contains(string(f.Data), "| global.nodeArchitectures |") {
+				t.Errorf("README.md does not list the values: run make chart-docs")
+			}
+			return
+		}
+	}
+	t.Errorf("README.md is not in the packaged chart (check .helmignore)")
 }

@@ -23,6 +23,7 @@ the enabled ones.
   kind: Pipeline
   crd: inference.keelson.dev_pipelines.yaml
   group: inference.keelson.dev
+  createsClusterStorage: true
   resources: [pipelines, pipelines/status]
   finalizers: true
 {{- end }}
@@ -101,6 +102,15 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 {{/* keelson.certSecret: the Secret holding a controller's webhook certificate (dict root, name). */}}
 {{- define "keelson.certSecret" -}}
 {{- printf "%s-webhook-tls" (include "keelson.fullname" .) -}}
+{{- end }}
+
+{{/*
+keelson.certManagerSecret: the Secret cert-manager writes the webhook certificate into (dict root, name). A name
+of its own, not the self-signed mode's: switching webhooks.certs.mode must never make Helm adopt or delete a
+Secret the other mode owns.
+*/}}
+{{- define "keelson.certManagerSecret" -}}
+{{- printf "%s-webhook-cert-manager" (include "keelson.fullname" .) -}}
 {{- end }}
 
 {{/*
