@@ -269,7 +269,7 @@ func TestMissablePeriods(t *testing.T) {
 	for _, p := range missablePeriods(fullPlan.Idle, periodicRequeues) {
 		got = append(got, p.Period)
 	}
-	if diff := cmp.Diff([]time.Duration{15 * time.Minute, 10 * time.Hour}, got); diff != "" {
+	if diff := cmp.Diff([]time.Duration{15 * time.Minute, time.Hour, 10 * time.Hour}, got); diff != "" {
 		t.Fatal(diff)
 	}
 	if s := missableText(20*time.Second, missablePeriods(20*time.Second, periodicRequeues)); !strings.Contains(s, "looks again 1 min") {
@@ -396,5 +396,17 @@ func TestReadWritesSinceFollowsRotation(t *testing.T) {
 	}
 	if _, err := ReadWritesSince(path, at(3)); err == nil || !strings.Contains(err.Error(), "rotation dropped") {
 		t.Fatalf("a run whose beginning was rotated away: %v", err)
+	}
+}
+
+// The idle window waits for the newest write of the measured users only; other users' writes do not hold it.
+func TestLastWriteBy(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	events := []WriteEvent{{At: t0, User: "a"}, {At: t0.Add(2 * time.Second), User: "b"}, {At: t0.Add(time.Second), User: "a"}}
+	if got := lastWriteBy(events, map[string]bool{"a": true}); !got.Equal(t0.Add(time.Second)) {
+		t.Errorf("last write by a: %v", got)
+	}
+	if got := lastWriteBy(events, map[string]bool{"c": true}); !got.IsZero() {
+		t.Errorf("no write by c, got %v", got)
 	}
 }

@@ -192,13 +192,15 @@ noisy (%d cores, %d GiB, kernel %s; commit %s, %s): trust the ratios within the 
   going first alternating pair by pair; both are polled every 50 ms. Overhead per step is the pair's difference
   divided by the steps, summarized over every pair.
 - **Steady state** is an idle window at the end, with every controller holding objects (a DaemonSet of each kind on
-  every node, the sizers and their Deployments, the pipelines and their twins); the reconciles each Keelson
+  every node, the sizers and their Deployments, the pipelines and their twins), opened once none of the measured
+  controllers has written for 30 s (the tail of the last convergence is not steady state); the reconciles each Keelson
   controller finished in it are read from its own ` + "`controller_runtime_reconcile_total`" + ` (scraped from
   ` + "`/metrics`" + ` with a token allowed to read it). %s
 - **Memory** is each controller process's VmRSS on the node, the largest replica's, read at the end of the idle
   window, compared with the memory request and limit of the controller's Deployment as deployed.
 - **Leader handover** runs from the request deleting the workload-sizer's leader pod (what a rollout does to it) to
-  a new leader holding the lease and having reconciled a probe object changed right after the deletion.
+  a new leader holding the lease and having reconciled a probe object changed once it held it (so no write of the
+  old leader, still running while its pod terminates, counts as the new one's).
 - Raw results: [benchmarks/results.json](benchmarks/results.json). Rerun with ` + "`make bench`" + ` (` + "`make bench-quick`" + `: small
   sizes, prints the tables; ` + "`go run ./tools/bench --nodes 1000 --reps 2`" + ` explores one size and writes nothing).
 

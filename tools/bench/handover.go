@@ -19,13 +19,13 @@ import (
 // handoverResult is one leader handover.
 type handoverResult struct {
 	// Duration runs from the request deleting the leader's pod (what a rollout of the controller's Deployment
-	// does to it) until a new leader holds the lease and has reconciled a probe object changed at that moment.
+	// does to it) until a new leader holds the lease and has reconciled a probe object changed once it held it.
 	Duration      time.Duration `json:"duration"`
 	LeaseDuration time.Duration `json:"leaseDuration"`
 }
 
 // handover deletes the workload-sizer's leader pod, as a rolling update of its Deployment does, and measures the
-// leader handover with a probe sizer (made by ensureProbe) whose size is changed right after the deletion. The
+// leader handover with a probe sizer (made by ensureProbe) whose size is changed once a new leader holds the lease. The
 // clock starts before the deletion request: the kubelet's SIGTERM comes later, and a clock started when the
 // harness saw the pod terminating would leave out however long that took.
 func handover(ctx context.Context, c client.Client, ns, releaseNS, name string, size int32) (handoverResult, error) {
@@ -46,6 +46,18 @@ func handover(ctx context.Context, c client.Client, ns, releaseNS, name string, 
 	if err := c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: releaseNS, Name: oldPod}}); err != nil {
 		return r, fmt.Errorf("deleting the leader %s: %w", oldPod, err)
 	}
+	// First a new leader: the probe is changed only once the lease has moved, so no write of the old leader, which
+	// may still be running while its pod terminates, can be taken for the new one's.
+	if err := poll(ctx, 5*time.Minute, func() (bool, error) {
+		var l coordinationv1.Lease
+		if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: name}, &l); err != nil {
+			return false, err
+		}
+		h := ptr.Deref(l.Spec.HolderIdentity, "")
+		return h != "" && h != oldHolder, nil
+	}); err != nil {
+		return r, fmt.Errorf("no new leader took the lease: %w", err)
+	}
 	var probe sizerv1alpha1.WorkloadSizer
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "probe"}, &probe); err != nil {
 		return r, err
@@ -56,20 +68,13 @@ func handover(ctx context.Context, c client.Client, ns, releaseNS, name string, 
 		return r, err
 	}
 	if err := poll(ctx, 5*time.Minute, func() (bool, error) {
-		var l coordinationv1.Lease
-		if err := c.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: name}, &l); err != nil {
-			return false, err
-		}
-		if h := ptr.Deref(l.Spec.HolderIdentity, ""); h == "" || h == oldHolder {
-			return false, nil
-		}
 		var target appsv1.Deployment
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "probe"}, &target); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
 		return ptr.Deref(target.Spec.Replicas, 0) == size, nil
 	}); err != nil {
-		return r, fmt.Errorf("no new leader reconciled the probe: %w", err)
+		return r, fmt.Errorf("the new leader did not reconcile the probe: %w", err)
 	}
 	r.Duration = time.Since(start)
 	// Wait until the ReplicaSet has replaced the pod, so the next handover starts from the same replicas.

@@ -243,6 +243,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	if _, err := settle(ctx, *auditLog, steadyUsers, settleQuiet, 5*time.Minute); err != nil {
+		return err
+	}
 	if res.Steady.Window, err = idle(ctx, scr, binaryNames, plan.Idle); err != nil {
 		return err
 	}
