@@ -410,3 +410,43 @@ func TestLastWriteBy(t *testing.T) {
 		t.Errorf("no write by c, got %v", got)
 	}
 }
+
+// The tail reads only what was appended, whole lines only, and starts over when the log was rotated.
+func TestAuditTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	line := func(user string) string {
+		return `{"stage":"ResponseComplete","verb":"create","user":{"username":"` + user +
+			`"},"objectRef":{"resource":"pods"},"stageTimestamp":"2026-01-01T00:00:00Z"}` + "\n"
+	}
+	if err := os.WriteFile(path, []byte(line("before")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tail, err := newAuditTail(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendTo := func(s string) {
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = f.WriteString(s)
+		_ = f.Close()
+	}
+	whole := line("a")
+	appendTo(whole + whole[:20]) // a line and a half
+	events, err := tail.next()
+	if err != nil || len(events) != 1 || events[0].User != "a" {
+		t.Fatalf("first read: %v %v", events, err)
+	}
+	appendTo(whole[20:])
+	if events, _ := tail.next(); len(events) != 1 {
+		t.Fatalf("the rest of the cut line: %v", events)
+	}
+	if err := os.WriteFile(path, []byte(line("rotated")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if events, _ := tail.next(); len(events) != 1 || events[0].User != "rotated" {
+		t.Fatalf("after rotation: %v", events)
+	}
+}

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"time"
 )
 
@@ -21,6 +24,52 @@ func lastWriteBy(events []WriteEvent, users map[string]bool) time.Time {
 	return last
 }
 
+// auditTail reads what the apiserver appends to its audit log from the moment it is opened: the log holds the whole
+// run (hundreds of MB at N = 1000), too much to read again on every poll.
+type auditTail struct {
+	path    string
+	offset  int64
+	partial []byte
+}
+
+// newAuditTail starts at the log's current end.
+func newAuditTail(path string) (*auditTail, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("the audit log (the local cluster writes it): %w", err)
+	}
+	return &auditTail{path: path, offset: fi.Size()}, nil
+}
+
+// next returns the writes completed in the lines appended since the last call. A log that shrank was rotated: it
+// is read again from its start.
+func (t *auditTail) next() ([]WriteEvent, error) {
+	f, err := os.Open(t.path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() < t.offset {
+		t.offset, t.partial = 0, nil
+	}
+	if _, err := f.Seek(t.offset, io.SeekStart); err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, err
+	}
+	t.offset += int64(len(data))
+	data = append(t.partial, data...)
+	cut := bytes.LastIndexByte(data, '\n') + 1 // whole lines now; the rest comes with the next read
+	t.partial = append([]byte(nil), data[cut:]...)
+	return ReadWrites(bytes.NewReader(data[:cut]))
+}
+
 // settle waits, up to deadline, until none of users has written to the audit log for quiet, and returns how long
 // it waited. A cluster that never goes quiet fails the run: its idle window would measure the tail of the work.
 func settle(ctx context.Context, auditLog string, users map[string]string, quiet, deadline time.Duration) (time.Duration, error) {
@@ -28,13 +77,21 @@ func settle(ctx context.Context, auditLog string, users map[string]string, quiet
 	for _, u := range users {
 		who[u] = true
 	}
+	tail, err := newAuditTail(auditLog)
+	if err != nil {
+		return 0, err
+	}
 	start := time.Now()
-	err := poll(ctx, deadline, func() (bool, error) {
-		events, err := ReadWritesSince(auditLog, time.Now().Add(-quiet))
+	last := start // writes just before the tail began are not seen: wait a whole quiet period regardless
+	err = poll(ctx, deadline, func() (bool, error) {
+		events, err := tail.next()
 		if err != nil {
 			return false, err
 		}
-		return lastWriteBy(events, who).IsZero() && time.Since(start) >= quiet, nil
+		if l := lastWriteBy(events, who); l.After(last) {
+			last = l
+		}
+		return time.Since(last) >= quiet, nil
 	})
 	if err != nil {
 		return time.Since(start), fmt.Errorf("the controllers did not stop writing for %s within %s: %w", quiet, deadline, err)
