@@ -22,6 +22,7 @@ CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 HELM := $(BIN)/helm-$(HELM_VERSION)
 HELM_DOCS := $(BIN)/helm-docs-$(HELM_DOCS_VERSION)
+PROMTOOL := $(BIN)/promtool-$(PROMETHEUS_VERSION)
 ENVTEST_DIR := $(BIN)/k8s/$(KUBE_VERSION)
 KUBECTL := $(ENVTEST_DIR)/kubectl
 
@@ -104,7 +105,7 @@ verify: ## Regenerate everything and fail on drift; then vet and lint. What CI r
 ##@ Test
 
 .PHONY: test
-test: envtest $(HELM) ## Run unit, integration (real kube-apiserver + etcd via envtest), chart and image tests of both modules.
+test: envtest $(HELM) $(PROMTOOL) ## Run unit, integration (real kube-apiserver + etcd via envtest), chart (alerting rules with promtool too) and image tests of both modules.
 	tools/install.sh tini >/dev/null
 	tools/install.sh tini-arm64 >/dev/null
 	@# Tests that start processes (apiserver and etcd, binaries, image builds) always run: a cached pass of those
@@ -112,6 +113,10 @@ test: envtest $(HELM) ## Run unit, integration (real kube-apiserver + etcd via e
 	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test $(GO_TEST_FLAGS) $$(tools/test-packages.sh unit)
 	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test -count=1 $(GO_TEST_FLAGS) $$(tools/test-packages.sh process)
 	cd apis && go test -count=1 $(GO_TEST_FLAGS) ./...
+
+.PHONY: rules-test
+rules-test: $(HELM) $(PROMTOOL) ## Check and unit-test the chart's alerting rules with promtool, and the dashboard's queries.
+	go test -count=1 $(GO_TEST_FLAGS) -run 'TestAlertingRules|TestDashboard|TestMonitoring' ./charts/
 
 .PHONY: envtest
 envtest: $(ENVTEST_DIR)/.envtest-ready ## Install the pinned kube-apiserver, etcd and kubectl into bin/ (downloaded or built).
@@ -366,7 +371,7 @@ dev-down: cluster-down ## Remove everything make dev made (the cluster with all 
 ##@ Tools
 
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) $(HELM_DOCS) envtest ## Install every pinned tool the build and tests need into bin/.
+tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) $(HELM_DOCS) $(PROMTOOL) envtest ## Install every pinned tool the build and tests need into bin/.
 
 $(CONTROLLER_GEN):
 	tools/install.sh controller-gen >/dev/null
@@ -376,6 +381,8 @@ $(HELM):
 	tools/install.sh helm >/dev/null
 $(HELM_DOCS):
 	tools/install.sh helm-docs >/dev/null
+$(PROMTOOL):
+	tools/install.sh promtool >/dev/null
 $(ENVTEST_DIR)/.envtest-ready:
 	tools/install.sh envtest >/dev/null
 

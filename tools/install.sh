@@ -5,6 +5,7 @@
 #                                envtest (kube-apiserver + etcd + kubectl, prints the directory for KUBEBUILDER_ASSETS)
 #                                kube (every Kubernetes binary a local cluster needs, prints the directory)
 #                                kind, coredns, tini (Debian's tini-static, installed with apt), pause (compiled with gcc)
+#                                promtool (Prometheus's rule checker, built from the wrapper module tools/modules/promtool)
 #                                tini-ARCH (Debian's tini-static for ARCH, e.g. tini-arm64: the images make release builds)
 #
 # Versions come from tools/versions.env. Every tool lands under bin/ with its version in its path, so a version bump
@@ -173,6 +174,27 @@ install_pause() {
   echo "$dest"
 }
 
+# promtool checks and unit-tests the chart's alerting rules. `go install .../cmd/promtool@<version>` cannot work:
+# Prometheus's go.mod carries replace directives in some releases, and the Nomad client its newest release requires
+# is not on the Go module proxy. So it is built from a wrapper module that pins the release and replaces only that
+# client (tools/modules/promtool/go.mod); PROMETHEUS_VERSION must match the release the module requires.
+install_promtool() {
+  local dest=$BIN/promtool-$PROMETHEUS_VERSION mod=$ROOT/tools/modules/promtool
+  if [ ! -x "$dest" ]; then
+    grep -q "github.com/prometheus/prometheus $PROMETHEUS_VERSION\$" "$mod/go.mod" || {
+      log "tools/modules/promtool/go.mod does not require github.com/prometheus/prometheus $PROMETHEUS_VERSION"; exit 1; }
+    # Prometheus's module versions v0.3MM.P are its releases v3.MM.P.
+    local release minor
+    minor=$(echo "$PROMETHEUS_VERSION" | cut -d. -f2)
+    release="3.$((10#${minor#3})).$(echo "$PROMETHEUS_VERSION" | cut -d. -f3)"
+    log "building promtool $release ($PROMETHEUS_VERSION) from the Go module proxy (first use takes minutes; cached in bin/)"
+    (cd "$mod" && go build -trimpath -ldflags "-s -w -X github.com/prometheus/common/version.Version=$release" \
+      -o "$dest" github.com/prometheus/prometheus/cmd/promtool)
+  fi
+  ln -sfn "promtool-$PROMETHEUS_VERSION" "$BIN/promtool"
+  echo "$dest"
+}
+
 # tini: Debian's static tini, the images' PID 1. Installed with apt when missing (these machines run as root).
 install_tini() {
   local t=/usr/bin/tini-static
@@ -216,7 +238,7 @@ install_tini_arch() {
 }
 
 main() {
-  [ $# -eq 1 ] || { sed -n '2,9p' "${BASH_SOURCE[0]}" >&2; exit 2; }
+  [ $# -eq 1 ] || { sed -n '2,10p' "${BASH_SOURCE[0]}" >&2; exit 2; }
   mkdir -p "$BIN"
   case $1 in
     controller-gen) go_install controller-gen "$CONTROLLER_GEN_VERSION" sigs.k8s.io/controller-tools/cmd/controller-gen ;;
@@ -237,6 +259,7 @@ main() {
     tini) install_tini ;;
     tini-*) install_tini_arch "${1#tini-}" ;;
     pause) install_pause ;;
+    promtool) install_promtool ;;
     setup-envtest) go_install setup-envtest "$SETUP_ENVTEST_VERSION" sigs.k8s.io/controller-runtime/tools/setup-envtest ;;
     envtest) install_envtest ;;
     kube) install_kube ;;
