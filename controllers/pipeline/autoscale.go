@@ -3,7 +3,9 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -16,11 +18,12 @@ import (
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 )
 
-// autoscalerOf names the first (by name) HorizontalPodAutoscaler that scales the Deployment named deployment, or "".
-// Two writers of one replica count would undo each other on every pass, so a step with an autoscaler leaves its
-// replicas to it.
-func autoscalerOf(hpas []autoscalingv2.HorizontalPodAutoscaler, deployment string) string {
-	found := ""
+// autoscalersOf names the HorizontalPodAutoscalers that scale the Deployment named deployment, sorted by name. Two
+// writers of one replica count would undo each other on every pass, so a step with an autoscaler leaves its
+// replicas to it (the first); with more than one, Kubernetes scales with none of them (their ScalingActive condition
+// says AmbiguousSelector), and the step says so (ReasonAmbiguousAutoscalers).
+func autoscalersOf(hpas []autoscalingv2.HorizontalPodAutoscaler, deployment string) []string {
+	var found []string
 	for _, h := range hpas {
 		t := h.Spec.ScaleTargetRef
 		if t.Kind != "Deployment" || t.Name != deployment || h.DeletionTimestamp != nil {
@@ -29,27 +32,41 @@ func autoscalerOf(hpas []autoscalingv2.HorizontalPodAutoscaler, deployment strin
 		if gv, err := schema.ParseGroupVersion(t.APIVersion); err != nil || (t.APIVersion != "" && gv.Group != appsv1.GroupName) {
 			continue
 		}
-		if found == "" || h.Name < found {
-			found = h.Name
-		}
+		found = append(found, h.Name)
 	}
+	sort.Strings(found)
 	return found
 }
 
-// stepAutoscalers maps each step scaled by a HorizontalPodAutoscaler to that autoscaler's name.
-func (r *Reconciler) stepAutoscalers(ctx context.Context, p *inferencev1alpha1.Pipeline) (map[string]string, error) {
+// ReasonAmbiguousAutoscalers means that more than one HorizontalPodAutoscaler scales a step's Deployment. Kubernetes
+// then scales it with none of them, so the step keeps the replicas it has; it still serves (its phase is unchanged),
+// and its reason and a Warning event say which autoscalers to reduce to one.
+const ReasonAmbiguousAutoscalers = "AmbiguousAutoscalers"
+
+// stepAutoscalers maps each step scaled by HorizontalPodAutoscalers to their names (sorted; the first is the one the
+// step leaves its replicas to).
+func (r *Reconciler) stepAutoscalers(ctx context.Context, p *inferencev1alpha1.Pipeline) (map[string][]string, error) {
 	var list autoscalingv2.HorizontalPodAutoscalerList
 	if err := r.List(ctx, &list, client.InNamespace(p.Namespace)); err != nil {
 		return nil, fmt.Errorf("listing the autoscalers of the namespace: %w", err)
 	}
-	out := map[string]string{}
+	out := map[string][]string{}
 	for i := range p.Spec.Steps {
 		name := StepName(p.Spec.Steps, i)
-		if hpa := autoscalerOf(list.Items, StepObjectName(p, name)); hpa != "" {
-			out[name] = hpa
+		if hpas := autoscalersOf(list.Items, StepObjectName(p, name)); len(hpas) > 0 {
+			out[name] = hpas
 		}
 	}
 	return out, nil
+}
+
+// firstAutoscalers maps each step to the autoscaler it leaves its replicas to: the first of its autoscalers.
+func firstAutoscalers(all map[string][]string) map[string]string {
+	out := make(map[string]string, len(all))
+	for step, names := range all {
+		out[step] = names[0]
+	}
+	return out
 }
 
 // leaveReplicasTo drops the replicas of a step's desired Deployment when an autoscaler scales it, so that they are
@@ -113,9 +130,27 @@ func (r *Reconciler) handOverReplicas(ctx context.Context, desired *appsv1.Deplo
 		return fmt.Errorf("handing the replicas of Deployment %s over to its autoscaler: %w", desired.Name, err)
 	}
 	if _, still := withoutReplicas(live.ManagedFields); still {
-		return fmt.Errorf("handing the replicas of Deployment %s over to its autoscaler: the apiserver kept the controller's ownership", desired.Name)
+		return fmt.Errorf("handing the replicas of Deployment %s over to its autoscaler: %w", desired.Name, errOwnershipKept)
 	}
 	return nil
+}
+
+// ReasonHandOverFailed means that a step's replicas could not be handed over to its autoscaler (the apiserver refused
+// the change of the Deployment's field ownership, or kept it); the message is its answer. The step's Deployment is not
+// applied meanwhile: an apply without replicas would reset them to 1 under the autoscaler's feet.
+const ReasonHandOverFailed = "ReplicasHandOverFailed"
+
+// errOwnershipKept is an apiserver that answered a hand-over with the controller's ownership of the replicas intact.
+var errOwnershipKept = errors.New("the apiserver kept the controller's ownership of spec.replicas")
+
+// handOverFailed is the outcome of a failed hand-over: the step's failure (ReasonHandOverFailed) when the apiserver
+// refused it or kept the ownership, which a retry of the same write does not change; else none, and the pass is
+// retried (a conflict with another writer, a timeout). The error is returned either way.
+func handOverFailed(err error) (*failure, error) {
+	if refused(err) || errors.Is(err, errOwnershipKept) {
+		return &failure{ReasonHandOverFailed, err.Error() + "; the step's Deployment is left as it is until the hand-over succeeds"}, err
+	}
+	return nil, err
 }
 
 // withoutReplicas returns entries with spec.replicas taken out of the controller's Apply entry, and whether that

@@ -14,7 +14,7 @@ import (
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 )
 
-func TestAutoscalerOf(t *testing.T) {
+func TestAutoscalersOf(t *testing.T) {
 	hpa := func(name, apiVersion, kind, target string) autoscalingv2.HorizontalPodAutoscaler {
 		return autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{
@@ -27,9 +27,9 @@ func TestAutoscalerOf(t *testing.T) {
 		hpa("sts", "apps/v1", "StatefulSet", "p-b"),
 		hpa("foreign", "example.com/v1", "Deployment", "p-c"),
 	}
-	for target, want := range map[string]string{"p-a": "b", "p-b": "", "p-c": "", "p-d": ""} {
-		if got := autoscalerOf(hpas, target); got != want {
-			t.Errorf("autoscalerOf(%s) = %q, want %q", target, got, want)
+	for target, want := range map[string][]string{"p-a": {"b", "z"}, "p-b": nil, "p-c": nil, "p-d": nil} {
+		if got := autoscalersOf(hpas, target); !cmp.Equal(got, want) {
+			t.Errorf("autoscalersOf(%s) = %q, want %q", target, got, want)
 		}
 	}
 }

@@ -139,7 +139,7 @@ func (r *Reconciler) syncChild(ctx context.Context, p *inferencev1alpha1.Pipelin
 	}
 	if d, ok := desired.(*appsv1.Deployment); ok && d.Spec.Replicas == nil {
 		if err := r.handOverReplicas(ctx, d); err != nil {
-			return nil, err
+			return handOverFailed(err)
 		}
 	}
 	if err := apply.Object(ctx, r.Client, desired, FieldOwner); err != nil {

@@ -2,21 +2,35 @@ package pipeline
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 )
 
 // A crash-looping container is a crash loop in each state the kubelet cycles it through, not only while it waits
-// in CrashLoopBackOff; once it runs ready, it no longer is.
+// in CrashLoopBackOff; once it runs ready, it no longer is. An exit long ago is history, a clean exit of a server
+// is a crash, and init containers count (one that finished does not).
 func TestCrashLoopIsStableAcrossRestarts(t *testing.T) {
 	crashed := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
 		Message: "model dir not found", FinishedAt: metav1.Now()}}
+	now := time.Now()
+	oomLongAgo := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled",
+		FinishedAt: metav1.NewTime(now.Add(-time.Hour))}}
 	pod := func(cs corev1.ContainerStatus) []corev1.Pod {
 		cs.Name = "server"
 		return []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "p-a-1"}, Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{cs}}}}
+	}
+	initPod := func(cs corev1.ContainerStatus, restart *corev1.ContainerRestartPolicy) []corev1.Pod {
+		cs.Name = "fetch"
+		return []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "p-a-1"},
+			Spec: corev1.PodSpec{InitContainers: []corev1.Container{{Name: "fetch", RestartPolicy: restart}}},
+			Status: corev1.PodStatus{InitContainerStatuses: []corev1.ContainerStatus{cs}, ContainerStatuses: []corev1.ContainerStatus{{Name: "server",
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}}}}}
 	}
 	for name, tc := range map[string]struct {
 		pods       []corev1.Pod
@@ -30,12 +44,24 @@ func TestCrashLoopIsStableAcrossRestarts(t *testing.T) {
 		"recovered: running and ready": {pod(corev1.ContainerStatus{RestartCount: 4, Ready: true, LastTerminationState: crashed,
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}), false},
 		"first start, not ready yet": {pod(corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}), false},
-		"restarted after a clean exit": {pod(corev1.ContainerStatus{RestartCount: 1,
-			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}},
-			State:                corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}), false},
+		"restarted after a clean exit: a server that exits 0 is restarted like one that crashes": {pod(corev1.ContainerStatus{RestartCount: 1,
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed",
+				FinishedAt: metav1.NewTime(now.Add(-time.Minute))}},
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}), true},
+		"OOM-killed an hour ago, now failing its readiness check": {pod(corev1.ContainerStatus{RestartCount: 1, LastTerminationState: oomLongAgo,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-time.Hour))}}}), false},
+		"an init container that keeps failing": {initPod(corev1.ContainerStatus{RestartCount: 2, LastTerminationState: crashed,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}, nil), true},
+		"an init container that finished after one failure": {initPod(corev1.ContainerStatus{RestartCount: 1, LastTerminationState: crashed,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", FinishedAt: metav1.NewTime(now)}}}, nil), false},
+		"a sidecar that exits 0 and is restarted": {initPod(corev1.ContainerStatus{RestartCount: 2,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", FinishedAt: metav1.NewTime(now)}}},
+			ptr.To(corev1.ContainerRestartPolicyAlways)), true},
+		"an init container waiting in CrashLoopBackOff": {initPod(corev1.ContainerStatus{RestartCount: 3, LastTerminationState: crashed,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}, nil), true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			phase, reason, msg := podProblem(tc.pods)
+			phase, reason, msg := podProblem(tc.pods, now)
 			if got := reason == ReasonCrashLooping; got != tc.crashLoops {
 				t.Fatalf("reason %q (%s), want a crash loop: %v", reason, msg, tc.crashLoops)
 			}
@@ -43,5 +69,39 @@ func TestCrashLoopIsStableAcrossRestarts(t *testing.T) {
 				t.Errorf("phase %s, want Failed", phase)
 			}
 		})
+	}
+}
+
+// A container that is not ready long after its last exit is failing its readiness check, and the step says what
+// the check answers, from the kubelet's Unhealthy events of that pod; a pod that started moments ago is not judged.
+func TestReadinessProblem(t *testing.T) {
+	now := time.Now()
+	running := func(uid string, started time.Time) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p-a-" + uid, UID: types.UID(uid)}, Spec: corev1.PodSpec{NodeName: "n"},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "server",
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(started)}}}}}}
+	}
+	unhealthy := func(uid, msg string, at time.Time) corev1.Event {
+		return corev1.Event{InvolvedObject: corev1.ObjectReference{UID: types.UID(uid)}, Reason: "Unhealthy", Message: msg,
+			LastTimestamp: metav1.NewTime(at)}
+	}
+	old := running("1", now.Add(-time.Minute))
+	fresh := running("2", now.Add(-5*time.Second))
+	events := []corev1.Event{
+		unhealthy("1", "Readiness probe failed: HTTP probe failed with statuscode: 500", now.Add(-30*time.Second)),
+		unhealthy("1", "Readiness probe failed: HTTP probe failed with statuscode: 503", now.Add(-5*time.Second)),
+		unhealthy("1", "Liveness probe failed: connection refused", now),
+		unhealthy("2", "Readiness probe failed: connection refused", now),
+	}
+	if got := readinessProblem([]corev1.Pod{old, fresh}, events, now); got != "pod p-a-1 runs and is not ready: Readiness probe failed: HTTP probe failed with statuscode: 503" {
+		t.Errorf("got %q: want the latest readiness answer of the pod that has waited", got)
+	}
+	if got := readinessProblem([]corev1.Pod{fresh}, events, now); got != "" {
+		t.Errorf("a pod that started 5 s ago is not judged yet, got %q", got)
+	}
+	ready := old
+	ready.Status.ContainerStatuses[0].Ready = true
+	if got := readinessProblem([]corev1.Pod{ready}, events, now); got != "" {
+		t.Errorf("a ready pod fails no check, got %q", got)
 	}
 }

@@ -28,8 +28,8 @@ type event struct {
 }
 
 // transitions are the events a status change makes: the pipeline's phase when it changes (Warning for Degraded and
-// Failed, with the Ready condition's message), and each step that newly fails or is blocked (Warning, with the
-// step's reason and message), so `kubectl events` tells the story without a status diff. A step that stays in the
+// Failed, with the Ready condition's message), and each step that newly fails or is blocked, or newly serves under
+// autoscalers that cancel each other out (Warning, with the step's reason and message), so `kubectl events` tells the story without a status diff. A step that stays in the
 // same trouble makes no new event.
 func transitions(old, cur inferencev1alpha1.PipelineStatus) []event {
 	var out []event
@@ -38,7 +38,7 @@ func transitions(old, cur inferencev1alpha1.PipelineStatus) []event {
 		was[s.Name] = s
 	}
 	for _, s := range cur.Steps {
-		if !troubled(s.Phase) {
+		if !troubled(s.Phase) && s.Reason != ReasonAmbiguousAutoscalers {
 			continue
 		}
 		if before, ok := was[s.Name]; ok && before.Reason == s.Reason && before.Phase == s.Phase {

@@ -50,6 +50,17 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Recorder emits events on Pipelines: phase changes and step failures. SetupWithManager sets it when nil.
 	Recorder events.EventRecorder
+	// Now is the clock (time.Now when nil): it dates a pass's observations (how recent a container's exit is, how
+	// long a pod has not been ready).
+	Now func() time.Time
+}
+
+// now reads the clock.
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }
 
 // reader is the uncached reader, or the client when there is none.
@@ -95,18 +106,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
-	autoscalers, err := r.stepAutoscalers(ctx, p)
+	allAutoscalers, err := r.stepAutoscalers(ctx, p)
 	if err != nil {
 		// Without knowing which steps an autoscaler scales, an apply could undo an autoscaler's replicas.
 		return passResult(err)
 	}
+	autoscalers := firstAutoscalers(allAutoscalers)
 	kept, handBackEvents, err := r.handBacks(ctx, p, autoscalers)
 	if err != nil {
 		return passResult(err)
 	}
 	w, verrs := Wire(p.Spec.Steps)
 	var errs []error
-	o := observed{autoscalers: autoscalers}
+	o := observed{autoscalers: autoscalers, allAutoscalers: allAutoscalers, now: r.now()}
 	if len(verrs) > 0 {
 		// Admitted while the webhook was down: say what is wrong; create nothing new.
 		o.invalid = verrs.ToAggregate().Error()
@@ -140,8 +152,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if nameTaken(o.failures) {
 		return ctrl.Result{RequeueAfter: nameTakenPoll}, nil
 	}
-	if anyStuckCreating(o.pods) {
-		return ctrl.Result{RequeueAfter: volumePoll}, nil
+	if anyWaiting(o.pods) {
+		return ctrl.Result{RequeueAfter: eventPoll}, nil
 	}
 	return ctrl.Result{}, nil
 }
@@ -211,7 +223,7 @@ func (r *Reconciler) observe(ctx context.Context, p *inferencev1alpha1.Pipeline,
 		return err
 	}
 	o.nodes = nodes
-	events, err := r.volumeEvents(ctx, p.Namespace, pods.Items)
+	events, err := r.podEvents(ctx, p.Namespace, pods.Items, o.now)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -68,10 +69,14 @@ type observed struct {
 	// retrying are the steps (storageKey: the storage) whose objects could not be written this pass for a reason
 	// that is not a refusal (a timeout, throttling): they keep the status they had, and the pass is retried.
 	retrying map[string]bool
-	// podEvents are the volume events of the pods stuck in ContainerCreating, read only while some are.
+	// podEvents are the events of the pods that wait (podEvents), read only while some do.
 	podEvents []corev1.Event
-	// autoscalers name, by step, the HorizontalPodAutoscaler that scales the step's Deployment.
-	autoscalers map[string]string
+	// now is when the pass observed: it dates the containers' exits and how long a pod has not been ready.
+	now time.Time
+	// autoscalers name, by step, the HorizontalPodAutoscaler that scales the step's Deployment; allAutoscalers
+	// name all of them (more than one: none scales it).
+	autoscalers    map[string]string
+	allAutoscalers map[string][]string
 }
 
 // nodeProblem says why a step cannot run on its pinned node, or returns "" when it can (or is not pinned).
@@ -138,10 +143,18 @@ func currentTemplate(pods []corev1.Pod) string {
 	return newest.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
 }
 
-// stepStatus derives one step's status, saying so when an autoscaler sets its replicas.
+// stepStatus derives one step's status, saying so when an autoscaler sets its replicas, and when several claim
+// them (then none does): a step that serves takes that as its reason, as nothing else needs fixing first.
 func stepStatus(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alpha1.StepStatus {
 	st := stepState(p, i, o)
-	if st.Autoscaler != "" {
+	switch all := o.allAutoscalers[st.Name]; {
+	case len(all) > 1:
+		st.Message += fmt.Sprintf("; HorizontalPodAutoscalers %s all scale the step's Deployment, so Kubernetes scales it "+
+			"with none of them and its replicas stay as they are: delete all but one", strings.Join(all, ", "))
+		if st.Phase == inferencev1alpha1.PhaseReady {
+			st.Reason = ReasonAmbiguousAutoscalers
+		}
+	case st.Autoscaler != "":
 		st.Message += fmt.Sprintf("; replicas are left to HorizontalPodAutoscaler %s", st.Autoscaler)
 	}
 	return st
@@ -181,7 +194,7 @@ func stepState(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alph
 		st.Phase, st.Reason, st.Message = inferencev1alpha1.PhasePending, ReasonCreating, "the step's Deployment is being created"
 		return st
 	}
-	if phase, reason, msg := podProblem(pods); reason != "" {
+	if phase, reason, msg := podProblem(pods, o.now); reason != "" {
 		st.Phase, st.Reason = phase, reason
 		st.Message = fmt.Sprintf("%d of %d replicas ready; %s", d.Status.ReadyReplicas, want, msg)
 		return st
@@ -191,10 +204,14 @@ func stepState(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alph
 		st.Message = fmt.Sprintf("%d of %d replicas ready; %s", d.Status.ReadyReplicas, want, msg)
 		return st
 	}
+	readiness := readinessProblem(pods, o.podEvents, o.now)
 	switch {
 	case deploymentCondition(d, appsv1.DeploymentProgressing, corev1.ConditionFalse) == "ProgressDeadlineExceeded":
 		st.Phase, st.Reason = inferencev1alpha1.PhaseFailed, ReasonDeadline
 		st.Message = fmt.Sprintf("%d of %d replicas ready after the progress deadline", d.Status.ReadyReplicas, want)
+		if readiness != "" {
+			st.Message += "; " + readiness
+		}
 	case rolledOut(d, want):
 		st.Phase, st.Reason, st.Message = inferencev1alpha1.PhaseReady, ReasonReady, fmt.Sprintf("%d of %d replicas ready", d.Status.ReadyReplicas, want)
 	case serving(d, want, st.Autoscaler != "") && rollingOut(d, want):
@@ -204,6 +221,9 @@ func stepState(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alph
 	case serving(d, want, st.Autoscaler != ""):
 		st.Phase, st.Reason = inferencev1alpha1.PhaseReady, ReasonReady
 		st.Message = fmt.Sprintf("%d of %d replicas ready; serving while the others start", d.Status.ReadyReplicas, want)
+	case readiness != "":
+		st.Phase, st.Reason = inferencev1alpha1.PhaseProgressing, ReasonReadinessFailing
+		st.Message = fmt.Sprintf("%d of %d replicas ready; %s", d.Status.ReadyReplicas, want, readiness)
 	default:
 		st.Phase, st.Reason = inferencev1alpha1.PhaseProgressing, ReasonStarting
 		st.Message = fmt.Sprintf("%d of %d replicas ready", d.Status.ReadyReplicas, want)

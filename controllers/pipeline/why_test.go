@@ -24,6 +24,27 @@ func (s *scenario) stepPod(pipelineName, step string, status corev1.PodStatus) {
 	s.g.Expect(env.Client.Status().Update(s.ctx, pod)).To(Succeed())
 }
 
+// stuckPod creates a pod of a step that sits in ContainerCreating on its node, and the event (reason, message) that
+// says why, as the kubelet or the attach controller would have written them.
+func (s *scenario) stuckPod(pipelineName, step, reason, message string) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pipelineName + "-" + step + "-stuck", Namespace: s.ns,
+		Labels: map[string]string{pipeline.PipelineLabel: pipelineName, pipeline.StepLabel: step}},
+		Spec: corev1.PodSpec{NodeName: s.ns + "-node", Containers: []corev1.Container{{Name: "server", Image: "x"}}}}
+	s.g.Expect(env.Client.Create(s.ctx, pod)).To(Succeed())
+	s.podEvent(pod, reason, message)
+	pod.Status = corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "server", Image: "x",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}}
+	s.g.Expect(env.Client.Status().Update(s.ctx, pod)).To(Succeed())
+}
+
+// podEvent records a core/v1 event on a pod, as the kubelet does.
+func (s *scenario) podEvent(pod *corev1.Pod, reason, message string) {
+	s.g.Expect(env.Client.Create(s.ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{GenerateName: pod.Name + ".", Namespace: s.ns},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, Namespace: s.ns, UID: pod.UID},
+		Reason:         reason, Type: corev1.EventTypeWarning, Source: corev1.EventSource{Component: "kubelet"},
+		Message: message, FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Count: 1})).To(Succeed())
+}
+
 // Why a step cannot start, from what the kubelet and the scheduler wrote: an image that cannot be pulled (not a
 // crash loop), a pod the scheduler cannot place (its message: the untolerated taint, the missing free GPUs). Each
 // is in the step's status and in a Warning event.
@@ -38,10 +59,11 @@ func TestWhyAStepCannotStart(t *testing.T) {
 				{Name: "tainted", Image: "x"},
 				{Name: "gpus", Image: "x"},
 				{Name: "mount", Image: "x"},
+				{Name: "attach", Image: "x"},
 			}}}
 	s.g.Expect(env.Client.Create(s.ctx, p)).To(Succeed())
 	s.g.Eventually(func() *inferencev1alpha1.Pipeline { return s.get("why") }, timeout, poll).Should(
-		HaveField("Status.StepsReady", "0/4"))
+		HaveField("Status.StepsReady", "0/5"))
 
 	s.stepPod("why", "pull", corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "server", Image: "registry.example/nope:v1",
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull",
@@ -67,7 +89,11 @@ func TestWhyAStepCannotStart(t *testing.T) {
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}}
 	s.g.Expect(env.Client.Status().Update(s.ctx, pod)).To(Succeed())
 
+	// A pod whose ReadWriteOnce claim is attached to another node: the attach controller's event says so.
+	s.stuckPod("why", "attach", "FailedAttachVolume", `Multi-Attach error for volume "pvc-1" Volume is already used by pod(s) other-7f9c`)
+
 	for step, want := range map[string]struct{ reason, says string }{
+		"attach":  {pipeline.ReasonFailedAttachVolume, "Multi-Attach error for volume"},
 		"mount":   {pipeline.ReasonFailedMount, "access denied by server"},
 		"pull":    {pipeline.ReasonImagePull, "not found"},
 		"tainted": {pipeline.ReasonUnschedulable, "untolerated taint {nvidia.com/gpu: present}"},
