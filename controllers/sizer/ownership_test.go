@@ -409,3 +409,29 @@ func TestTheServiceSelectsOnTheTargetsSelector(t *testing.T) {
 	s.g.Expect(svc.Spec.Selector).To(Equal(map[string]string{"app": "api"}))
 	s.g.Expect(svc.Spec.Ports[0].TargetPort.IntValue()).To(Equal(80), "targetPort follows the port")
 }
+
+// A workload that another controller controls (a Pipeline's step Deployment, say) is not sized: that controller
+// writes its spec, and the two would undo each other's writes, rolling its pods each time. The sizer reports the
+// controller by name and writes nothing; once the workload is released (no controller), it sizes it.
+func TestAWorkloadOfAnotherControllerIsNotSized(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	d := s.deployment("step", "keelson-pipeline-controller", ptr.To[int32](1), corev1.Container{Name: "server", Image: "x"})
+	d.OwnerReferences = []metav1.OwnerReference{{APIVersion: "inference.keelson.dev/v1alpha1", Kind: "Pipeline", Name: "faces",
+		UID: "3f1c7a52-0000-4000-8000-000000000001", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+	s.g.Expect(env.Client.Update(s.ctx, d)).To(Succeed())
+	s.sizer("step", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("step"), Size: ptr.To[int32](3), ForceOwnership: true,
+		Resources: []sizerv1alpha1.ContainerResources{{ContainerName: "server", Requests: rl("cpu", "100m")}}})
+	s.g.Eventually(s.condition("step", sizer.ConditionConflict), timeout, poll).Should(Equal("True/" + sizer.ReasonTargetControlled))
+	s.g.Expect(conditionMessage(s.get("step"), sizer.ConditionConflict)).To(ContainSubstring("Deployment step is controlled by Pipeline faces"))
+	s.g.Expect(s.condition("step", sizer.ConditionReady)()).To(Equal("False/" + sizer.ReasonTargetControlled))
+	s.g.Consistently(func() int32 { return *s.getDeployment("step").Spec.Replicas }, time.Second, poll).Should(Equal(int32(1)))
+	s.g.Expect(s.getDeployment("step").Spec.Template.Spec.Containers[0].Resources.Requests).To(BeEmpty())
+	s.g.Expect(managersOf(s.getDeployment("step"))).NotTo(ContainElement(HavePrefix(sizer.FieldOwner)))
+
+	d = s.getDeployment("step")
+	d.OwnerReferences = nil
+	s.g.Expect(env.Client.Update(s.ctx, d)).To(Succeed())
+	s.g.Eventually(func() int32 { return *s.getDeployment("step").Spec.Replicas }, timeout, poll).Should(Equal(int32(3)))
+	s.g.Eventually(s.condition("step", sizer.ConditionConflict), timeout, poll).Should(Equal("False/" + sizer.ReasonNoConflict))
+}

@@ -224,6 +224,12 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) error {
 		reason = ReasonCreated
 	}
 	setCondition(st, g, ConditionTargetFound, true, reason, fmt.Sprintf("%s %s", ref.Kind, ref.Name))
+	if c := controlledElsewhere(t, ref.Kind); c != nil {
+		p.conflicts = append(p.conflicts, *c)
+		st.Resources, st.DisruptionBudget = nil, nil
+		setCondition(st, g, ConditionSized, false, ReasonTargetControlled, c.message)
+		return r.standDown(ctx, wls)
+	}
 	p.problem = t.problem
 
 	var errs []error
