@@ -206,7 +206,7 @@ func planNodes(nodes []nodeView, s strategy, updateHash, currentHash string, now
 			}
 			continue
 		}
-		live = dedupe(live, updateHash, s, &p)
+		live = dedupe(live, updateHash, s, now, &p)
 		kept[n.name] = live
 	}
 
@@ -235,15 +235,28 @@ func deletingFailed(p plan, node string) bool {
 }
 
 // dedupe keeps at most one pod per node, or with surge one old and one new, and plans the deletion of the rest:
-// it keeps the pod of the update revision over others, a ready pod over an unready one, and the oldest otherwise.
-func dedupe(live []*corev1.Pod, updateHash string, s strategy, p *plan) []*corev1.Pod {
+// it keeps the pod of the update revision over others, an available pod over one that is not, a ready pod over an
+// unready one, and the oldest otherwise. Without surge (maxSurge 0, OnDelete, or a host port) an available pod
+// comes first of all: a node holding an old available pod and an unavailable new one (left by a surge since turned
+// off, or by a switch to OnDelete) keeps the old one, so that dropping a duplicate never costs availability outside
+// the maxUnavailable budget; the rollout then replaces the old pod like any other.
+func dedupe(live []*corev1.Pod, updateHash string, s strategy, now time.Time, p *plan) []*corev1.Pod {
 	if len(live) == 1 {
 		return live
 	}
+	surge := s.maxSurge > 0 && !s.onDelete
 	sort.SliceStable(live, func(i, j int) bool {
 		a, b := live[i], live[j]
+		availableA, _ := availability(a, s.minReadySeconds, now)
+		availableB, _ := availability(b, s.minReadySeconds, now)
+		if !surge && availableA != availableB {
+			return availableA
+		}
 		if ua, ub := a.Labels[RevisionLabel] == updateHash, b.Labels[RevisionLabel] == updateHash; ua != ub {
 			return ua
+		}
+		if availableA != availableB {
+			return availableA
 		}
 		if ra, rb := isReady(a), isReady(b); ra != rb {
 			return ra
@@ -253,9 +266,10 @@ func dedupe(live []*corev1.Pod, updateHash string, s strategy, p *plan) []*corev
 		}
 		return a.Name < b.Name
 	})
-	keep := live[:1]
+	// keep gets its own array: appending to a slice of live would overwrite rest, which shares live's.
+	keep := []*corev1.Pod{live[0]}
 	rest := live[1:]
-	if s.maxSurge > 0 && !s.onDelete && live[0].Labels[RevisionLabel] == updateHash {
+	if surge && live[0].Labels[RevisionLabel] == updateHash {
 		// A surge pair: the new pod plus the best old one, until the new pod is available.
 		for i, pod := range rest {
 			if pod.Labels[RevisionLabel] != updateHash {

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -20,7 +21,12 @@ import (
 // RunTests is a package's TestMain: it starts an Env with opts, hands it to set, runs the tests and stops it.
 //
 //	func TestMain(m *testing.M) { os.Exit(testenv.RunTests(m, testenv.Options{…}, func(e *testenv.Env) { env = e })) }
+//
+// A fuzzing process (see Fuzzing) starts no control plane: fuzz targets test pure functions.
 func RunTests(m *testing.M, opts Options, set func(*Env)) int {
+	if Fuzzing() {
+		return m.Run()
+	}
 	env, err := Start(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -32,7 +38,11 @@ func RunTests(m *testing.M, opts Options, set func(*Env)) int {
 }
 
 // RunWebhookTests is RunTests for admission tests: it starts a WebhookPair for the generated webhook manifest.
+// Like RunTests, it starts nothing in a fuzzing process.
 func RunWebhookTests(m *testing.M, opts Options, webhookManifest string, set func(*WebhookPair)) int {
+	if Fuzzing() {
+		return m.Run()
+	}
 	pair, err := StartWebhookPair(opts, webhookManifest)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -41,6 +51,23 @@ func RunWebhookTests(m *testing.M, opts Options, webhookManifest string, set fun
 	defer func() { _ = pair.Stop() }()
 	set(pair)
 	return m.Run()
+}
+
+// Fuzzing reports whether this test process only fuzzes, so its TestMain need not boot a control plane: it is a
+// fuzz worker (go test -fuzz runs the fuzz target in child processes, each of which runs TestMain again), or the
+// fuzzing parent with no test selected (-run '^$' -fuzz …, as make fuzz runs it). Booting two apiservers per
+// worker would cost seconds of every fuzzing budget and test nothing.
+func Fuzzing() bool {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	value := func(name string) string {
+		if f := flag.Lookup(name); f != nil {
+			return f.Value.String()
+		}
+		return ""
+	}
+	return value("test.fuzzworker") == "true" || (value("test.fuzz") != "" && value("test.run") == "^$")
 }
 
 // Namespace creates a namespace named after prefix for one test.

@@ -1,0 +1,396 @@
+package daemonset
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/keelson-dev/keelson/tools/fuzzinput"
+)
+
+// fuzzPodStates are the pod states the rollout planner tells apart.
+var fuzzPodStates = []func(*corev1.Pod){
+	func(p *corev1.Pod) { // available for an hour
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}}
+	},
+	func(p *corev1.Pod) { // ready for ten seconds: available only without minReadySeconds
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(now.Add(-10 * time.Second))}}
+	},
+	func(p *corev1.Pod) { // running, not ready
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+	},
+	func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning }, // running, no conditions yet
+	func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending },
+	func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed },
+	func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded },
+}
+
+// fuzzNodes builds up to eight nodes, sorted by name as planNodes expects, each with up to three pods of the update
+// revision, the current one, another or none, in any state.
+func fuzzNodes(in *fuzzinput.Source) []nodeView {
+	nodes := make([]nodeView, in.Intn(9))
+	for i := range nodes {
+		n := &nodes[i]
+		n.name = fmt.Sprintf("n%d", i)
+		n.shouldRun = in.Intn(4) != 0
+		n.shouldContinueRunning = n.shouldRun || in.Bool() // a node that admits a new pod keeps a running one
+		n.down = in.Intn(5) == 0
+		n.canary = in.Intn(4) != 0
+		n.terminating = in.Intn(3) / 2
+		if in.Intn(4) == 0 {
+			n.backoff = time.Duration(1+in.Intn(60)) * time.Second
+		}
+		for j := range in.Intn(4) {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-p%d", n.name, j),
+				CreationTimestamp: metav1.NewTime(now.Add(-time.Duration(in.Intn(3)) * time.Hour))}}
+			if rev := in.Pick(newRev, oldRev, "other", "", "none"); rev != "none" {
+				p.Labels = map[string]string{RevisionLabel: rev}
+			}
+			fuzzPodStates[in.Intn(len(fuzzPodStates))](p)
+			n.pods = append(n.pods, p)
+		}
+	}
+	return nodes
+}
+
+// FuzzPlanNodes plans a rollout step for any nodes and pods under any update strategy and checks what must hold
+// whatever they are: no node loses its last available pod beyond the maxUnavailable budget (and none at all with
+// surge), no more nodes run an old and a new pod side by side than maxSurge allows, nodes held back by the
+// partition, the canary selector, a pause or OnDelete keep their pods, pods are created only where they should run,
+// and only pods that exist are deleted, once.
+func FuzzPlanNodes(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte("\x01\x01\x01\x02\x01\x00\x00\x00\x00\x04\x01\x01\x01\x01\x00\x00\x00\x01\x00\x01\x00\x01\x00\x00\x00\x01\x01\x00\x01\x00\x00"))
+	f.Add([]byte("\x02\x02\x02\x02\x32\x00\x00\x00\x00\x03\x01\x01\x01\x01\x00\x00\x00\x02\x00\x00\x00\x01\x01\x02\x01\x01\x00\x00\x00\x02\x00\x00\x02\x00\x01"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in := fuzzinput.New(data)
+		var knobs *rollingUpdateKnobs
+		if in.Intn(6) != 0 {
+			knobs = &rollingUpdateKnobs{maxUnavailable: in.IntOrString(), maxSurge: in.IntOrString(),
+				partition: in.SmallInt(9), paused: in.Intn(5) == 0}
+		}
+		onDelete, hostPort := in.Intn(6) == 0, in.Intn(4) == 0
+		minReadySeconds := int32(in.Intn(3) * 30)
+		currentHash := in.Pick(oldRev, newRev, "")
+		nodes := fuzzNodes(in)
+		desired := 0
+		for _, n := range nodes {
+			if n.shouldRun {
+				desired++
+			}
+		}
+		s := resolveStrategy(knobs, onDelete, hostPort, minReadySeconds, desired)
+		if hostPort && s.maxSurge != 0 {
+			t.Fatalf("a template with a host port surges: %+v", s)
+		}
+		before := snapshot(nodes)
+		p := planNodes(nodes, s, newRev, currentHash, now)
+		checkPlan(t, nodes, s, before, p)
+	})
+}
+
+// podSnapshot is what the checks need to know of the nodes before planning (planNodes reorders pod slices).
+type podSnapshot struct {
+	nodeOf map[*corev1.Pod]string
+	live   map[string][]*corev1.Pod
+}
+
+func snapshot(nodes []nodeView) podSnapshot {
+	snap := podSnapshot{nodeOf: map[*corev1.Pod]string{}, live: map[string][]*corev1.Pod{}}
+	for _, n := range nodes {
+		for _, pod := range n.pods {
+			snap.nodeOf[pod] = n.name
+			if !isTerminal(pod) {
+				snap.live[n.name] = append(snap.live[n.name], pod)
+			}
+		}
+	}
+	return snap
+}
+
+// unavailableNodes counts the nodes that should run the pod, are up, and have no available live pod left once
+// deleted is gone: the nodes maxUnavailable budgets.
+func unavailableNodes(nodes []nodeView, snap podSnapshot, s strategy, deleted map[*corev1.Pod]bool) int {
+	count := 0
+	for _, n := range nodes {
+		if !n.shouldRun || n.down {
+			continue
+		}
+		available := false
+		for _, pod := range snap.live[n.name] {
+			ok, _ := availability(pod, s.minReadySeconds, now)
+			available = available || (ok && !deleted[pod])
+		}
+		if !available {
+			count++
+		}
+	}
+	return count
+}
+
+// surgingNodes counts the nodes where a live pod of the update revision (or one about to be created) runs beside a
+// live pod of another revision.
+func surgingNodes(nodes []nodeView, snap podSnapshot, deleted map[*corev1.Pod]bool, created map[string]bool) int {
+	count := 0
+	for _, n := range nodes {
+		hasNew, hasOld := created[n.name], false
+		for _, pod := range snap.live[n.name] {
+			if deleted[pod] {
+				continue
+			}
+			if pod.Labels[RevisionLabel] == newRev {
+				hasNew = true
+			} else {
+				hasOld = true
+			}
+		}
+		if hasNew && hasOld {
+			count++
+		}
+	}
+	return count
+}
+
+func checkPlan(t *testing.T, nodes []nodeView, s strategy, snap podSnapshot, p plan) {
+	t.Helper()
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf(format+"\nunder %+v\nplan: %s\nnodes: %s", append(args, s, describePlan(p), describeNodes(nodes, s))...)
+	}
+	byName := map[string]nodeView{}
+	for _, n := range nodes {
+		byName[n.name] = n
+	}
+	deleted := map[*corev1.Pod]bool{}
+	for _, d := range p.deletes {
+		node, ok := snap.nodeOf[d.pod]
+		switch {
+		case !ok:
+			fail("deletes pod %s that is on no node", d.pod.Name)
+		case deleted[d.pod]:
+			fail("deletes pod %s twice", d.pod.Name)
+		case d.reason == deleteUpdate && (s.onDelete || s.paused):
+			fail("deletes %s for the update while the rollout may not (onDelete %v, paused %v)", d.pod.Name, s.onDelete, s.paused)
+		case d.reason == deleteUpdate && !heldBackFree(nodes, s, node):
+			fail("deletes %s for the update on node %s, which the partition or canary selector holds back", d.pod.Name, node)
+		}
+		deleted[d.pod] = true
+	}
+	created := map[string]bool{}
+	for _, c := range p.creates {
+		n := byName[c.node]
+		switch {
+		case !n.shouldRun:
+			fail("creates a pod on %s, which should not run one", c.node)
+		case created[c.node]:
+			fail("creates two pods on %s", c.node)
+		case c.hash == "":
+			fail("creates a pod without a revision on %s", c.node)
+		}
+		for _, pod := range snap.live[c.node] {
+			if !deleted[pod] && (s.maxSurge == 0 || c.hash != newRev || pod.Labels[RevisionLabel] == newRev) {
+				fail("creates a %s pod on %s beside live pod %s (revision %q) with maxSurge %d",
+					c.hash, c.node, pod.Name, pod.Labels[RevisionLabel], s.maxSurge)
+			}
+		}
+		created[c.node] = true
+	}
+	if p.requeueAfter < 0 {
+		fail("requeue after %s", p.requeueAfter)
+	}
+
+	unavailableBefore := unavailableNodes(nodes, snap, s, nil)
+	unavailableAfter := unavailableNodes(nodes, snap, s, deleted)
+	limit := max(unavailableBefore, s.maxUnavailable)
+	if s.maxSurge > 0 || s.onDelete || s.paused {
+		limit = unavailableBefore // no budget to spend: nothing available may go
+	}
+	if unavailableAfter > limit {
+		fail("leaves %d nodes without an available pod (%d before)", unavailableAfter, unavailableBefore)
+	}
+	surgingBefore := surgingNodes(nodes, snap, nil, nil)
+	if surgingAfter := surgingNodes(nodes, snap, deleted, created); surgingAfter > max(surgingBefore, s.maxSurge) {
+		fail("%d nodes surge (%d before)", surgingAfter, surgingBefore)
+	}
+}
+
+// heldBackFree reports whether the rollout may update node: it should run the pod, matches the canary selector and
+// is not among the last `partition` eligible nodes by name.
+func heldBackFree(nodes []nodeView, s strategy, node string) bool {
+	var eligible []string
+	canary := false
+	for _, n := range nodes {
+		if n.shouldRun {
+			eligible = append(eligible, n.name)
+		}
+		if n.name == node {
+			canary = n.canary
+		}
+	}
+	sort.Strings(eligible)
+	for i, name := range eligible {
+		if name == node {
+			return canary && i < len(eligible)-s.partition
+		}
+	}
+	return false
+}
+
+// describeNodes says what the planner saw, for a failure message.
+func describeNodes(nodes []nodeView, s strategy) string {
+	var out []string
+	for _, n := range nodes {
+		var pods []string
+		for _, pod := range n.pods {
+			ok, _ := availability(pod, s.minReadySeconds, now)
+			pods = append(pods, fmt.Sprintf("%s@%q %s available=%v", pod.Name, pod.Labels[RevisionLabel], pod.Status.Phase, ok))
+		}
+		out = append(out, fmt.Sprintf("%s{run %v, stay %v, down %v, canary %v, terminating %d, backoff %s, pods %v}",
+			n.name, n.shouldRun, n.shouldContinueRunning, n.down, n.canary, n.terminating, n.backoff, pods))
+	}
+	return fmt.Sprint(out)
+}
+
+func describePlan(p plan) string {
+	var out []string
+	for _, c := range p.creates {
+		out = append(out, "create "+c.node+"@"+c.hash)
+	}
+	for _, d := range p.deletes {
+		out = append(out, "delete "+d.pod.Name+" ("+d.reason+")")
+	}
+	return fmt.Sprint(out)
+}
+
+// FuzzNodeEligibility decides eligibility for any node labels, taints and pod placement rules, malformed
+// affinities included: a node that admits a new pod also keeps a running one, the daemon tolerations keep every
+// toleration the user gave and add each automatic one once, and a NotReady node counts as down.
+func FuzzNodeEligibility(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte("\x01\x01\x00\x01\x01\x02\x00\x01\x01\x00\x01\x02\x01\x00"))
+	f.Add([]byte("\x03\x02\x01\x01\x05\x03\x02\x01\x00\x02\x01\x03\x01\x02\x02\x01\x01\x00"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in := fuzzinput.New(data)
+		keys := []string{"zone", "kubernetes.io/hostname", taintNotReady, taintUnreachable, taintUnschedulable,
+			"nvidia.com/gpu", "", "bad key!"}
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: in.Word("a", "b", ""), Labels: map[string]string{}}}
+		for range in.Intn(4) {
+			node.Labels[in.Word(keys...)] = in.Word("a", "b", "1", "")
+		}
+		effects := []string{string(corev1.TaintEffectNoSchedule), string(corev1.TaintEffectNoExecute),
+			string(corev1.TaintEffectPreferNoSchedule), ""}
+		for range in.Intn(4) {
+			node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: in.Word(keys...), Value: in.Word("a", "x", ""),
+				Effect: corev1.TaintEffect(in.Word(effects...))})
+		}
+		if in.Bool() {
+			node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady,
+				Status: corev1.ConditionStatus(in.Word("True", "False", "Unknown"))}}
+		}
+		spec := &corev1.PodSpec{NodeName: in.Pick("", "", "a", "b"), HostNetwork: in.Bool()}
+		if in.Bool() {
+			spec.NodeSelector = map[string]string{in.Word(keys...): in.Word("a", "b", "")}
+		}
+		if in.Bool() {
+			var reqs []corev1.NodeSelectorRequirement
+			for range in.Intn(3) {
+				req := corev1.NodeSelectorRequirement{Key: in.Word(keys...), Operator: corev1.NodeSelectorOperator(in.Word(
+					"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"))}
+				for range in.Intn(3) {
+					req.Values = append(req.Values, in.Word("a", "b", "1", "x"))
+				}
+				reqs = append(reqs, req)
+			}
+			term := corev1.NodeSelectorTerm{MatchExpressions: reqs}
+			if in.Bool() {
+				term.MatchFields = []corev1.NodeSelectorRequirement{{Key: in.Word("metadata.name", "spec.x"),
+					Operator: corev1.NodeSelectorOperator(in.Word("In", "NotIn", "Exists")), Values: []string{in.Word("a", "b")}}}
+			}
+			spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{term}}}}
+		}
+		var users []corev1.Toleration
+		for range in.Intn(4) {
+			users = append(users, corev1.Toleration{Key: in.Word(keys...),
+				Operator: corev1.TolerationOperator(in.Word("Exists", "Equal", "")), Value: in.Word("a", "x", ""),
+				Effect: corev1.TaintEffect(in.Word(effects...))})
+		}
+		spec.Tolerations = withDaemonTolerations(users, spec.HostNetwork)
+		for i, u := range users {
+			if spec.Tolerations[i] != u {
+				t.Fatalf("toleration %d changed: %+v became %+v", i, u, spec.Tolerations[i])
+			}
+		}
+		seen := map[string]int{}
+		for _, tol := range spec.Tolerations[len(users):] {
+			key := tol.Key + "/" + string(tol.Effect)
+			if seen[key]++; seen[key] > 1 {
+				t.Fatalf("automatic toleration %s added twice", key)
+			}
+			for _, u := range users {
+				if u.Key == tol.Key && u.Effect == tol.Effect {
+					t.Fatalf("automatic toleration %s added beside the user's own", key)
+				}
+			}
+		}
+		e := nodeEligibility(node, spec)
+		if e.shouldRun && !e.shouldContinueRunning {
+			t.Fatalf("a node that admits a new pod evicts a running one: %+v", e)
+		}
+		if spec.NodeName != "" && spec.NodeName != node.Name && e.shouldContinueRunning {
+			t.Fatalf("eligible although spec.nodeName names %q, not %q", spec.NodeName, node.Name)
+		}
+		ready := len(node.Status.Conditions) == 1 && node.Status.Conditions[0].Status == corev1.ConditionTrue
+		if nodeIsDown(node) == ready {
+			t.Fatalf("nodeIsDown = %v for conditions %+v", nodeIsDown(node), node.Status.Conditions)
+		}
+	})
+}
+
+// Found by FuzzPlanNodes: a node with duplicate pods loses neither its available pod nor a pod twice.
+func TestDuplicatesCostNoAvailability(t *testing.T) {
+	for name, tc := range map[string]struct {
+		pods  []*corev1.Pod // on node a
+		other []*corev1.Pod // on node b
+		s     strategy
+		want  []string
+	}{
+		// A surge turned off, or a switch to OnDelete, mid-rollout: the old pod is the available one.
+		"OnDelete keeps the available old pod": {
+			pods: []*corev1.Pod{testPod("new-pod", newRev, starting), testPod("old-pod", oldRev, available)},
+			s:    strategy{onDelete: true, maxUnavailable: 1},
+			want: []string{"delete new-pod (Duplicate)"},
+		},
+		// Node b is already without an available pod: the budget of one is spent, so a's old pod must stay.
+		"no surge keeps the available old pod": {
+			pods:  []*corev1.Pod{testPod("new-pod", newRev, starting), testPod("old-pod", oldRev, available)},
+			other: []*corev1.Pod{testPod("pb", oldRev, starting)},
+			s:     rolling(1, 0),
+			want:  []string{"delete new-pod (Duplicate)", "delete pb (Update)"},
+		},
+		// Two new pods and an old one: the spare new pod goes, the pair stays until the new pod is available.
+		"surge deletes the spare new pod once": {
+			pods: []*corev1.Pod{testPod("new-a", newRev, starting), testPod("new-b", newRev, starting), testPod("old-pod", oldRev, available)},
+			s:    rolling(0, 1),
+			want: []string{"delete new-b (Duplicate)"},
+		},
+	} {
+		nodes := []nodeView{view("a", tc.pods...)}
+		if tc.other != nil {
+			nodes = append(nodes, view("b", tc.other...))
+		}
+		if got := summary(planNodes(nodes, tc.s, newRev, oldRev, now)); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: got %v, want %v", name, got, tc.want)
+		}
+	}
+}
