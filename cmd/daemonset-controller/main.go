@@ -17,9 +17,10 @@ import (
 
 func main() {
 	manager.Main(manager.Binary{
-		Name:        "daemonset-controller",
-		AddToScheme: []func(*runtime.Scheme) error{daemonsetv1alpha1.AddToScheme},
-		Cache:       func(manager.Options) cache.Options { return daemonset.CacheOptions() },
+		Name:            "daemonset-controller",
+		AddToScheme:     []func(*runtime.Scheme) error{daemonsetv1alpha1.AddToScheme},
+		Cache:           func(manager.Options) cache.Options { return daemonset.CacheOptions() },
+		RegisterMetrics: daemonset.RegisterMetrics,
 		SetupControllers: func(mgr ctrl.Manager, _ manager.Options) error {
 			return (&daemonset.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 		},

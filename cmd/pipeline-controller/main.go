@@ -16,9 +16,10 @@ import (
 
 func main() {
 	manager.Main(manager.Binary{
-		Name:        "pipeline-controller",
-		AddToScheme: []func(*runtime.Scheme) error{inferencev1alpha1.AddToScheme},
-		Cache:       func(manager.Options) cache.Options { return pipeline.CacheOptions() },
+		Name:            "pipeline-controller",
+		AddToScheme:     []func(*runtime.Scheme) error{inferencev1alpha1.AddToScheme},
+		Cache:           func(manager.Options) cache.Options { return pipeline.CacheOptions() },
+		RegisterMetrics: pipeline.RegisterMetrics,
 		SetupControllers: func(mgr ctrl.Manager, _ manager.Options) error {
 			return (&pipeline.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
 		},

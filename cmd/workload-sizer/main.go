@@ -17,9 +17,10 @@ import (
 
 func main() {
 	manager.Main(manager.Binary{
-		Name:        "workload-sizer",
-		AddToScheme: []func(*runtime.Scheme) error{sizerv1alpha1.AddToScheme},
-		Cache:       func(manager.Options) cache.Options { return sizer.CacheOptions() },
+		Name:            "workload-sizer",
+		AddToScheme:     []func(*runtime.Scheme) error{sizerv1alpha1.AddToScheme},
+		Cache:           func(manager.Options) cache.Options { return sizer.CacheOptions() },
+		RegisterMetrics: sizer.RegisterMetrics,
 		SetupControllers: func(mgr ctrl.Manager, _ manager.Options) error {
 			return (&sizer.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 		},

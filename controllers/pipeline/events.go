@@ -80,6 +80,7 @@ type contextRecorder interface {
 // goroutine that outlives the pass; a write the budget cuts short is logged and dropped, as events are best effort.
 // Extra events of the pass (an autoscaler's hand-back) come first.
 func (r *Reconciler) recordTransitions(ctx context.Context, p *inferencev1alpha1.Pipeline, old, cur inferencev1alpha1.PipelineStatus, extra ...event) {
+	measureSteps(p, old, cur, r.now()) // the written transitions are what the step metrics count, as the events do
 	if r.Recorder == nil {
 		return
 	}

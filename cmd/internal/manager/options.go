@@ -20,6 +20,9 @@ type Options struct {
 	MetricsSecure bool
 	// MetricsCertDir holds tls.crt/tls.key for the metrics server; empty means a self-signed certificate.
 	MetricsCertDir string
+	// MetricsWebhookCert serves metrics with the webhook server's certificate, which scrapers can verify against
+	// the webhook CA (see metricsTLSFromWebhook).
+	MetricsWebhookCert bool
 	// ProbeAddr is where /healthz and /readyz are served.
 	ProbeAddr string
 
@@ -123,6 +126,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"Serve metrics over HTTPS and require a Kubernetes token allowed to GET /metrics.")
 	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", o.MetricsCertDir,
 		"Directory with tls.crt and tls.key for the metrics server; empty uses a self-signed certificate.")
+	fs.BoolVar(&o.MetricsWebhookCert, "metrics-webhook-cert", o.MetricsWebhookCert,
+		"Serve metrics with the webhook server's certificate (the Service's DNS names, signed by the webhook CA), so "+
+			"scrapers can verify it: from memory with --webhook-cert-rotation, else from --webhook-cert-dir.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr,
 		"Address /healthz and /readyz bind to.")
 
@@ -197,6 +203,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ReleaseFinalizersTimeout <= 0 {
 		errs = append(errs, errors.New("--release-finalizers-timeout must be positive"))
+	}
+	if o.MetricsWebhookCert && o.MetricsCertDir != "" {
+		errs = append(errs, errMetricsCertConflict)
 	}
 	if o.WebhookDrain < 0 {
 		errs = append(errs, errors.New("--webhook-drain-duration must not be negative"))

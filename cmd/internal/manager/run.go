@@ -43,6 +43,9 @@ type Binary struct {
 	SetupWebhooks func(mgr ctrl.Manager) error
 	// Finalizers are the finalizers the binary's controllers put on objects; --release-finalizers removes them.
 	Finalizers []Finalizer
+	// RegisterMetrics registers the binary's own metrics (its kinds' state, read from the manager's cache) with
+	// controller-runtime's registry, once per process. Nil registers none.
+	RegisterMetrics func(mgr ctrl.Manager) error
 }
 
 // Exit codes of Run.
@@ -151,11 +154,18 @@ func newManager(b Binary, opts Options) (ctrl.Manager, *drainingServer, error) {
 		}
 	}
 
+	// Every write any client of this process sends is counted by verb and resource (keelson_apiserver_writes_total).
+	cfg.Wrap(countWrites)
+
+	serving := &servingCert{}
 	metricsOpts := metricsserver.Options{BindAddress: opts.MetricsAddr, SecureServing: opts.MetricsSecure}
 	if opts.MetricsSecure {
 		// Only a caller whose token may GET /metrics (a TokenReview and a SubjectAccessReview) is served.
 		metricsOpts.FilterProvider = metricsAuth
 		metricsOpts.CertDir = opts.MetricsCertDir
+		if opts.MetricsWebhookCert {
+			metricsOpts.TLSOpts, metricsOpts.CertDir = metricsTLSFromWebhook(serving, opts)
+		}
 	}
 
 	var cacheOpts cache.Options
@@ -166,7 +176,9 @@ func newManager(b Binary, opts Options) (ctrl.Manager, *drainingServer, error) {
 	// With the own CA the certificate is handed to the server in memory, the moment it is issued; otherwise (say
 	// cert-manager's) it is read from the cert dir the Secret is mounted at.
 	serverOpts := webhook.Options{Port: opts.WebhookPort, CertDir: opts.WebhookCertDir}
-	serving := &servingCert{}
+	if opts.EnableWebhooks && b.SetupWebhooks != nil {
+		certExpiry.set(servedCertificate(serving, opts.WebhookCertRotation, opts.WebhookCertDir))
+	}
 	if opts.WebhookCertRotation {
 		serverOpts.TLSOpts = []func(*tls.Config){serving.tlsOption}
 	}
@@ -214,6 +226,11 @@ func newManager(b Binary, opts Options) (ctrl.Manager, *drainingServer, error) {
 		// that would refuse them.
 		if err := mgr.AddReadyzCheck("webhooks", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			return nil, nil, fmt.Errorf("adding the webhook readiness check: %w", err)
+		}
+	}
+	if b.RegisterMetrics != nil {
+		if err := b.RegisterMetrics(mgr); err != nil {
+			return nil, nil, fmt.Errorf("registering metrics: %w", err)
 		}
 	}
 	if b.SetupControllers != nil {

@@ -47,15 +47,18 @@ func (w *webhookCerts) Reconcile(ctx context.Context, _ reconcile.Request) (reco
 	now := w.now()
 	var secret corev1.Secret
 	if err := w.reader.Get(ctx, w.secret, &secret); err != nil {
+		countFailure(err)
 		return reconcile.Result{}, fmt.Errorf("reading the certificate Secret %s: %w", w.secret, err)
 	}
 	if err := w.issue(ctx, &secret, now); err != nil {
+		countFailure(err)
 		return reconcile.Result{}, err
 	}
 	bundles, injectErr := w.inject(ctx, secret.Data[secretCACert], now)
 	if injectErr == nil {
 		w.injected.Store(true)
 	}
+	countFailure(injectErr)
 	// Chosen from the bundles as they are, also when a write failed: a bundle that lacks the new CA keeps the old
 	// certificate served.
 	var candidate *tls.Certificate
@@ -181,4 +184,25 @@ func caBundles(o client.Object) [][]byte {
 		}
 	}
 	return out
+}
+
+// countFailure counts a failed pass in keelson_webhook_ca_injection_failures_total. A conflict is not a failure:
+// replicas write the same content, and the one that loses on the resourceVersion reads the winner's next pass.
+func countFailure(err error) {
+	if err != nil && !onlyConflicts(err) {
+		caInjectionFailures.Inc()
+	}
+}
+
+// onlyConflicts reports whether err is a conflict, or joins only conflicts.
+func onlyConflicts(err error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !onlyConflicts(e) {
+				return false
+			}
+		}
+		return len(j.Unwrap()) > 0
+	}
+	return apierrors.IsConflict(err)
 }

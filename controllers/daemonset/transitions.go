@@ -1,0 +1,75 @@
+package daemonset
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+)
+
+// Event reasons of a rollout's transitions, beside the per-pass ones of execute.go.
+const (
+	eventRolloutComplete = "RolloutComplete"
+	eventRolloutStuck    = "RolloutStuck"
+)
+
+// rolloutTransition is what a status write says happened to the rollout since the status before it.
+type rolloutTransition struct {
+	// completed: every node the rollout may update now runs an available pod of the update revision, and the
+	// DaemonSet is Ready again.
+	completed bool
+	// took is how long the DaemonSet was not Ready before it completed (0 when unknown): a new template, new nodes
+	// or a node's pod going away take it out of Ready, so this is the time a rollout took to converge.
+	took time.Duration
+	// stuck: the rollout has just become stuck; message says on which nodes.
+	stuck   bool
+	message string
+}
+
+// rolloutTransitionOf compares the status before a write with the one written, at now. It is computed from the
+// statuses alone, so whichever replica writes the transition reports it, once.
+func rolloutTransitionOf(before, after daemonsetv1alpha1.DaemonSetStatus, now time.Time) rolloutTransition {
+	var t rolloutTransition
+	was := meta.FindStatusCondition(before.Conditions, ConditionProgressing)
+	is := meta.FindStatusCondition(after.Conditions, ConditionProgressing)
+	if is == nil {
+		return t
+	}
+	wasReason := ""
+	if was != nil {
+		wasReason = was.Reason
+	}
+	if is.Reason == ReasonRolloutStuck && wasReason != ReasonRolloutStuck {
+		t.stuck, t.message = true, is.Message
+	}
+	if is.Reason == ReasonComplete && was != nil && wasReason != ReasonComplete &&
+		meta.IsStatusConditionTrue(after.Conditions, ConditionReady) {
+		t.completed = true
+		if r := meta.FindStatusCondition(before.Conditions, ConditionReady); r != nil && r.Status != metav1.ConditionTrue {
+			t.took = max(now.Sub(r.LastTransitionTime.Time), 0)
+		}
+		t.message = fmt.Sprintf("Rollout of revision %s complete on %d nodes", after.UpdateRevision, after.UpdatedNumberScheduled)
+	}
+	return t
+}
+
+// reportRollout records the events and metrics of a written status's rollout transition.
+func (r *Reconciler) reportRollout(ds *daemonsetv1alpha1.DaemonSet, before, after daemonsetv1alpha1.DaemonSetStatus, now time.Time) {
+	t := rolloutTransitionOf(before, after, now)
+	if t.completed && t.took > 0 {
+		rolloutDuration.Observe(t.took.Seconds())
+	}
+	if r.Recorder == nil {
+		return
+	}
+	switch {
+	case t.completed:
+		r.Recorder.Eventf(eventSubject(ds), nil, corev1.EventTypeNormal, eventRolloutComplete, "Rollout", "%s", t.message)
+	case t.stuck:
+		r.Recorder.Eventf(eventSubject(ds), nil, corev1.EventTypeWarning, eventRolloutStuck, "Rollout", "%s", t.message)
+	}
+}
