@@ -96,8 +96,13 @@ func runtimeEnv(rt *sizerv1alpha1.RuntimeSpec, limits corev1.ResourceList, curre
 	}
 	headroom := float64(rt.MemoryHeadroomPercent)
 	cpus := cpuCount(limits)
+	// A negative limit (refused in a pod; a sizer admitted while its webhook was down can ask for one) sets no
+	// memory target: Quantity.Value wraps large negative binary quantities round to positive numbers.
 	memQ := quantityOrZero(limits, corev1.ResourceMemory)
-	mem := memQ.Value()
+	mem := int64(0)
+	if memQ.Sign() > 0 {
+		mem = memQ.Value()
+	}
 	usable := float64(mem) * (100 - headroom) / 100
 
 	var out []corev1.EnvVar
