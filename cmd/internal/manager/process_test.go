@@ -190,7 +190,7 @@ func TestHelpListsEveryFlag(t *testing.T) {
 		"webhook-cert-dir", "log-level", "log-format", "kubeconfig", "concurrency", "kube-api-qps",
 		"kube-api-burst", "graceful-shutdown-timeout", "version", "webhook-cert-rotation", "webhook-cert-secret",
 		"webhook-service-name", "webhook-configuration-name", "check-ready-url",
-		"release-finalizers", "release-finalizers-timeout"}
+		"release-finalizers", "release-finalizers-timeout", "metrics-webhook-cert"}
 	for _, b := range binaries {
 		out, err := exec.Command(filepath.Join(binDir, b), "--help").CombinedOutput()
 		if err != nil {
