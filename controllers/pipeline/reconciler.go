@@ -152,7 +152,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if nameTaken(o.failures) {
 		return ctrl.Result{RequeueAfter: nameTakenPoll}, nil
 	}
-	if anyWaiting(o.pods) {
+	if waiting(o.pods, o.deployments) {
 		return ctrl.Result{RequeueAfter: eventPoll}, nil
 	}
 	return ctrl.Result{}, nil
@@ -223,11 +223,7 @@ func (r *Reconciler) observe(ctx context.Context, p *inferencev1alpha1.Pipeline,
 		return err
 	}
 	o.nodes = nodes
-	events, err := r.podEvents(ctx, p.Namespace, pods.Items, o.now)
-	if err != nil {
-		return err
-	}
-	o.podEvents = events
+	o.podEvents = r.podEvents(ctx, p.Namespace, eventReads(o.pods, o.deployments, o.now))
 	return nil
 }
 

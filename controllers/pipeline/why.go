@@ -64,43 +64,77 @@ func podProblem(pods []corev1.Pod, now time.Time) (phase inferencev1alpha1.Phase
 // share cannot be mounted, or a ReadWriteOnce claim is attached to another node (Multi-Attach error).
 var volumeReasons = map[string]bool{ReasonFailedMount: true, ReasonFailedAttachVolume: true, ReasonFailedMapVolume: true}
 
-// stuckCreating reports whether a pod is on a node but its containers have not started: what a volume that cannot
-// be mounted looks like in a pod's status (the why is only in its events).
+// stuckCreating reports whether a pod is on a node but none of its containers (init containers included) has
+// started: what a volume that cannot be mounted looks like in a pod's status (the why is only in its events).
 func stuckCreating(p corev1.Pod) bool {
-	if p.DeletionTimestamp != nil || p.Spec.NodeName == "" || p.Status.Phase != corev1.PodPending {
+	if !alive(p) || p.Spec.NodeName == "" || p.Status.Phase != corev1.PodPending {
 		return false
 	}
-	for _, cs := range p.Status.ContainerStatuses {
-		if cs.State.Waiting == nil || cs.State.Waiting.Reason != "ContainerCreating" {
-			return false
+	n := 0
+	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, cs := range list {
+			if w := cs.State.Waiting; w == nil || (w.Reason != "ContainerCreating" && w.Reason != "PodInitializing") ||
+				cs.LastTerminationState.Terminated != nil {
+				return false
+			}
+			n++
 		}
 	}
-	return true
+	return n > 0
 }
 
-// volumeProblem says which volume a step's pods stuck in ContainerCreating cannot get, from the latest of their
-// volume events (FailedMount, FailedAttachVolume, FailedMapVolume); "" when none.
-func volumeProblem(pods []corev1.Pod, events []corev1.Event) (reason, message string) {
-	stuck := map[string]string{}
-	for _, p := range pods {
-		if stuckCreating(p) {
-			stuck[string(p.UID)] = p.Name
-		}
-	}
-	var latest *corev1.Event
-	for i := range events {
-		e := &events[i]
-		if _, ok := stuck[string(e.InvolvedObject.UID)]; !ok || !volumeReasons[e.Reason] {
+// firstPod is the oldest of the step's pods that match (by creation, then name), or nil: every pass picks the same
+// one, so what the step says of it does not change from pass to pass with the order the cache lists them in.
+func firstPod(pods []corev1.Pod, match func(corev1.Pod) bool) *corev1.Pod {
+	var first *corev1.Pod
+	for i := range pods {
+		p := &pods[i]
+		if !match(*p) {
 			continue
 		}
-		if latest == nil || eventTime(latest).Before(eventTime(e)) {
-			latest = e
+		if first == nil || p.CreationTimestamp.Before(&first.CreationTimestamp) ||
+			p.CreationTimestamp.Equal(&first.CreationTimestamp) && p.Name < first.Name {
+			first = p
 		}
 	}
-	if latest == nil {
+	return first
+}
+
+// volumeRank orders volume events by how much they say: the attach controller's Multi-Attach error and a failed
+// mount's own message come before the kubelet's generic "Unable to attach or mount volumes: ... timed out", which it
+// repeats every two minutes after the specific one (sent once) and which would otherwise win by being the latest.
+func volumeRank(e *corev1.Event) int {
+	switch {
+	case e.Reason == ReasonFailedAttachVolume || e.Reason == ReasonFailedMapVolume:
+		return 2
+	case strings.HasPrefix(e.Message, "Unable to attach or mount volumes"):
+		return 0
+	default:
+		return 1
+	}
+}
+
+// volumeProblem says which volume the step's first pod stuck in ContainerCreating cannot get, from its most telling
+// volume event (volumeRank), the latest of those; "" when none.
+func volumeProblem(pods []corev1.Pod, events []corev1.Event) (reason, message string) {
+	pod := firstPod(pods, stuckCreating)
+	if pod == nil {
 		return "", ""
 	}
-	return latest.Reason, fmt.Sprintf("pod %s cannot start: %s", stuck[string(latest.InvolvedObject.UID)], strings.TrimSpace(latest.Message))
+	var best *corev1.Event
+	for i := range events {
+		e := &events[i]
+		if e.InvolvedObject.UID != pod.UID || !volumeReasons[e.Reason] {
+			continue
+		}
+		if best == nil || volumeRank(e) > volumeRank(best) || volumeRank(e) == volumeRank(best) && eventTime(best).Before(eventTime(e)) {
+			best = e
+		}
+	}
+	if best == nil {
+		return "", ""
+	}
+	return best.Reason, fmt.Sprintf("pod %s cannot start: %s", pod.Name, strings.TrimSpace(best.Message))
 }
 
 // ReasonReadinessFailing means that a step's pods run, and their readiness check fails; the message is what the check
@@ -137,21 +171,25 @@ func unready(p corev1.Pod, now time.Time) bool {
 	return !since.IsZero() && now.Sub(since) >= readinessGrace
 }
 
-// readinessProblem says what the readiness check of a step's pods answers while one of them has run for
-// readinessGrace without being ready: the latest of the kubelet's "Readiness probe failed" events (reason Unhealthy)
-// on such a pod. "" when there is none, or no such event says so yet.
+// combinedPrefix is what the kubelet's event recorder puts before a message once it folds more than ten different
+// messages of one reason into one event.
+const combinedPrefix = "(combined from similar events): "
+
+// readinessProblem says what the readiness check of the step's first pod that has run for readinessGrace without
+// being ready answers: the latest of the kubelet's "Readiness probe ..." events (reason Unhealthy) on it since its
+// container started (an answer to an earlier run is not this one's). "" when there is none, or no such event yet.
 func readinessProblem(pods []corev1.Pod, events []corev1.Event, now time.Time) string {
-	waiting := map[string]string{}
-	for _, p := range pods {
-		if unready(p, now) {
-			waiting[string(p.UID)] = p.Name
-		}
+	pod := firstPod(pods, func(p corev1.Pod) bool { return unready(p, now) })
+	if pod == nil {
+		return ""
 	}
+	since := notReadySince(*pod)
 	var latest *corev1.Event
 	for i := range events {
 		e := &events[i]
-		if _, ok := waiting[string(e.InvolvedObject.UID)]; !ok || e.Reason != "Unhealthy" ||
-			!strings.HasPrefix(e.Message, "Readiness probe") {
+		msg := strings.TrimPrefix(e.Message, combinedPrefix)
+		if e.InvolvedObject.UID != pod.UID || e.Reason != "Unhealthy" || !strings.HasPrefix(msg, "Readiness probe") ||
+			eventTime(e).Before(since) {
 			continue
 		}
 		if latest == nil || eventTime(latest).Before(eventTime(e)) {
@@ -161,7 +199,7 @@ func readinessProblem(pods []corev1.Pod, events []corev1.Event, now time.Time) s
 	if latest == nil {
 		return ""
 	}
-	return fmt.Sprintf("pod %s runs and is not ready: %s", waiting[string(latest.InvolvedObject.UID)], strings.TrimSpace(latest.Message))
+	return fmt.Sprintf("pod %s runs and is not ready: %s", pod.Name, strings.TrimSpace(strings.TrimPrefix(latest.Message, combinedPrefix)))
 }
 
 // eventTime is when an event last happened, whichever of its times its writer filled.
@@ -202,13 +240,13 @@ const crashWindow = 10 * time.Minute
 // does. A crash loop passes through three states as the kubelet restarts the container (waiting in
 // CrashLoopBackOff, running, terminated again), and only the first says so: judged from that instant alone, the
 // step would flip between Failed and Progressing on every restart. So a container also counts while it is not
-// ready after a restart, when its last exit is recent (crashWindow). Any exit counts, a clean one too: a server
+// ready after its second restart or later, when its last exit is recent (crashWindow). Any exit counts, a clean one too: a server
 // that exits 0 is restarted like one that crashes. Init containers count the same way, except that one that
 // finished (exit 0) is done, not crashing; a sidecar (an init container that restarts) is judged like the main one.
 func crashLooping(pods []corev1.Pod, now time.Time) (pod, container string, exit *corev1.ContainerStateTerminated) {
 	for _, p := range pods {
-		if p.DeletionTimestamp != nil {
-			continue
+		if !alive(p) {
+			continue // an evicted pod keeps the statuses of its containers; its replacement is what runs
 		}
 		for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
 			for _, cs := range list {
@@ -219,8 +257,8 @@ func crashLooping(pods []corev1.Pod, now time.Time) (pod, container string, exit
 		}
 		for i, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
 			for _, cs := range list {
-				if cs.Ready || cs.RestartCount == 0 {
-					continue
+				if cs.Ready || cs.RestartCount < 2 {
+					continue // one restart is not a loop: the first one comes without back-off, like a resize's
 				}
 				if t := cs.State.Terminated; i == 0 && t != nil && t.ExitCode == 0 && !sidecar(p, cs.Name) {
 					continue // an init container that finished
