@@ -224,20 +224,24 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) error {
 		reason = ReasonCreated
 	}
 	setCondition(st, g, ConditionTargetFound, true, reason, fmt.Sprintf("%s %s", ref.Kind, ref.Name))
-	if c := controlledElsewhere(t, ref.Kind); c != nil {
-		p.conflicts = append(p.conflicts, *c)
-		st.Resources, st.DisruptionBudget = nil, nil
-		setCondition(st, g, ConditionSized, false, ReasonTargetControlled, c.message)
-		return r.standDown(ctx, wls)
-	}
-	p.problem = t.problem
-
 	var errs []error
-	if err := r.size(ctx, p, t); err != nil {
-		errs = append(errs, err)
+	controlled := controlledElsewhere(t, ref.Kind)
+	if controlled != nil {
+		// Nothing is written to the workload; the sizer's own budget, Service and Ingress stay as they are.
+		p.conflicts = append(p.conflicts, *controlled)
+		st.Resources = nil
+		setCondition(st, g, ConditionSized, false, ReasonTargetControlled, controlled.message)
+		if err := r.releaseWorkload(ctx, wls); err != nil {
+			errs = append(errs, err)
+		}
+	} else {
+		p.problem = t.problem
+		if err := r.size(ctx, p, t); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	replicas := t.replicas
-	if wls.Spec.Size != nil && !p.autoscaled {
+	if controlled == nil && wls.Spec.Size != nil && !p.autoscaled {
 		replicas = *wls.Spec.Size
 	}
 	if err := r.syncBudget(ctx, p, t, replicas); err != nil {
@@ -256,14 +260,8 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) error {
 // before it knew (two creations racing past admission): its fields on the workload, handed over with their values,
 // and its own budget, Service and Ingress.
 func (r *Reconciler) standDown(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer) error {
-	t, err := getTarget(ctx, r.Client, wls)
-	if err != nil {
+	if err := r.releaseWorkload(ctx, wls); err != nil {
 		return err
-	}
-	if t != nil && !t.created && !ownedFields(t.obj, workloadFieldOwner(wls)).empty() {
-		if err := r.handOverFields(ctx, wls, workloadFieldOwner(wls), fieldSet{}, false); err != nil {
-			return err
-		}
 	}
 	key := types.NamespacedName{Namespace: wls.Namespace, Name: childName(wls)}
 	for _, obj := range []client.Object{&policyv1.PodDisruptionBudget{}, &corev1.Service{}, &networkingv1.Ingress{}} {
@@ -274,6 +272,19 @@ func (r *Reconciler) standDown(ctx context.Context, wls *sizerv1alpha1.WorkloadS
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// releaseWorkload hands over, with their values, the fields of a workload the sizer did not create that it still
+// owns (written before it had to stop writing there), so that nothing of it stays the sizer's.
+func (r *Reconciler) releaseWorkload(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer) error {
+	t, err := getTarget(ctx, r.Client, wls)
+	if err != nil {
+		return err
+	}
+	if t != nil && !t.created && !ownedFields(t.obj, workloadFieldOwner(wls)).empty() {
+		return r.handOverFields(ctx, wls, workloadFieldOwner(wls), fieldSet{}, false)
 	}
 	return nil
 }
