@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -157,6 +158,16 @@ func newManager(b Binary, opts Options) (ctrl.Manager, *drainingServer, error) {
 	// Every write any client of this process sends is counted by verb and resource (keelson_apiserver_writes_total).
 	cfg.Wrap(countWrites)
 
+	// The lease lock tells the write fence of each renewal; the fence then guards every other client's writes.
+	var lock resourcelock.Interface
+	if opts.LeaderElect {
+		writeFence := newFence(opts.RenewDeadline)
+		if lock, err = newFencedLock(cfg, scheme, leaseNamespace, opts.LeaderElectionID, opts.RenewDeadline, writeFence); err != nil {
+			return nil, nil, fmt.Errorf("creating the leader election lock: %w", err)
+		}
+		cfg.Wrap(writeFence.wrap)
+	}
+
 	serving := &servingCert{}
 	metricsOpts := metricsserver.Options{BindAddress: opts.MetricsAddr, SecureServing: opts.MetricsSecure}
 	if opts.MetricsSecure {
@@ -192,11 +203,13 @@ func newManager(b Binary, opts Options) (ctrl.Manager, *drainingServer, error) {
 		LeaderElectionID:              opts.LeaderElectionID,
 		LeaderElectionNamespace:       leaseNamespace,
 		LeaderElectionReleaseOnCancel: true,
-		LeaseDuration:                 &opts.LeaseDuration,
-		RenewDeadline:                 &opts.RenewDeadline,
-		RetryPeriod:                   &opts.RetryPeriod,
-		GracefulShutdownTimeout:       &opts.GracefulShutdownTimeout,
-		WebhookServer:                 webhooks,
+		// LeaderElectionID and LeaderElectionNamespace name the lock, which is made here (newFencedLock).
+		LeaderElectionResourceLockInterface: lock,
+		LeaseDuration:                       &opts.LeaseDuration,
+		RenewDeadline:                       &opts.RenewDeadline,
+		RetryPeriod:                         &opts.RetryPeriod,
+		GracefulShutdownTimeout:             &opts.GracefulShutdownTimeout,
+		WebhookServer:                       webhooks,
 		// Warmup starts every controller's informers on followers too: a new leader then starts reconciling at
 		// once, instead of first listing every object it watches (on a thousand nodes, under load, that list took
 		// the better part of a minute, during which nothing was reconciled). Followers hold the same caches as the
