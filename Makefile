@@ -214,6 +214,20 @@ bench: ## The full benchmarks (N up to 1000) against the built-in controllers; r
 	go run ./tools/bench --cluster-tool $(CLUSTER_TOOL) --cluster-dir $(CLUSTER_DIR) --kubeconfig $(LOCAL_KUBECONFIG) \
 		--audit-log $(CLUSTER_DIR)/logs/audit.log --release $(RELEASE) --release-namespace $(RELEASE_NAMESPACE) --out docs
 
+# The reliability suite's faults (tools/chaos, docs/reliability.md): the controllers' leaders die mid-work while an
+# invariant is sampled twice a second. Both need make cluster-up (root); both install the chart with local images.
+CHAOS_FLAGS = --cluster-tool $(CLUSTER_TOOL) --cluster-dir $(CLUSTER_DIR) --kubeconfig $(LOCAL_KUBECONFIG) \
+	--release $(RELEASE) --release-namespace $(RELEASE_NAMESPACE)
+
+.PHONY: chaos chaos-quick
+chaos-quick: $(CLUSTER_TOOL) ## The reliability suite's short form (CI): 5 leader deaths per controller mid-work; fails on any broken invariant.
+	$(MAKE) images-local deploy-local
+	go run ./tools/chaos --quick $(CHAOS_FLAGS)
+
+chaos: $(CLUSTER_TOOL) ## The full reliability suite: 20 leader deaths per controller on 200 simulated nodes; rewrites docs/reliability.md's faults section.
+	$(MAKE) images-local deploy-local
+	go run ./tools/chaos --out docs $(CHAOS_FLAGS)
+
 ##@ Build
 
 .PHONY: build
@@ -301,7 +315,8 @@ LOCAL_IMAGE_VALUES = --set global.image.registry=$(IMAGE_REGISTRY) --set global.
 	--set-string global.podAnnotations.keelson\\.dev/images-digest=$(LOCAL_IMAGES_DIGEST)
 
 .PHONY: $(CLUSTER_TOOL)
-$(CLUSTER_TOOL):
+# Rebuilt when its sources change: a stale tool would lack a command a newer target calls.
+$(CLUSTER_TOOL): $(shell find tools/cluster tools/internal -name '*.go' -not -name '*_test.go')
 	CGO_ENABLED=0 go build -o $@ ./tools/cluster
 
 .PHONY: cluster-tools

@@ -9,6 +9,8 @@
 //	cluster load ARCHIVE...        import OCI image archives into the node's containerd
 //	cluster check-clean            fail if anything of the cluster is left on the host (after down)
 //	cluster kill                   SIGKILL every process of the cluster, as a crash would (to test recovery)
+//	cluster signal-pod --pod-uid UID --signal KILL|STOP|CONT|TERM
+//	                               signal the container processes of one pod on the real node (fault injection)
 //
 // The Makefile drives it: make cluster-up, cluster-down, cluster-status, images-local, dev.
 package main
@@ -35,7 +37,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: cluster up|down|status|nodes|load|check-clean|kill [flags]")
+		return fmt.Errorf("usage: cluster up|down|status|nodes|load|check-clean|kill|signal-pod [flags]")
 	}
 	cmd := args[0]
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
@@ -46,6 +48,8 @@ func run(args []string) error {
 	images := fs.String("images-dir", "bin/images", "OCI archives imported into the node on every start")
 	fakeNodes := fs.Int("fake-nodes", envInt("FAKE_NODES", -1), "simulated nodes to keep (FAKE_NODES; -1 leaves the pool as it is)")
 	hostIP := fs.String("host-ip", "", "the host address the cluster uses (default: the source address of the default route)")
+	podUID := fs.String("pod-uid", "", "signal-pod: the UID of the pod whose container processes to signal")
+	sig := fs.String("signal", "KILL", "signal-pod: KILL, STOP, CONT or TERM")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -106,6 +110,16 @@ func run(args []string) error {
 			}
 		}
 		return nil
+	case "signal-pod":
+		if *podUID == "" {
+			return fmt.Errorf("--pod-uid is required")
+		}
+		pids, err := SignalPod(ourCgroups(), *podUID, *sig)
+		if err != nil {
+			return err
+		}
+		c.Logf("sent SIG%s to pod %s: pids %v", *sig, *podUID, pids)
+		return nil
 	case "check-clean":
 		if left := c.Leftovers(); len(left) > 0 {
 			return fmt.Errorf("the host still holds:\n  %s", strings.Join(left, "\n  "))
@@ -113,7 +127,7 @@ func run(args []string) error {
 		c.Logf("the host is clean")
 		return nil
 	default:
-		return fmt.Errorf("unknown command %q: want up, down, status, nodes, load, check-clean or kill", cmd)
+		return fmt.Errorf("unknown command %q: want up, down, status, nodes, load, check-clean, kill or signal-pod", cmd)
 	}
 }
 

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+)
+
+// daemonSetWork is a DaemonSet on every simulated node, rolled without surge: two live pods on one node are never
+// allowed, whatever happens to the controller.
+type daemonSetWork struct {
+	c     client.Client
+	ns    string
+	nodes int
+}
+
+// fakeNodeSelector and fakeNodeToleration put a pod on the simulated nodes only.
+var (
+	fakeNodeSelector   = map[string]string{"keelson.dev/fake-node": "true"}
+	fakeNodeToleration = corev1.Toleration{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+)
+
+const daemonSetName = "chaos"
+
+func (w *daemonSetWork) setUp(ctx context.Context) error {
+	tenPercent, zero := intstr.FromString("10%"), intstr.FromInt32(0)
+	ds := &daemonsetv1alpha1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: daemonSetName, Namespace: w.ns},
+		Spec: daemonsetv1alpha1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"chaos": daemonSetName}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"chaos": daemonSetName}},
+				Spec: corev1.PodSpec{NodeSelector: fakeNodeSelector, Tolerations: []corev1.Toleration{fakeNodeToleration},
+					Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10.2"}}}},
+			UpdateStrategy: daemonsetv1alpha1.DaemonSetUpdateStrategy{Type: daemonsetv1alpha1.RollingUpdateStrategyType,
+				RollingUpdate: &daemonsetv1alpha1.RollingUpdateDaemonSet{MaxUnavailable: &tenPercent, MaxSurge: &zero}}}}
+	if err := w.c.Create(ctx, ds); err != nil {
+		return err
+	}
+	return pollUntil(ctx, 0, func() (bool, error) { return w.converged(ctx) })
+}
+
+// change rolls the DaemonSet to a new template.
+func (w *daemonSetWork) change(ctx context.Context, round int) error {
+	var ds daemonsetv1alpha1.DaemonSet
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: daemonSetName}, &ds); err != nil {
+		return err
+	}
+	base := ds.DeepCopy()
+	if ds.Spec.Template.Annotations == nil {
+		ds.Spec.Template.Annotations = map[string]string{}
+	}
+	ds.Spec.Template.Annotations["chaos/round"] = strconv.Itoa(round)
+	return w.c.Patch(ctx, &ds, client.MergeFrom(base))
+}
+
+// check finds the nodes that hold more than one live pod of the DaemonSet.
+func (w *daemonSetWork) check(ctx context.Context) ([]string, error) {
+	pods, err := w.pods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byNode := map[string][]string{}
+	for _, p := range pods {
+		if live(&p) && p.Spec.NodeName != "" {
+			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p.Name)
+		}
+	}
+	var bad []string
+	for node, names := range byNode {
+		if len(names) > 1 {
+			sort.Strings(names)
+			bad = append(bad, fmt.Sprintf("node %s runs %d live pods (%s)", node, len(names), strings.Join(names, ", ")))
+		}
+	}
+	sort.Strings(bad)
+	return bad, nil
+}
+
+// pods lists the DaemonSet's pods from the apiserver (not a cache: the sampler must see what is, not what was).
+func (w *daemonSetWork) pods(ctx context.Context) ([]corev1.Pod, error) {
+	var list corev1.PodList
+	err := w.c.List(ctx, &list, client.InNamespace(w.ns), client.MatchingLabels{"chaos": daemonSetName})
+	return list.Items, err
+}
+
+// converged: the status reports every node updated and available for the current generation, and every node runs
+// exactly one live pod, of the current revision.
+func (w *daemonSetWork) converged(ctx context.Context) (bool, error) {
+	var ds daemonsetv1alpha1.DaemonSet
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: daemonSetName}, &ds); err != nil {
+		return false, err
+	}
+	n := int32(w.nodes)
+	st := ds.Status
+	if st.ObservedGeneration < ds.Generation || st.DesiredNumberScheduled != n || st.UpdatedNumberScheduled != n ||
+		st.NumberAvailable != n || st.NumberMisscheduled != 0 {
+		return false, nil
+	}
+	pods, err := w.pods(ctx)
+	if err != nil {
+		return false, err
+	}
+	revisions := map[string]bool{}
+	nodes := map[string]int{}
+	for _, p := range pods {
+		if live(&p) {
+			nodes[p.Spec.NodeName]++
+			revisions[p.Labels[appsv1.DefaultDaemonSetUniqueLabelKey]] = true
+		}
+	}
+	if len(nodes) != w.nodes || len(revisions) != 1 {
+		return false, nil
+	}
+	for _, count := range nodes {
+		if count != 1 {
+			return false, nil
+		}
+	}
+	return true, nil
+}

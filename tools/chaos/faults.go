@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/keelson-dev/keelson/tools/internal/wait"
+)
+
+// Fault is one way a leader dies.
+type Fault string
+
+// The faults a leader-death scenario cycles through.
+const (
+	// FaultKill is SIGKILL of the leader's container processes: it writes nothing more, and its lease must expire
+	// before another replica leads.
+	FaultKill Fault = "sigkill"
+	// FaultStop is SIGSTOP of the leader for longer than its lease, then SIGCONT: a frozen leader that wakes up after
+	// another took over must not write.
+	FaultStop Fault = "sigstop"
+	// FaultDelete deletes the leader's pod, as a rollout of the controller or a drain does: it releases its lease
+	// on the way out.
+	FaultDelete Fault = "delete"
+)
+
+// faultCycle is the order faults are injected in: every kind early, so even a short run tries each.
+var faultCycle = []Fault{FaultKill, FaultDelete, FaultStop}
+
+// injector injects faults into one controller of the chart's release on the local cluster.
+type injector struct {
+	c           client.Client
+	clusterTool string
+	clusterDir  string
+	namespace   string
+	// deployment is the controller's Deployment, also the name of its lease.
+	deployment string
+	// lease is how long the controller's lease lasts.
+	lease time.Duration
+}
+
+// leader returns the lease's holder: the pod name (its identity up to the first "_") and the identity itself.
+func (in *injector) leader(ctx context.Context) (pod, identity string, err error) {
+	var l coordinationv1.Lease
+	if err := in.c.Get(ctx, client.ObjectKey{Namespace: in.namespace, Name: in.deployment}, &l); err != nil {
+		return "", "", fmt.Errorf("reading lease %s/%s: %w", in.namespace, in.deployment, err)
+	}
+	identity = ptr.Deref(l.Spec.HolderIdentity, "")
+	if l.Spec.LeaseDurationSeconds != nil {
+		in.lease = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	}
+	pod, _, _ = strings.Cut(identity, "_")
+	return pod, identity, nil
+}
+
+// inject brings the current leader down with fault and returns when another replica holds the lease. It says when
+// the fault started.
+func (in *injector) inject(ctx context.Context, fault Fault) (time.Time, error) {
+	pod, identity, err := in.leader(ctx)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if pod == "" {
+		return time.Time{}, fmt.Errorf("lease %s has no holder", in.deployment)
+	}
+	var p corev1.Pod
+	if err := in.c.Get(ctx, client.ObjectKey{Namespace: in.namespace, Name: pod}, &p); err != nil {
+		return time.Time{}, fmt.Errorf("reading the leader's pod %s: %w", pod, err)
+	}
+	start := time.Now()
+	switch fault {
+	case FaultKill:
+		err = in.signal(ctx, p.UID, "KILL")
+	case FaultStop:
+		if err = in.signal(ctx, p.UID, "STOP"); err == nil {
+			// Frozen past its lease: the other replica takes over meanwhile.
+			if err = in.waitNewLeader(ctx, identity); err == nil {
+				err = in.holdFor(ctx, in.lease+5*time.Second-time.Since(start))
+			}
+			if cerr := in.signal(ctx, p.UID, "CONT"); err == nil {
+				err = cerr
+			}
+		}
+	case FaultDelete:
+		err = in.c.Delete(ctx, &p, client.Preconditions{UID: &p.UID})
+	default:
+		err = fmt.Errorf("unknown fault %q", fault)
+	}
+	if err != nil {
+		return start, fmt.Errorf("%s of %s: %w", fault, pod, err)
+	}
+	return start, in.waitNewLeader(ctx, identity)
+}
+
+// holdFor waits d (nothing to poll: a frozen process is the point), or until ctx ends.
+func (in *injector) holdFor(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// signal sends sig to the container processes of the pod through the cluster tool, which finds them by the pod's
+// cgroup: never by matching process names.
+func (in *injector) signal(ctx context.Context, uid types.UID, sig string) error {
+	out, err := exec.CommandContext(ctx, in.clusterTool, "signal-pod", "--dir", in.clusterDir, "--pod-uid", string(uid),
+		"--signal", sig).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("cluster signal-pod %s: %w: %s", sig, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// waitNewLeader waits until a holder other than old holds a lease it renewed after the change.
+func (in *injector) waitNewLeader(ctx context.Context, old string) error {
+	return wait.Poll(ctx, 100*time.Millisecond, 3*time.Minute, func() (bool, error) {
+		_, identity, err := in.leader(ctx)
+		return identity != "" && identity != old, err
+	})
+}
+
+// waitReplicas waits until every replica of the controller's Deployment is ready again (a standby is there for the
+// next fault), however long the kubelet's restart back-off keeps a killed container down.
+func (in *injector) waitReplicas(ctx context.Context) error {
+	return wait.Poll(ctx, 500*time.Millisecond, 10*time.Minute, func() (bool, error) {
+		var d appsv1.Deployment
+		if err := in.c.Get(ctx, client.ObjectKey{Namespace: in.namespace, Name: in.deployment}, &d); err != nil {
+			return false, err
+		}
+		want := ptr.Deref(d.Spec.Replicas, 1)
+		if d.Status.ReadyReplicas != want || d.Status.Replicas != want || d.Status.UpdatedReplicas != want {
+			return false, nil
+		}
+		var pods corev1.PodList
+		if err := in.c.List(ctx, &pods, client.InNamespace(in.namespace), client.MatchingLabels(d.Spec.Selector.MatchLabels)); err != nil {
+			return false, err
+		}
+		ready := 0
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && podReady(&p) {
+				ready++
+			}
+		}
+		return int32(ready) == want, nil
+	})
+}
+
+// podReady reports whether a pod's Ready condition is True.
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// live reports whether a pod counts as running on its node: not finished and not being deleted.
+func live(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}

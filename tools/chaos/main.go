@@ -1,0 +1,246 @@
+// Command chaos is Keelson's reliability suite for faults: it runs the controllers on the local cluster (the chart,
+// a real node and simulated nodes), gives them work, injects faults into them, samples an invariant twice a second
+// throughout, and measures how long they take to recover. Faults are injected through the local cluster tool,
+// which signals exactly the pods it is told about (by UID, through their cgroups).
+//
+//	go run ./tools/chaos [--quick] [--scenarios daemonset,sizer,pipeline] [--faults N] [--nodes N] [--out docs]
+//
+// make chaos runs the full form and rewrites the faults section of docs/reliability.md; make chaos-quick runs the
+// short form CI runs, prints the results and fails on any violation.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+	"github.com/keelson-dev/keelson/tools/internal/wait"
+)
+
+// plan is the size of a run.
+type plan struct {
+	Nodes, Faults, Sizers, Pipelines int
+}
+
+var (
+	fullPlan  = plan{Nodes: 200, Faults: 20, Sizers: 50, Pipelines: 10}
+	quickPlan = plan{Nodes: 100, Faults: 3, Sizers: 20, Pipelines: 5}
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	// Its own flag set: a package it imports registers --kubeconfig on the global one.
+	flag := flag.NewFlagSet("chaos", flag.ExitOnError)
+	kubeconfig := flag.String("kubeconfig", ".cluster/kubeconfig", "the local cluster's kubeconfig")
+	clusterTool := flag.String("cluster-tool", "bin/keelson-cluster", "the local cluster tool: resizes the simulated nodes, signals pods")
+	clusterDir := flag.String("cluster-dir", ".cluster", "the cluster's directory")
+	release := flag.String("release", "keelson", "the chart's release name")
+	releaseNS := flag.String("release-namespace", "keelson-system", "the chart's namespace")
+	quick := flag.Bool("quick", false, "the short form (CI): fewer faults, fewer nodes; prints the results, writes nothing")
+	scenarios := flag.String("scenarios", "daemonset,sizer,pipeline", "which controllers' leader-death scenarios to run")
+	faults := flag.Int("faults", 0, "faults per scenario instead of the plan's")
+	nodes := flag.Int("nodes", 0, "simulated nodes instead of the plan's")
+	out := flag.String("out", "", "write docs/reliability.md's faults section and its JSON under this directory (full runs)")
+	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the fault timing")
+	if err := flag.Parse(os.Args[1:]); err != nil {
+		return err
+	}
+
+	p := fullPlan
+	if *quick {
+		p = quickPlan
+	}
+	if *faults > 0 {
+		p.Faults = *faults
+	}
+	if *nodes > 0 {
+		p.Nodes = *nodes
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, daemonsetv1alpha1.AddToScheme,
+		sizerv1alpha1.AddToScheme, inferencev1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(*seed, 0))
+	fmt.Printf("chaos: seed %d, %d faults per scenario, %d simulated nodes\n", *seed, p.Faults, p.Nodes)
+
+	if err := resizePool(ctx, c, *clusterTool, *clusterDir, p.Nodes); err != nil {
+		return err
+	}
+	nodeNames := make([]string, p.Nodes)
+	for i := range nodeNames {
+		nodeNames[i] = "kwok-node-" + strconv.Itoa(i)
+	}
+	var results []Result
+	for _, name := range strings.Split(*scenarios, ",") {
+		ns := "chaos-" + name
+		if err := freshNamespace(ctx, c, ns); err != nil {
+			return err
+		}
+		var w workload
+		r := Result{Scenario: "leader death", Controller: name}
+		switch name {
+		case "daemonset":
+			w = &daemonSetWork{c: c, ns: ns, nodes: p.Nodes}
+			r.Controller, r.Size = "daemonset-controller", fmt.Sprintf("1 DaemonSet on %d nodes, maxSurge 0, maxUnavailable 10%%", p.Nodes)
+			r.Invariant = "no node ever runs two live pods of the DaemonSet"
+		case "sizer":
+			w = &sizerWork{c: c, ns: ns, count: p.Sizers}
+			r.Controller, r.Size = "workload-sizer", fmt.Sprintf("%d WorkloadSizers, sizes 3 and 4 in turn", p.Sizers)
+			r.Invariant = "every Deployment's replicas are one of the last two sizes asked, and its pod template never changes"
+		case "pipeline":
+			w = &pipelineWork{c: c, ns: ns, count: p.Pipelines, nodes: nodeNames}
+			r.Controller, r.Size = "pipeline-controller", fmt.Sprintf("%d two-step Pipelines, every step rolled each round", p.Pipelines)
+			r.Invariant = "no step Deployment, Service or volume is ever deleted or created twice"
+		default:
+			return fmt.Errorf("--scenarios: unknown scenario %q", name)
+		}
+		r.Scenario = name + ": leader death"
+		in := &injector{c: c, clusterTool: *clusterTool, clusterDir: *clusterDir, namespace: *releaseNS,
+			deployment: *release + "-" + r.Controller, lease: 15 * time.Second}
+		res, err := leaderDeath(ctx, in, w, r, p.Faults, rng)
+		if err != nil {
+			return fmt.Errorf("%s: %w", r.Scenario, err)
+		}
+		fmt.Print(resultText(res))
+		results = append(results, res)
+		if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	if *out != "" && !*quick {
+		if err := writeResults(*out, results, *seed); err != nil {
+			return err
+		}
+	}
+	var failed []string
+	for _, r := range results {
+		if r.Violations > 0 {
+			failed = append(failed, fmt.Sprintf("%s: %d samples broke the invariant", r.Scenario, r.Violations))
+		}
+	}
+	if len(failed) > 0 {
+		return errors.New(strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// freshNamespace makes an empty namespace: an earlier run's is deleted first.
+func freshNamespace(ctx context.Context, c client.Client, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := c.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	return pollUntil(ctx, 5*time.Minute, func() (bool, error) {
+		err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		if apierrors.IsAlreadyExists(err) {
+			return false, nil // still terminating
+		}
+		return err == nil, err
+	})
+}
+
+// resizePool makes the simulated node pool hold exactly n nodes, all Ready and schedulable.
+func resizePool(ctx context.Context, c client.Client, tool, dir string, n int) error {
+	if out, err := exec.CommandContext(ctx, tool, "nodes", "--dir", dir, "--fake-nodes", strconv.Itoa(n)).CombinedOutput(); err != nil {
+		return fmt.Errorf("resizing the simulated nodes: %w\n%s", err, out)
+	}
+	return pollUntil(ctx, 5*time.Minute, func() (bool, error) {
+		var list corev1.NodeList
+		if err := c.List(ctx, &list, client.MatchingLabels(fakeNodeSelector)); err != nil {
+			return false, err
+		}
+		ready := 0
+		for _, node := range list.Items {
+			if schedulable(&node) {
+				ready++
+			}
+		}
+		return ready == n && len(list.Items) == n, nil
+	})
+}
+
+// schedulable reports whether a node is Ready and carries no not-ready taint.
+func schedulable(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
+			return false
+		}
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// pollUntil polls cond every 500ms until it holds, fails, or timeout (10 minutes when 0) passes.
+func pollUntil(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
+	if timeout == 0 {
+		timeout = 10 * time.Minute
+	}
+	return wait.Poll(ctx, 500*time.Millisecond, timeout, cond)
+}
+
+// writeResults writes the results as JSON and rewrites the faults section of reliability.md under dir.
+func writeResults(dir string, results []Result, seed uint64) error {
+	b, err := json.MarshalIndent(struct {
+		Seed    uint64    `json:"seed"`
+		When    time.Time `json:"when"`
+		Results []Result  `json:"results"`
+	}{seed, time.Now().UTC(), results}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "reliability"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "reliability", "faults.json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	doc := filepath.Join(dir, "reliability.md")
+	old, err := os.ReadFile(doc)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	return os.WriteFile(doc, []byte(replaceSection(string(old), faultsSection(results, seed))), 0o644)
+}

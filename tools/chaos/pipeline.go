@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/pipeline"
+)
+
+// pipelineWork is a set of two-step Pipelines on NFS storage, their steps pinned to simulated nodes, whose steps
+// change every round: no step Deployment, Service or PersistentVolume may be deleted or duplicated meanwhile (each
+// keeps the UID it had once created), whatever happens to the controller.
+type pipelineWork struct {
+	c     client.Client
+	ns    string
+	count int
+	nodes []string
+	// uids are the children's UIDs, by kind and name, as first seen after setup.
+	uids map[string]types.UID
+}
+
+func (w *pipelineWork) name(i int) string { return fmt.Sprintf("chaos-%d", i) }
+
+func (w *pipelineWork) setUp(ctx context.Context) error {
+	for i := range w.count {
+		step := func(name string, n int) inferencev1alpha1.Step {
+			return inferencev1alpha1.Step{Name: name, Image: "registry.k8s.io/pause:3.10.2", Model: "models/" + name,
+				Location: w.nodes[(2*i+n)%len(w.nodes)], Tolerations: []corev1.Toleration{fakeNodeToleration},
+				Args: map[string]string{"round": "0"}}
+		}
+		p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: w.name(i), Namespace: w.ns},
+			Spec: inferencev1alpha1.PipelineSpec{
+				ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StorageNFS,
+					CSIParameter: map[string]string{"server": "nfs.chaos.invalid", "share": "/models"}},
+				Steps: []inferencev1alpha1.Step{step("detect", 0), step("recognize", 1)}}}
+		if err := w.c.Create(ctx, p); err != nil {
+			return err
+		}
+	}
+	if err := pollUntil(ctx, 0, func() (bool, error) { return w.converged(ctx) }); err != nil {
+		return err
+	}
+	children, err := w.children(ctx)
+	if err != nil {
+		return err
+	}
+	w.uids = children
+	return nil
+}
+
+// change moves every step to the round's arguments: a rollout of every step Deployment.
+func (w *pipelineWork) change(ctx context.Context, round int) error {
+	for i := range w.count {
+		var p inferencev1alpha1.Pipeline
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: w.name(i)}, &p); err != nil {
+			return err
+		}
+		base := p.DeepCopy()
+		for s := range p.Spec.Steps {
+			p.Spec.Steps[s].Args = map[string]string{"round": strconv.Itoa(round)}
+		}
+		if err := w.c.Patch(ctx, &p, client.MergeFrom(base)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// children maps "Kind name" to the UID of every step Deployment and Service and every volume of the pipelines.
+func (w *pipelineWork) children(ctx context.Context) (map[string]types.UID, error) {
+	out := map[string]types.UID{}
+	var deps appsv1.DeploymentList
+	if err := w.c.List(ctx, &deps, client.InNamespace(w.ns), client.HasLabels{pipeline.PipelineLabel}); err != nil {
+		return nil, err
+	}
+	for _, d := range deps.Items {
+		out["Deployment "+d.Name] = d.UID
+	}
+	var svcs corev1.ServiceList
+	if err := w.c.List(ctx, &svcs, client.InNamespace(w.ns), client.HasLabels{pipeline.PipelineLabel}); err != nil {
+		return nil, err
+	}
+	for _, s := range svcs.Items {
+		out["Service "+s.Name] = s.UID
+	}
+	var pvs corev1.PersistentVolumeList
+	if err := w.c.List(ctx, &pvs, client.MatchingLabels{pipeline.NamespaceLabel: w.ns}); err != nil {
+		return nil, err
+	}
+	for _, pv := range pvs.Items {
+		out["PersistentVolume "+pv.Name] = pv.UID
+	}
+	return out, nil
+}
+
+// check finds children that went, came back under another UID, or appeared beside the ones set up.
+func (w *pipelineWork) check(ctx context.Context) ([]string, error) {
+	if w.uids == nil {
+		return nil, nil
+	}
+	now, err := w.children(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var bad []string
+	for key, uid := range w.uids {
+		switch got, ok := now[key]; {
+		case !ok:
+			bad = append(bad, key+" is gone")
+		case got != uid:
+			bad = append(bad, key+" was deleted and created again")
+		}
+	}
+	for key := range now {
+		if _, ok := w.uids[key]; !ok {
+			bad = append(bad, key+" appeared")
+		}
+	}
+	sort.Strings(bad)
+	return bad, nil
+}
+
+// converged: every pipeline observed its generation, and each step Deployment runs the round's template.
+func (w *pipelineWork) converged(ctx context.Context) (bool, error) {
+	var list inferencev1alpha1.PipelineList
+	if err := w.c.List(ctx, &list, client.InNamespace(w.ns)); err != nil {
+		return false, err
+	}
+	if len(list.Items) != w.count {
+		return false, nil
+	}
+	for _, p := range list.Items {
+		if p.Status.ObservedGeneration < p.Generation || len(p.Status.Steps) != len(p.Spec.Steps) {
+			return false, nil
+		}
+	}
+	var deps appsv1.DeploymentList
+	if err := w.c.List(ctx, &deps, client.InNamespace(w.ns), client.HasLabels{pipeline.PipelineLabel}); err != nil {
+		return false, err
+	}
+	if len(deps.Items) != 2*w.count {
+		return false, nil
+	}
+	for _, d := range deps.Items {
+		if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas != 1 || d.Status.AvailableReplicas != 1 ||
+			d.Status.Replicas != 1 {
+			return false, nil
+		}
+	}
+	return true, nil
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// FaultResult is one injected fault.
+type FaultResult struct {
+	Fault Fault `json:"fault"`
+	// Handover is how long after the fault started another replica held the lease.
+	Handover time.Duration `json:"handover"`
+}
+
+// Result is one scenario's run: what was injected, what the invariant sampler saw, and how long recovery took.
+type Result struct {
+	Scenario   string        `json:"scenario"`
+	Controller string        `json:"controller"`
+	Invariant  string        `json:"invariant"`
+	Size       string        `json:"size"`
+	Faults     []FaultResult `json:"faults"`
+	// Samples is how many times the invariant was checked; Violations how many samples broke it.
+	Samples    int      `json:"samples"`
+	Violations int      `json:"violations"`
+	Examples   []string `json:"examples,omitempty"`
+	// Recovery runs from the start of the last fault until everything converged.
+	Recovery time.Duration `json:"recovery"`
+	Duration time.Duration `json:"duration"`
+}
+
+// workload is what a leader-death scenario drives: it sets itself up, changes something the controller must act
+// on (a rollout, a resize), checks its invariant on what the apiserver holds now, and says when it converged.
+type workload interface {
+	// setUp creates the objects and waits until the controller has converged on them.
+	setUp(ctx context.Context) error
+	// change asks the controller for work: round is the fault's number.
+	change(ctx context.Context, round int) error
+	// check samples the invariant, returning a description of each violation.
+	check(ctx context.Context) ([]string, error)
+	// converged reports whether the controller finished all the work asked of it.
+	converged(ctx context.Context) (bool, error)
+}
+
+// samplePeriod is how often the invariant is checked: twice a second.
+const samplePeriod = 500 * time.Millisecond
+
+// maxExamples bounds the violations a result quotes.
+const maxExamples = 5
+
+// sampler checks a workload's invariant every samplePeriod until stopped.
+type sampler struct {
+	mu         sync.Mutex
+	samples    int
+	violations int
+	examples   []string
+	err        error
+}
+
+// run samples until ctx ends.
+func (s *sampler) run(ctx context.Context, w workload) {
+	t := time.NewTicker(samplePeriod)
+	defer t.Stop()
+	for {
+		s.sample(ctx, w)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sample checks the invariant once. A failed read is not a sample (a read during a fault may time out); a run whose
+// every read failed reports the last error.
+func (s *sampler) sample(ctx context.Context, w workload) {
+	bad, err := w.check(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		if ctx.Err() == nil {
+			s.err = err
+		}
+		return
+	}
+	s.samples++
+	if len(bad) > 0 {
+		s.violations++
+		for _, b := range bad {
+			if len(s.examples) < maxExamples {
+				s.examples = append(s.examples, fmt.Sprintf("%s: %s", time.Now().UTC().Format("15:04:05.0"), b))
+			}
+		}
+	}
+}
+
+// leaderDeath runs one leader-death scenario: faults leader deaths of the controller, each a moment after asking
+// the workload for work, while the invariant is sampled; then waits for convergence.
+func leaderDeath(ctx context.Context, in *injector, w workload, r Result, faults int, rng *rand.Rand) (Result, error) {
+	began := time.Now()
+	if err := w.setUp(ctx); err != nil {
+		return r, fmt.Errorf("setting up: %w", err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	s := &sampler{}
+	done := make(chan struct{})
+	go func() { defer close(done); s.run(sctx, w) }()
+	defer func() { stop(); <-done }()
+
+	var last time.Time
+	for i := range faults {
+		if err := in.waitReplicas(ctx); err != nil {
+			return r, fmt.Errorf("waiting for the controller's replicas before fault %d: %w", i+1, err)
+		}
+		if err := w.change(ctx, i+1); err != nil {
+			return r, fmt.Errorf("asking for work before fault %d: %w", i+1, err)
+		}
+		// Mid-work: a moment into what was just asked.
+		if err := in.holdFor(ctx, time.Duration(500+rng.IntN(2500))*time.Millisecond); err != nil {
+			return r, err
+		}
+		fault := faultCycle[i%len(faultCycle)]
+		start, err := in.inject(ctx, fault)
+		if err != nil {
+			return r, fmt.Errorf("fault %d: %w", i+1, err)
+		}
+		last = start
+		r.Faults = append(r.Faults, FaultResult{Fault: fault, Handover: time.Since(start)})
+		fmt.Printf("chaos: %s: fault %d/%d (%s), new leader after %.1fs\n", r.Scenario, i+1, faults, fault, time.Since(start).Seconds())
+	}
+	if err := pollUntil(ctx, 10*time.Minute, func() (bool, error) { return w.converged(ctx) }); err != nil {
+		return r, fmt.Errorf("no convergence after the last fault: %w", err)
+	}
+	r.Recovery = time.Since(last)
+	stop()
+	<-done
+	s.sample(ctx, w) // once more, converged
+	r.Samples, r.Violations, r.Examples = s.samples, s.violations, s.examples
+	r.Duration = time.Since(began)
+	if s.samples == 0 && s.err != nil {
+		return r, fmt.Errorf("no sample could be read: %w", s.err)
+	}
+	return r, nil
+}

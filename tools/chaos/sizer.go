@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+)
+
+// sizerWork is a set of WorkloadSizers, each creating and sizing its Deployment on the simulated nodes, whose
+// sizes change every round: the Deployment's replicas must always be a size its sizer asked for (the last one or
+// the one before), never a default or a stale value; and its pods must never roll, since nothing asked for a new
+// template.
+type sizerWork struct {
+	c       client.Client
+	ns      string
+	count   int
+	round   int
+	initial map[string]string // template fingerprint of each Deployment after setup
+}
+
+// sizeOf is the size the sizers are asked for in a round: 3 and 4 in turn, so that a drop to 1 (the default of an
+// unset replicas) or 0 shows.
+func sizeOf(round int) int32 { return int32(3 + round&1) }
+
+func (w *sizerWork) name(i int) string { return fmt.Sprintf("chaos-%d", i) }
+
+func (w *sizerWork) setUp(ctx context.Context) error {
+	for i := range w.count {
+		tmpl := &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"chaos": w.name(i)}},
+			Spec: corev1.PodSpec{NodeSelector: fakeNodeSelector, Tolerations: []corev1.Toleration{fakeNodeToleration},
+				Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10.2"}}}}
+		wls := &sizerv1alpha1.WorkloadSizer{ObjectMeta: metav1.ObjectMeta{Name: w.name(i), Namespace: w.ns},
+			Spec: sizerv1alpha1.WorkloadSizerSpec{TargetRef: &sizerv1alpha1.TargetRef{Kind: "Deployment", Name: w.name(i)},
+				Template: tmpl, Size: ptr.To(sizeOf(0)),
+				Resources: []sizerv1alpha1.ContainerResources{{ContainerName: "app",
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}}}}}
+		if err := w.c.Create(ctx, wls); err != nil {
+			return err
+		}
+	}
+	if err := pollUntil(ctx, 0, func() (bool, error) { return w.converged(ctx) }); err != nil {
+		return err
+	}
+	deps, err := w.deployments(ctx)
+	if err != nil {
+		return err
+	}
+	w.initial = map[string]string{}
+	for _, d := range deps {
+		w.initial[d.Name] = fingerprint(d.Spec.Template)
+	}
+	return nil
+}
+
+// change asks every sizer for the round's size.
+func (w *sizerWork) change(ctx context.Context, round int) error {
+	w.round = round
+	for i := range w.count {
+		var wls sizerv1alpha1.WorkloadSizer
+		if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: w.name(i)}, &wls); err != nil {
+			return err
+		}
+		base := wls.DeepCopy()
+		wls.Spec.Size = ptr.To(sizeOf(round))
+		if err := w.c.Patch(ctx, &wls, client.MergeFrom(base)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// check finds Deployments whose replicas are neither of the last two sizes asked, or whose template changed.
+func (w *sizerWork) check(ctx context.Context) ([]string, error) {
+	deps, err := w.deployments(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var bad []string
+	for _, d := range deps {
+		r := ptr.Deref(d.Spec.Replicas, 1)
+		if r != sizeOf(w.round) && r != sizeOf(w.round-1) {
+			bad = append(bad, fmt.Sprintf("Deployment %s has %d replicas; its sizer asked for %d", d.Name, r, sizeOf(w.round)))
+		}
+		if want, ok := w.initial[d.Name]; ok && fingerprint(d.Spec.Template) != want {
+			bad = append(bad, fmt.Sprintf("Deployment %s has a new pod template: its pods roll though nothing asked for it", d.Name))
+		}
+	}
+	if w.initial != nil && len(deps) != w.count {
+		bad = append(bad, fmt.Sprintf("%d Deployments, want %d", len(deps), w.count))
+	}
+	sort.Strings(bad)
+	return bad, nil
+}
+
+func (w *sizerWork) deployments(ctx context.Context) ([]appsv1.Deployment, error) {
+	var list appsv1.DeploymentList
+	err := w.c.List(ctx, &list, client.InNamespace(w.ns))
+	return list.Items, err
+}
+
+// converged: every sizer observed its generation and is Ready, and every Deployment has the round's size.
+func (w *sizerWork) converged(ctx context.Context) (bool, error) {
+	var list sizerv1alpha1.WorkloadSizerList
+	if err := w.c.List(ctx, &list, client.InNamespace(w.ns)); err != nil {
+		return false, err
+	}
+	if len(list.Items) != w.count {
+		return false, nil
+	}
+	for _, s := range list.Items {
+		if s.Status.ObservedGeneration < s.Generation || !conditionTrue(s.Status.Conditions, "Ready") {
+			return false, nil
+		}
+	}
+	deps, err := w.deployments(ctx)
+	if err != nil || len(deps) != w.count {
+		return false, err
+	}
+	for _, d := range deps {
+		if ptr.Deref(d.Spec.Replicas, 1) != sizeOf(w.round) || d.Status.ReadyReplicas != sizeOf(w.round) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// conditionTrue reports whether the condition of that type is True.
+func conditionTrue(conds []metav1.Condition, t string) bool {
+	for _, c := range conds {
+		if c.Type == t {
+			return c.Status == metav1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// fingerprint identifies a pod template: any change of it rolls the pods.
+func fingerprint(t corev1.PodTemplateSpec) string {
+	b, _ := json.Marshal(t)
+	return fmt.Sprintf("%x", sha256.Sum256(b))
+}
