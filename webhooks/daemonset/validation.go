@@ -2,8 +2,7 @@ package daemonset
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
+	"regexp"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -169,6 +168,10 @@ func validateStrategy(spec *daemonsetv1alpha1.DaemonSetSpec, p *field.Path, ratc
 	return errs
 }
 
+// percentage is the CRD's own rule for a budget given as a string (its CEL uses the same expression), so the two
+// layers refuse the same values: "+5%" and "05%" included, which a number parser would take.
+var percentage = regexp.MustCompile(`^(100|[1-9]?[0-9])%$`)
+
 // validateIntOrPercent checks a non-negative count or a percentage from 0% to 100%, and reports whether it is 0.
 func validateIntOrPercent(v *intstr.IntOrString, p *field.Path) (zero bool, errs field.ErrorList) {
 	if v == nil {
@@ -180,11 +183,10 @@ func validateIntOrPercent(v *intstr.IntOrString, p *field.Path) (zero bool, errs
 		}
 		return v.IntVal == 0, nil
 	}
-	n, err := strconv.Atoi(strings.TrimSuffix(v.StrVal, "%"))
-	if !strings.HasSuffix(v.StrVal, "%") || err != nil || n < 0 || n > 100 {
+	if !percentage.MatchString(v.StrVal) {
 		return false, field.ErrorList{field.Invalid(p, v.StrVal, "must be a non-negative number or a percentage from 0% to 100%")}
 	}
-	return n == 0, nil
+	return v.StrVal == "0%", nil
 }
 
 // firstHostPort names the first container port that binds a host port, or "".

@@ -54,16 +54,27 @@ func Default(p *inferencev1alpha1.Pipeline) {
 // defaults gave them, so that Default derives them again from the new step. Defaults are stored, and a stored default
 // would otherwise outlive its reason: a step given a GPU would keep the RollingUpdate it got as a CPU step (and wait
 // forever for the GPU its old pod holds), a step given another listenPort would keep the old port. A value the user
-// changed, or one that differs from what the old step's defaults say, is the user's and stays.
+// changed, or one that differs from what the old step's defaults say, is the user's and stays. A name that two
+// steps share (refused, but stored while the webhook was down) pairs no steps: whose defaults would they be?
 func FollowDefaults(old, p *inferencev1alpha1.Pipeline) {
 	before := map[string]inferencev1alpha1.Step{}
+	shared := map[string]bool{}
 	for i, s := range old.Spec.Steps {
-		before[pipeline.StepName(old.Spec.Steps, i)] = s
+		name := pipeline.StepName(old.Spec.Steps, i)
+		if _, seen := before[name]; seen {
+			shared[name] = true
+		}
+		before[name] = s
+	}
+	count := map[string]int{}
+	for i := range p.Spec.Steps {
+		count[pipeline.StepName(p.Spec.Steps, i)]++
 	}
 	for i := range p.Spec.Steps {
 		s := &p.Spec.Steps[i]
-		o, ok := before[pipeline.StepName(p.Spec.Steps, i)]
-		if !ok {
+		name := pipeline.StepName(p.Spec.Steps, i)
+		o, ok := before[name]
+		if !ok || shared[name] || count[name] > 1 {
 			continue
 		}
 		bare := o
