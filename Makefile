@@ -118,6 +118,22 @@ test: envtest $(HELM) $(PROMTOOL) ## Run unit, integration (real kube-apiserver 
 rules-test: $(HELM) $(PROMTOOL) ## Check and unit-test the chart's alerting rules with promtool, and the dashboard's queries.
 	go test -count=1 $(GO_TEST_FLAGS) -run 'TestAlertingRules|TestDashboard|TestMonitoring' ./charts/
 
+# Fuzzing: go test -fuzz takes one target of one package at a time, so make fuzz runs each Fuzz function in turn,
+# for FUZZTIME each. The committed seed corpora (testdata/fuzz/<target>/ beside each) run in make test as ordinary
+# tests; a failing input the fuzzer finds is written there too, to be committed with the fix.
+FUZZTIME ?= 10s
+# Extra flags for go test -fuzz, e.g. FUZZ_FLAGS=-parallel=1 (workers; GOMAXPROCS by default).
+FUZZ_FLAGS ?=
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target (webhooks, planners) for FUZZTIME (10s) each; fails on the first crash or broken property.
+	@for dir in $$(grep -rl --include='*_test.go' --exclude-dir=bin --exclude-dir=.cluster '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+		for target in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$dir/*_test.go); do \
+			echo "==> $$dir $$target"; \
+			go test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $(FUZZ_FLAGS) $$dir || exit 1; \
+		done; \
+	done
+
 .PHONY: envtest
 envtest: $(ENVTEST_DIR)/.envtest-ready ## Install the pinned kube-apiserver, etcd and kubectl into bin/ (downloaded or built).
 
