@@ -1,0 +1,483 @@
+package charts_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/keelson-dev/keelson/tools/testenv"
+)
+
+// monitoring returns values that switch the monitoring objects on, merged with extra's metrics sections.
+func monitoring(extra map[string]any) map[string]any {
+	m := map[string]any{
+		"serviceMonitor": map[string]any{"enabled": true},
+		"prometheusRule": map[string]any{"enabled": true},
+		"dashboard":      map[string]any{"enabled": true},
+	}
+	for k, v := range extra {
+		for kk, vv := range v.(map[string]any) {
+			m[k].(map[string]any)[kk] = vv
+		}
+	}
+	return map[string]any{"metrics": m}
+}
+
+// strict decodes a rendered object into T, refusing any field T does not have: a misspelt field of a
+// Prometheus Operator object (which no apiserver here validates) fails the test instead of being ignored.
+func strict[T any](t *testing.T, u *unstructured.Unstructured) *T {
+	t.Helper()
+	b, err := json.Marshal(u.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var out T
+	if err := dec.Decode(&out); err != nil {
+		t.Fatalf("%s %s: %v", u.GetKind(), u.GetName(), err)
+	}
+	return &out
+}
+
+// named returns the rendered objects of kind, by name.
+func named(objs []*unstructured.Unstructured, kind string) map[string]*unstructured.Unstructured {
+	out := map[string]*unstructured.Unstructured{}
+	for _, u := range objs {
+		if u.GetKind() == kind {
+			out[u.GetName()] = u
+		}
+	}
+	return out
+}
+
+func TestMonitoringIsOptIn(t *testing.T) {
+	g := NewWithT(t)
+	objs := mustRender(t, nil)
+	for _, kind := range []string{"ServiceMonitor", "PrometheusRule", "ConfigMap"} {
+		g.Expect(named(objs, kind)).To(BeEmpty(), "%s rendered by default", kind)
+	}
+	g.Expect(named(objs, "ServiceAccount")).NotTo(HaveKey("keelson-metrics-reader"))
+	// The controllers serve metrics with their webhook certificate in every mode, so a ServiceMonitor added later
+	// (or a scraper of the user's own) can verify it.
+	for _, d := range ofKind[appsv1.Deployment](t, objs, "Deployment") {
+		g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--metrics-webhook-cert"), d.Name)
+	}
+}
+
+// Each controller's ServiceMonitor scrapes over TLS verified against the CA of the webhook certificate it serves,
+// for the Service's name, with a token of a reader allowed only to get /metrics: no skipped verification, no
+// deprecated token file.
+func TestServiceMonitorsScrapeOverVerifiedTLS(t *testing.T) {
+	for _, mode := range []string{"selfSigned", "certManager"} {
+		t.Run(mode, func(t *testing.T) {
+			g := NewWithT(t)
+			vals := monitoring(map[string]any{"serviceMonitor": map[string]any{
+				"scrapeTimeout": "15s", "labels": map[string]any{"release": "kube-prometheus-stack"},
+				"relabelings": []any{map[string]any{"action": "labeldrop", "regex": "container"}}}})
+			vals["webhooks"] = map[string]any{"certs": map[string]any{"mode": mode}}
+			objs := mustRender(t, vals)
+			monitors := named(objs, "ServiceMonitor")
+			g.Expect(monitors).To(HaveLen(len(controllers)))
+			certificates := named(objs, "Certificate")
+			for _, d := range ofKind[appsv1.Deployment](t, objs, "Deployment") {
+				args := d.Spec.Template.Spec.Containers[0].Args
+				g.Expect(args).To(ContainElements("--metrics-webhook-cert", "--webhook-service-name="+d.Name))
+				sm := strict[monitoringv1.ServiceMonitor](t, monitors[d.Name])
+				g.Expect(sm.Namespace).To(Equal(namespace))
+				g.Expect(sm.Labels).To(HaveKeyWithValue("release", "kube-prometheus-stack"))
+				g.Expect(sm.Spec.Selector.MatchLabels).To(Equal(d.Spec.Selector.MatchLabels), "selects the controller's Service")
+				g.Expect(sm.Spec.Endpoints).To(HaveLen(1))
+				ep := sm.Spec.Endpoints[0]
+				g.Expect(ep.Port).To(Equal("metrics"))
+				g.Expect(string(*ep.Scheme)).To(Equal("https"))
+				g.Expect(string(ep.ScrapeTimeout)).To(Equal("15s"))
+				g.Expect(string(ep.Interval)).To(Equal("30s"))
+				g.Expect(ep.BearerTokenFile).To(BeEmpty(), "the deprecated token file")
+				g.Expect(ep.Authorization.Credentials.Name).To(Equal("keelson-metrics-reader"))
+				g.Expect(ep.Authorization.Credentials.Key).To(Equal("token"))
+				tlsCfg := ep.TLSConfig
+				g.Expect(tlsCfg.InsecureSkipVerify).To(BeNil(), "verification skipped")
+				// The name the webhook certificate is issued for: the own CA's first DNS name, cert-manager's dnsNames.
+				g.Expect(*tlsCfg.ServerName).To(Equal(d.Name + "." + namespace + ".svc"))
+				secret := d.Name + "-webhook-tls"
+				if mode == "certManager" {
+					secret = d.Name + "-webhook-cert-manager"
+					cert := certificates[d.Name]
+					g.Expect(cert.Object["spec"].(map[string]any)["secretName"]).To(Equal(secret))
+					g.Expect(cert.Object["spec"].(map[string]any)["dnsNames"]).To(ContainElement(*tlsCfg.ServerName))
+				}
+				g.Expect(tlsCfg.CA.Secret.Name).To(Equal(secret))
+				g.Expect(tlsCfg.CA.Secret.Key).To(Equal("ca.crt"))
+				g.Expect(ep.RelabelConfigs).To(HaveLen(1))
+				g.Expect(string(ep.RelabelConfigs[0].Action)).To(Equal("labeldrop"))
+			}
+			checkMetricsReader(g, t, objs, namespace)
+		})
+	}
+}
+
+// checkMetricsReader checks the scrapers' identity: a ServiceAccount in ns with a token Secret, bound to a
+// ClusterRole that allows get on /metrics and nothing else.
+func checkMetricsReader(g Gomega, t *testing.T, objs []*unstructured.Unstructured, ns string) {
+	t.Helper()
+	const reader = "keelson-metrics-reader"
+	sa := named(objs, "ServiceAccount")[reader]
+	g.Expect(sa).NotTo(BeNil(), "the reader's ServiceAccount")
+	g.Expect(sa.GetNamespace()).To(Equal(ns))
+	secret := ofKind[corev1.Secret](t, []*unstructured.Unstructured{named(objs, "Secret")[reader]}, "Secret")[0]
+	g.Expect(secret.Namespace).To(Equal(ns))
+	g.Expect(secret.Type).To(Equal(corev1.SecretTypeServiceAccountToken))
+	g.Expect(secret.Annotations).To(HaveKeyWithValue(corev1.ServiceAccountNameKey, reader))
+	var role *rbacv1.ClusterRole
+	for _, r := range ofKind[rbacv1.ClusterRole](t, objs, "ClusterRole") {
+		if r.Name == reader {
+			role = r
+		}
+	}
+	g.Expect(role).NotTo(BeNil())
+	g.Expect(role.Rules).To(Equal([]rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}))
+	var binding *rbacv1.ClusterRoleBinding
+	for _, b := range ofKind[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding") {
+		if b.Name == reader {
+			binding = b
+		}
+	}
+	g.Expect(binding).NotTo(BeNil())
+	g.Expect(binding.RoleRef.Name).To(Equal(reader))
+	g.Expect(binding.Subjects).To(Equal([]rbacv1.Subject{{Kind: "ServiceAccount", Name: reader, Namespace: ns}}))
+}
+
+func TestServiceMonitorNamespaceAndOwnToken(t *testing.T) {
+	g := NewWithT(t)
+	elsewhere := map[string]any{"namespace": "monitoring"}
+	_, err := render(monitoring(map[string]any{"serviceMonitor": elsewhere}))
+	g.Expect(err).To(MatchError(ContainSubstring("set metrics.serviceMonitor.tlsConfig")),
+		"a CA Secret in another namespace cannot be referred to")
+
+	tlsConfig := map[string]any{"ca": map[string]any{"configMap": map[string]any{"name": "keelson-ca", "key": "ca.crt"}},
+		"serverName": "keelson-daemonset-controller.keelson-system.svc"}
+	elsewhere["tlsConfig"] = tlsConfig
+	objs := mustRender(t, monitoring(map[string]any{"serviceMonitor": elsewhere}))
+	for _, u := range named(objs, "ServiceMonitor") {
+		sm := strict[monitoringv1.ServiceMonitor](t, u)
+		g.Expect(sm.Namespace).To(Equal("monitoring"))
+		g.Expect(sm.Spec.NamespaceSelector.MatchNames).To(Equal([]string{namespace}))
+		g.Expect(sm.Spec.Endpoints[0].TLSConfig.CA.ConfigMap.Name).To(Equal("keelson-ca"))
+	}
+	checkMetricsReader(g, t, objs, "monitoring")
+
+	own := mustRender(t, monitoring(map[string]any{"serviceMonitor": map[string]any{
+		"authorization": map[string]any{"existingSecret": "prometheus-token", "key": "jwt"}}}))
+	g.Expect(named(own, "ServiceAccount")).NotTo(HaveKey("keelson-metrics-reader"))
+	g.Expect(named(own, "ClusterRole")).NotTo(HaveKey("keelson-metrics-reader"))
+	for _, u := range named(own, "ServiceMonitor") {
+		c := strict[monitoringv1.ServiceMonitor](t, u).Spec.Endpoints[0].Authorization.Credentials
+		g.Expect(c.Name).To(Equal("prometheus-token"))
+		g.Expect(c.Key).To(Equal("jwt"))
+	}
+}
+
+// A flag the monitoring depends on cannot be turned off from extraArgs.
+func TestMetricsCertificateFlagIsTheCharts(t *testing.T) {
+	_, err := render(map[string]any{"daemonsetController": map[string]any{"extraArgs": []any{"--metrics-webhook-cert=false"}}})
+	if err == nil || !strings.Contains(err.Error(), "--metrics-webhook-cert is set by the chart") {
+		t.Fatalf("got %v, want the chart's refusal", err)
+	}
+}
+
+// documented is every metric the operations guide lists.
+func documented(t *testing.T) []testenv.DocumentedMetric {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, err := testenv.DocumentedMetrics(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return metrics
+}
+
+// documentedSeries is every series name the operations guide lists (a histogram's _bucket, _sum and _count).
+func documentedSeries(t *testing.T) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for _, m := range documented(t) {
+		for _, s := range m.SeriesNames() {
+			out[s] = true
+		}
+	}
+	return out
+}
+
+var (
+	promqlStrings  = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|` + "`[^`]*`")
+	promqlMatchers = regexp.MustCompile(`\{[^{}]*\}`)
+	promqlRanges   = regexp.MustCompile(`\[[^\[\]]*\]`)
+	promqlGrouping = regexp.MustCompile(`\b(by|without|on|ignoring|group_left|group_right)\s*\([^()]*\)`)
+	promqlWords    = regexp.MustCompile(`[a-zA-Z_:][a-zA-Z0-9_:]*`)
+	promqlKeywords = map[string]bool{"and": true, "or": true, "unless": true, "bool": true, "offset": true, "by": true,
+		"without": true, "on": true, "ignoring": true, "group_left": true, "group_right": true, "inf": true, "nan": true}
+)
+
+// metricNames lists the metric names a PromQL expression selects: what is left once strings, label matchers,
+// ranges and grouping clauses are cut out, that is neither a function (followed by a parenthesis), a keyword nor a
+// part of a number or duration.
+func metricNames(expr string) []string {
+	e := promqlStrings.ReplaceAllString(expr, `""`)
+	e = promqlMatchers.ReplaceAllString(e, " ")
+	e = promqlRanges.ReplaceAllString(e, " ")
+	e = promqlGrouping.ReplaceAllString(e, " ")
+	var out []string
+	for _, loc := range promqlWords.FindAllStringIndex(e, -1) {
+		w := e[loc[0]:loc[1]]
+		if loc[0] > 0 && strings.ContainsAny(e[loc[0]-1:loc[0]], "0123456789.") {
+			continue // 1e3, 5m
+		}
+		if rest := strings.TrimLeft(e[loc[1]:], " \t\n"); strings.HasPrefix(rest, "(") || promqlKeywords[strings.ToLower(w)] {
+			continue
+		}
+		out = append(out, w)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestMetricNames(t *testing.T) {
+	for expr, want := range map[string][]string{
+		`sum by (namespace, job) (up{job="a", x=~"b|c"}) == 0 or absent(up{job="a"})`:                         {"up", "up"},
+		`histogram_quantile(0.99, sum by (le) (rate(workqueue_queue_duration_seconds_bucket{a="b"}[5m]))) > 1e3`: {"workqueue_queue_duration_seconds_bucket"},
+		`(sum(x_total offset 5m) > 0) unless on (job) (max by (job) (y{a="}"}) == 1)`:                         {"x_total", "y"},
+		`min(keelson_a{j="$job"} - time()) / 86400 < 7 * 86400`:                                               {"keelson_a"},
+	} {
+		if got := metricNames(expr); strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%s: %v, want %v", expr, got, want)
+		}
+	}
+}
+
+// promtool is the pinned promtool that make test installs.
+func promtool(t *testing.T) string {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	version, err := testenv.PinnedVersion(root, "PROMETHEUS_VERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(root, "bin", "promtool-"+version)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s is missing: run make test or make rules-test (they install the pinned promtool)", p)
+	}
+	return p
+}
+
+// renderedRules renders the chart's PrometheusRule for vals and returns it.
+func renderedRules(t *testing.T, vals map[string]any) *monitoringv1.PrometheusRule {
+	t.Helper()
+	rules := named(mustRender(t, vals), "PrometheusRule")
+	if len(rules) != 1 {
+		t.Fatalf("%d PrometheusRules rendered, want 1", len(rules))
+	}
+	for _, u := range rules {
+		return strict[monitoringv1.PrometheusRule](t, u)
+	}
+	return nil
+}
+
+// The alerts as the chart renders them pass promtool's checks, and its unit tests (charts/testdata/alerts_test.yaml)
+// make each alert fire where it should and stay silent where it should not. Each names only documented metrics and
+// has its runbook in docs/operations.md, where its runbook_url points.
+func TestAlertingRules(t *testing.T) {
+	g := NewWithT(t)
+	pr := renderedRules(t, monitoring(nil))
+	dir := t.TempDir()
+	body, err := yaml.Marshal(map[string]any{"groups": pr.Spec.Groups})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.WriteFile(filepath.Join(dir, "rules.yaml"), body, 0o600)).To(Succeed())
+	fixtures, err := os.ReadFile(filepath.Join("testdata", "alerts_test.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(os.WriteFile(filepath.Join(dir, "alerts_test.yaml"), fixtures, 0o600)).To(Succeed())
+
+	out, err := runCmd(promtool(t), "check", "rules", filepath.Join(dir, "rules.yaml"))
+	g.Expect(err).NotTo(HaveOccurred(), "promtool check rules:\n%s", out)
+	out, err = runCmd(promtool(t), "test", "rules", filepath.Join(dir, "alerts_test.yaml"))
+	g.Expect(err).NotTo(HaveOccurred(), "promtool test rules:\n%s", out)
+	t.Logf("promtool test rules:\n%s", out)
+
+	doc, err := os.ReadFile("../docs/operations.md")
+	g.Expect(err).NotTo(HaveOccurred())
+	known := documentedSeries(t)
+	tested := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\s+alertname: (\w+)$`).FindAllSubmatch(fixtures, -1) {
+		tested[string(m[1])] = true
+	}
+	for _, r := range pr.Spec.Groups[0].Rules {
+		g.Expect(string(doc)).To(ContainSubstring("\n### "+r.Alert+"\n"), "no runbook for %s in docs/operations.md", r.Alert)
+		g.Expect(r.Annotations["runbook_url"]).To(HaveSuffix("docs/operations.md#"+strings.ToLower(r.Alert)))
+		g.Expect(r.Labels).To(HaveKey("severity"))
+		g.Expect(tested).To(HaveKey(r.Alert), "alerts_test.yaml never tests %s", r.Alert)
+		for _, name := range metricNames(r.Expr.String()) {
+			g.Expect(known).To(HaveKey(name), "%s names %s, which docs/operations.md does not list", r.Alert, name)
+		}
+	}
+}
+
+func TestAlertingRulesFollowTheirValues(t *testing.T) {
+	g := NewWithT(t)
+	vals := monitoring(map[string]any{"prometheusRule": map[string]any{
+		"namespace": "monitoring", "labels": map[string]any{"release": "prom"},
+		"disabled":             map[string]any{"KeelsonWorkQueueBacklog": true},
+		"additionalRuleLabels": map[string]any{"team": "platform", "severity": "ignored"},
+		"runbookBaseURL":       "https://runbooks.example.com/keelson"}})
+	vals["daemonsetController"] = map[string]any{"enabled": false}
+	vals["pipelineController"] = map[string]any{"enabled": false}
+	pr := renderedRules(t, vals)
+	g.Expect(pr.Namespace).To(Equal("monitoring"))
+	g.Expect(pr.Labels).To(HaveKeyWithValue("release", "prom"))
+	alerts := map[string]bool{}
+	for _, r := range pr.Spec.Groups[0].Rules {
+		alerts[r.Alert] = true
+		g.Expect(r.Labels).To(HaveKeyWithValue("team", "platform"))
+		g.Expect(r.Labels["severity"]).NotTo(Equal("ignored"), "an added label overrode the alert's own")
+		g.Expect(r.Annotations["runbook_url"]).To(Equal("https://runbooks.example.com/keelson#" + strings.ToLower(r.Alert)))
+		g.Expect(r.Expr.String()).NotTo(ContainSubstring("daemonset-controller"), "a disabled controller's job")
+		g.Expect(r.Expr.String()).NotTo(ContainSubstring("pipeline-controller"), "a disabled controller's job")
+	}
+	g.Expect(alerts).To(HaveKey("KeelsonWorkloadSizerConflict"))
+	g.Expect(alerts).NotTo(HaveKey("KeelsonWorkQueueBacklog"), "disabled")
+	g.Expect(alerts).NotTo(HaveKey("KeelsonDaemonSetRolloutStuck"), "its controller is off")
+	g.Expect(alerts).NotTo(HaveKey("KeelsonPipelineStepFailing"), "its controller is off")
+}
+
+// grafanaVariables are the dashboard's variables, as a query runs them: promtool sees what Prometheus would.
+var grafanaVariables = strings.NewReplacer("$__rate_interval", "2m", "$__range", "1h", "$namespace", "keelson-system",
+	"$job", "keelson-daemonset-controller")
+
+// The dashboard's ConfigMap carries the sidecar's label, and every query of the dashboard names only documented
+// metrics and parses (promtool checks each as a recording rule).
+func TestDashboardQueriesNameExportedMetrics(t *testing.T) {
+	g := NewWithT(t)
+	objs := mustRender(t, monitoring(map[string]any{"dashboard": map[string]any{
+		"namespace": "grafana", "sidecarLabel": "grafana_dashboard_keelson", "sidecarLabelValue": "yes",
+		"annotations": map[string]any{"grafana_folder": "Keelson"}}}))
+	cms := ofKind[corev1.ConfigMap](t, objs, "ConfigMap")
+	g.Expect(cms).To(HaveLen(1))
+	cm := cms[0]
+	g.Expect(cm.Namespace).To(Equal("grafana"))
+	g.Expect(cm.Labels).To(HaveKeyWithValue("grafana_dashboard_keelson", "yes"))
+	g.Expect(cm.Annotations).To(HaveKeyWithValue("grafana_folder", "Keelson"))
+
+	var dash struct {
+		UID        string `json:"uid"`
+		Templating struct {
+			List []struct {
+				Name string `json:"name"`
+			} `json:"list"`
+		} `json:"templating"`
+		Panels []struct {
+			Title      string `json:"title"`
+			Type       string `json:"type"`
+			Datasource struct {
+				UID string `json:"uid"`
+			} `json:"datasource"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	g.Expect(json.Unmarshal([]byte(cm.Data["keelson.json"]), &dash)).To(Succeed())
+	g.Expect(dash.UID).To(Equal("keelson"))
+	var vars []string
+	for _, v := range dash.Templating.List {
+		vars = append(vars, v.Name)
+	}
+	g.Expect(vars).To(Equal([]string{"datasource", "namespace", "job"}))
+
+	known := documentedSeries(t)
+	var rules []map[string]string
+	used := map[string]bool{}
+	for _, p := range dash.Panels {
+		if p.Type == "row" {
+			continue
+		}
+		g.Expect(p.Datasource.UID).To(Equal("${datasource}"), "panel %q ignores the data source variable", p.Title)
+		g.Expect(p.Targets).NotTo(BeEmpty(), "panel %q has no query", p.Title)
+		for i, q := range p.Targets {
+			g.Expect(q.Expr).To(ContainSubstring(`namespace="$namespace", job=~"$job"`), "panel %q ignores the variables", p.Title)
+			names := metricNames(q.Expr)
+			g.Expect(names).NotTo(BeEmpty(), "panel %q query %d names no metric", p.Title, i)
+			for _, n := range names {
+				g.Expect(known).To(HaveKey(n), "panel %q names %s, which docs/operations.md does not list", p.Title, n)
+				used[n] = true
+			}
+			rules = append(rules, map[string]string{"record": fmt.Sprintf("dashboard:panel%d:query%d", len(rules), i),
+				"expr": grafanaVariables.Replace(q.Expr)})
+		}
+	}
+	// Every Keelson metric is on the dashboard somewhere.
+	for _, m := range documented(t) {
+		shown := false
+		for _, s := range m.SeriesNames() {
+			shown = shown || used[s]
+		}
+		if strings.HasPrefix(m.Name, "keelson_") && !shown {
+			t.Errorf("no panel shows %s", m.Name)
+		}
+	}
+	body, err := yaml.Marshal(map[string]any{"groups": []any{map[string]any{"name": "dashboard", "rules": rules}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	file := filepath.Join(t.TempDir(), "dashboard.yaml")
+	g.Expect(os.WriteFile(file, body, 0o600)).To(Succeed())
+	out, err := runCmd(promtool(t), "check", "rules", file)
+	g.Expect(err).NotTo(HaveOccurred(), "promtool check rules on the dashboard's queries:\n%s", out)
+}
+
+// On a cluster without the Prometheus Operator, asking for its rules says which CRD is missing; the dashboard
+// needs none. The monitoring objects of core kinds (the reader's ServiceAccount, token Secret and RBAC, the
+// dashboard's ConfigMap) are accepted by a real apiserver, server-side.
+func TestMonitoringAgainstTheCluster(t *testing.T) {
+	g := NewWithT(t)
+	envOnce.Do(func() { env, envErr = testenv.Start(testenv.Options{}) })
+	g.Expect(envErr).NotTo(HaveOccurred())
+	ctx := context.Background()
+	g.Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}))).To(Succeed())
+
+	g.Expect(installAgainstCluster(t, map[string]any{"metrics": map[string]any{"prometheusRule": map[string]any{"enabled": true}}})).
+		To(MatchError(ContainSubstring("metrics.prometheusRule.enabled needs the PrometheusRule CRD")))
+	g.Expect(installAgainstCluster(t, map[string]any{"metrics": map[string]any{"dashboard": map[string]any{"enabled": true}}})).
+		To(Succeed())
+
+	applied := 0
+	for _, u := range mustRender(t, monitoring(nil)) {
+		if u.GetLabels()["app.kubernetes.io/component"] != "monitoring" || strings.HasPrefix(u.GetAPIVersion(), "monitoring.coreos.com/") {
+			continue
+		}
+		err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("chart-test"),
+			client.ForceOwnership, client.DryRunAll)
+		g.Expect(err).NotTo(HaveOccurred(), "%s %s", u.GetKind(), u.GetName())
+		applied++
+	}
+	g.Expect(applied).To(Equal(5), "ServiceAccount, Secret, ClusterRole, ClusterRoleBinding and the dashboard's ConfigMap")
+}
