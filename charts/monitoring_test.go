@@ -264,10 +264,10 @@ func metricNames(expr string) []string {
 
 func TestMetricNames(t *testing.T) {
 	for expr, want := range map[string][]string{
-		`sum by (namespace, job) (up{job="a", x=~"b|c"}) == 0 or absent(up{job="a"})`:                         {"up", "up"},
+		`sum by (namespace, job) (up{job="a", x=~"b|c"}) == 0 or absent(up{job="a"})`:                            {"up", "up"},
 		`histogram_quantile(0.99, sum by (le) (rate(workqueue_queue_duration_seconds_bucket{a="b"}[5m]))) > 1e3`: {"workqueue_queue_duration_seconds_bucket"},
-		`(sum(x_total offset 5m) > 0) unless on (job) (max by (job) (y{a="}"}) == 1)`:                         {"x_total", "y"},
-		`min(keelson_a{j="$job"} - time()) / 86400 < 7 * 86400`:                                               {"keelson_a"},
+		`(sum(x_total offset 5m) > 0) unless on (job) (max by (job) (y{a="}"}) == 1)`:                            {"x_total", "y"},
+		`min(keelson_a{j="$job"} - time()) / 86400 < 7 * 86400`:                                                  {"keelson_a"},
 	} {
 		if got := metricNames(expr); strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Errorf("%s: %v, want %v", expr, got, want)
@@ -335,7 +335,7 @@ func TestAlertingRules(t *testing.T) {
 	}
 	for _, r := range pr.Spec.Groups[0].Rules {
 		g.Expect(string(doc)).To(ContainSubstring("\n### "+r.Alert+"\n"), "no runbook for %s in docs/operations.md", r.Alert)
-		g.Expect(r.Annotations["runbook_url"]).To(HaveSuffix("docs/operations.md#"+strings.ToLower(r.Alert)))
+		g.Expect(r.Annotations["runbook_url"]).To(HaveSuffix("docs/operations.md#" + strings.ToLower(r.Alert)))
 		g.Expect(r.Labels).To(HaveKey("severity"))
 		g.Expect(tested).To(HaveKey(r.Alert), "alerts_test.yaml never tests %s", r.Alert)
 		for _, name := range metricNames(r.Expr.String()) {
