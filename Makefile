@@ -108,6 +108,7 @@ verify: ## Regenerate everything and fail on drift; then vet and lint. What CI r
 test: envtest $(HELM) $(PROMTOOL) ## Run unit, integration (real kube-apiserver + etcd via envtest), chart (alerting rules with promtool too) and image tests of both modules.
 	tools/install.sh tini >/dev/null
 	tools/install.sh tini-arm64 >/dev/null
+	tools/install.sh monitoring-crds >/dev/null
 	@# Tests that start processes (apiserver and etcd, binaries, image builds) always run: a cached pass of those
 	@# would replay a result the processes never produced again. Pure unit tests may come from the cache.
 	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test $(GO_TEST_FLAGS) $$(tools/test-packages.sh unit)
@@ -115,8 +116,10 @@ test: envtest $(HELM) $(PROMTOOL) ## Run unit, integration (real kube-apiserver 
 	cd apis && go test -count=1 $(GO_TEST_FLAGS) ./...
 
 .PHONY: rules-test
-rules-test: $(HELM) $(PROMTOOL) ## Check and unit-test the chart's alerting rules with promtool, and the dashboard's queries.
-	go test -count=1 $(GO_TEST_FLAGS) -run 'TestAlertingRules|TestDashboard|TestMonitoring' ./charts/
+rules-test: envtest $(HELM) $(PROMTOOL) ## Check and unit-test the chart's alerting rules with promtool, its dashboard's queries and its monitoring objects.
+	tools/install.sh monitoring-crds >/dev/null
+	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test -count=1 $(GO_TEST_FLAGS) \
+		-run 'TestAlertingRules|TestDashboard|TestMonitoring|TestServiceMonitor|TestMetricNames' ./charts/
 
 # Fuzzing: go test -fuzz takes one target of one package at a time, so make fuzz runs each Fuzz function in turn,
 # for FUZZTIME each. The committed seed corpora (testdata/fuzz/<target>/ beside each) run in make test as ordinary
@@ -379,6 +382,11 @@ images-local: $(CLUSTER_TOOL) ## Build the controller images offline and import 
 
 # The samples make dev applies: one of each kind, runnable on the local cluster (docs/samples/dev/).
 DEV_SAMPLES := docs/samples/dev
+# MONITORING=1 (make dev, make deploy-local) installs the Prometheus Operator's ServiceMonitor and PrometheusRule
+# CRDs (the pinned release's, offline) and turns the chart's monitoring on: ServiceMonitors, alerts and dashboard.
+MONITORING ?=
+MONITORING_VALUES := --set metrics.serviceMonitor.enabled=true --set metrics.prometheusRule.enabled=true \
+	--set metrics.dashboard.enabled=true
 
 .PHONY: dev
 dev: ## Bring everything up: local cluster, images, the chart, one Ready sample of each kind. Run it again any time.
@@ -391,9 +399,10 @@ dev: ## Bring everything up: local cluster, images, the chart, one Ready sample 
 	@echo; echo "The cluster is up. Point kubectl at it:"; echo "  export KUBECONFIG=$(LOCAL_KUBECONFIG)"
 
 .PHONY: deploy-local
-deploy-local: $(HELM) ## helm upgrade --install the chart into the local cluster with the local images, and wait until Ready.
+deploy-local: $(HELM) ## helm upgrade --install the chart into the local cluster with the local images, and wait until Ready (MONITORING=1: with its monitoring).
+	$(if $(MONITORING),$(KUBECTL_LOCAL) apply --server-side --field-manager=keelson-make -f $$(tools/install.sh monitoring-crds))
 	$(HELM_LOCAL) upgrade --install $(RELEASE) charts/keelson --namespace $(RELEASE_NAMESPACE) --create-namespace \
-		$(LOCAL_IMAGE_VALUES) $(VALUES) --wait --timeout 5m
+		$(LOCAL_IMAGE_VALUES) $(if $(MONITORING),$(MONITORING_VALUES)) $(VALUES) --wait --timeout 5m
 	$(KUBECTL_LOCAL) -n $(RELEASE_NAMESPACE) rollout status deployment --timeout=180s
 
 .PHONY: dev-down

@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -454,9 +455,10 @@ func TestDashboardQueriesNameExportedMetrics(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), "promtool check rules on the dashboard's queries:\n%s", out)
 }
 
-// On a cluster without the Prometheus Operator, asking for its rules says which CRD is missing; the dashboard
-// needs none. The monitoring objects of core kinds (the reader's ServiceAccount, token Secret and RBAC, the
-// dashboard's ConfigMap) are accepted by a real apiserver, server-side.
+// On a cluster without the Prometheus Operator, asking for its rules says which CRD is missing. With its CRDs (the
+// pinned release's, tools/install.sh monitoring-crds), the chart installs with every monitoring object, and a real
+// apiserver accepts each of them server-side against the CRDs' schemas: a misspelt field of a ServiceMonitor fails
+// here, not in a user's cluster.
 func TestMonitoringAgainstTheCluster(t *testing.T) {
 	g := NewWithT(t)
 	envOnce.Do(func() { env, envErr = testenv.Start(testenv.Options{}) })
@@ -467,17 +469,67 @@ func TestMonitoringAgainstTheCluster(t *testing.T) {
 	g.Expect(installAgainstCluster(t, map[string]any{"metrics": map[string]any{"prometheusRule": map[string]any{"enabled": true}}})).
 		To(MatchError(ContainSubstring("metrics.prometheusRule.enabled needs the PrometheusRule CRD")))
 	g.Expect(installAgainstCluster(t, map[string]any{"metrics": map[string]any{"dashboard": map[string]any{"enabled": true}}})).
-		To(Succeed())
+		To(Succeed(), "the dashboard needs no CRD")
 
-	applied := 0
-	for _, u := range mustRender(t, monitoring(nil)) {
-		if u.GetLabels()["app.kubernetes.io/component"] != "monitoring" || strings.HasPrefix(u.GetAPIVersion(), "monitoring.coreos.com/") {
-			continue
+	installMonitoringCRDs(t)
+	g.Expect(installAgainstCluster(t, monitoring(nil))).To(Succeed())
+	for _, mode := range []string{"selfSigned", "certManager"} {
+		vals := monitoring(map[string]any{"serviceMonitor": map[string]any{
+			"relabelings":       []any{map[string]any{"action": "labeldrop", "regex": "container"}},
+			"metricRelabelings": []any{map[string]any{"action": "drop", "sourceLabels": []any{"__name__"}, "regex": "go_gc_.*"}}}})
+		vals["webhooks"] = map[string]any{"certs": map[string]any{"mode": mode}}
+		kinds := map[string]int{}
+		for _, u := range mustRender(t, vals) {
+			if u.GetLabels()["app.kubernetes.io/component"] != "monitoring" && !strings.HasPrefix(u.GetAPIVersion(), "monitoring.coreos.com/") {
+				continue
+			}
+			err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("chart-test"),
+				client.ForceOwnership, client.DryRunAll)
+			g.Expect(err).NotTo(HaveOccurred(), "%s: %s %s", mode, u.GetKind(), u.GetName())
+			kinds[u.GetKind()]++
 		}
-		err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("chart-test"),
-			client.ForceOwnership, client.DryRunAll)
-		g.Expect(err).NotTo(HaveOccurred(), "%s %s", u.GetKind(), u.GetName())
-		applied++
+		g.Expect(kinds).To(Equal(map[string]int{"ServiceMonitor": 3, "PrometheusRule": 1, "ConfigMap": 1, "ServiceAccount": 1,
+			"Secret": 1, "ClusterRole": 1, "ClusterRoleBinding": 1}), mode)
 	}
-	g.Expect(applied).To(Equal(5), "ServiceAccount, Secret, ClusterRole, ClusterRoleBinding and the dashboard's ConfigMap")
+}
+
+// installMonitoringCRDs installs the Prometheus Operator's ServiceMonitor and PrometheusRule CRDs into the test
+// apiserver until the test ends (the other tests expect a cluster without them).
+func installMonitoringCRDs(t *testing.T) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	root, err := testenv.RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	version, err := testenv.PinnedVersion(root, "PROMETHEUS_OPERATOR_VERSION")
+	g.Expect(err).NotTo(HaveOccurred())
+	files, _ := filepath.Glob(filepath.Join(root, "bin", "monitoring-crds-"+version, "*.yaml"))
+	if len(files) != 2 {
+		t.Fatalf("bin/monitoring-crds-%s/ holds %d CRDs: run make test (it runs tools/install.sh monitoring-crds)", version, len(files))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		g.Expect(err).NotTo(HaveOccurred())
+		crd := &unstructured.Unstructured{}
+		g.Expect(yaml.Unmarshal(b, &crd.Object)).To(Succeed())
+		g.Expect(env.Client.Create(ctx, crd)).To(Succeed())
+		t.Cleanup(func() {
+			_ = env.Client.Delete(context.Background(), crd)
+			g.Eventually(func() bool {
+				return apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKeyFromObject(crd), crd))
+			}, "30s", "100ms").Should(BeTrue(), "CRD %s not gone", crd.GetName())
+		})
+		g.Eventually(func() bool {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
+				return false
+			}
+			conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+			for _, c := range conds {
+				if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
+					return true
+				}
+			}
+			return false
+		}, "30s", "100ms").Should(BeTrue(), "CRD %s not established", crd.GetName())
+	}
 }

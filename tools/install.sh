@@ -6,6 +6,7 @@
 #                                kube (every Kubernetes binary a local cluster needs, prints the directory)
 #                                kind, coredns, tini (Debian's tini-static, installed with apt), pause (compiled with gcc)
 #                                promtool (Prometheus's rule checker, built from the wrapper module tools/modules/promtool)
+#                                monitoring-crds (the Prometheus Operator's ServiceMonitor and PrometheusRule CRDs, prints the directory)
 #                                tini-ARCH (Debian's tini-static for ARCH, e.g. tini-arm64: the images make release builds)
 #
 # Versions come from tools/versions.env. Every tool lands under bin/ with its version in its path, so a version bump
@@ -195,6 +196,29 @@ install_promtool() {
   echo "$dest"
 }
 
+# monitoring-crds: the Prometheus Operator's ServiceMonitor and PrometheusRule CRDs as its pinned release ships them,
+# from its Go module (the proxy serves it where GitHub's release assets cannot be reached), into
+# bin/monitoring-crds-<version>/. The chart's tests validate its monitoring objects against them, and make dev
+# MONITORING=1 installs them so the chart's monitoring applies to the local cluster.
+install_monitoring_crds() {
+  local dest=$BIN/monitoring-crds-$PROMETHEUS_OPERATOR_VERSION
+  if [ ! -f "$dest/.ready" ]; then
+    local src
+    src=$(cd "$ROOT/tools/modules/promtool" && GOFLAGS=-mod=mod go mod download -json \
+      "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" |
+      sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    mkdir -p "$dest"
+    for k in servicemonitors prometheusrules; do
+      local f=$src/example/prometheus-operator-crd/monitoring.coreos.com_$k.yaml
+      [ -f "$f" ] || { log "$f not found in the prometheus-operator module"; exit 1; }
+      cp "$f" "$dest/"
+    done
+    chmod -R u+w "$dest"
+    touch "$dest/.ready"
+  fi
+  echo "$dest"
+}
+
 # tini: Debian's static tini, the images' PID 1. Installed with apt when missing (these machines run as root).
 install_tini() {
   local t=/usr/bin/tini-static
@@ -238,7 +262,7 @@ install_tini_arch() {
 }
 
 main() {
-  [ $# -eq 1 ] || { sed -n '2,10p' "${BASH_SOURCE[0]}" >&2; exit 2; }
+  [ $# -eq 1 ] || { sed -n '2,11p' "${BASH_SOURCE[0]}" >&2; exit 2; }
   mkdir -p "$BIN"
   case $1 in
     controller-gen) go_install controller-gen "$CONTROLLER_GEN_VERSION" sigs.k8s.io/controller-tools/cmd/controller-gen ;;
@@ -260,6 +284,7 @@ main() {
     tini-*) install_tini_arch "${1#tini-}" ;;
     pause) install_pause ;;
     promtool) install_promtool ;;
+    monitoring-crds) install_monitoring_crds ;;
     setup-envtest) go_install setup-envtest "$SETUP_ENVTEST_VERSION" sigs.k8s.io/controller-runtime/tools/setup-envtest ;;
     envtest) install_envtest ;;
     kube) install_kube ;;
