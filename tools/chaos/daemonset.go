@@ -62,7 +62,7 @@ func (w *daemonSetWork) change(ctx context.Context, round int) error {
 	return w.c.Patch(ctx, &ds, client.MergeFrom(base))
 }
 
-// check finds the nodes that hold more than one live pod of the DaemonSet.
+// check finds the nodes that hold, or are about to hold, more than one live pod of the DaemonSet.
 func (w *daemonSetWork) check(ctx context.Context) ([]string, error) {
 	pods, err := w.pods(ctx)
 	if err != nil {
@@ -70,8 +70,8 @@ func (w *daemonSetWork) check(ctx context.Context) ([]string, error) {
 	}
 	byNode := map[string][]string{}
 	for _, p := range pods {
-		if live(&p) && p.Spec.NodeName != "" {
-			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p.Name)
+		if node := targetNode(&p); live(&p) && node != "" {
+			byNode[node] = append(byNode[node], p.Name)
 		}
 	}
 	var bad []string
@@ -83,6 +83,24 @@ func (w *daemonSetWork) check(ctx context.Context) ([]string, error) {
 	}
 	sort.Strings(bad)
 	return bad, nil
+}
+
+// targetNode is the node a pod runs on or, not yet scheduled, is pinned to by the DaemonSet's required node affinity
+// (a second pod counts from its creation, not from its binding).
+func targetNode(p *corev1.Pod) string {
+	if p.Spec.NodeName != "" {
+		return p.Spec.NodeName
+	}
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			for _, f := range term.MatchFields {
+				if f.Key == "metadata.name" && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
+					return f.Values[0]
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // pods lists the DaemonSet's pods from the apiserver (not a cache: the sampler must see what is, not what was).

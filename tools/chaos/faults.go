@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,8 +34,9 @@ const (
 	FaultDelete Fault = "delete"
 )
 
-// faultCycle is the order faults are injected in: every kind early, so even a short run tries each.
-var faultCycle = []Fault{FaultKill, FaultDelete, FaultStop}
+// faultCycle is the order faults are injected in: every kind early, so even a short run tries each; the frozen
+// leader first, so that even the shortest run watches what it does once it wakes.
+var faultCycle = []Fault{FaultStop, FaultKill, FaultDelete}
 
 // injector injects faults into one controller of the chart's release on the local cluster.
 type injector struct {
@@ -62,43 +64,71 @@ func (in *injector) leader(ctx context.Context) (pod, identity string, err error
 	return pod, identity, nil
 }
 
-// inject brings the current leader down with fault and returns when another replica holds the lease. It says when
-// the fault started.
-func (in *injector) inject(ctx context.Context, fault Fault) (time.Time, error) {
+// inject brings the current leader down with fault and returns once another replica holds the lease and, after a
+// freeze, once the woken process has gone (it exits when it finds its lease lost; the kubelet restarts it), so the
+// next fault meets a standby again. It says when the fault started and how long until the new leader held the
+// lease.
+func (in *injector) inject(ctx context.Context, fault Fault) (start time.Time, handover time.Duration, err error) {
 	pod, identity, err := in.leader(ctx)
 	if err != nil {
-		return time.Time{}, err
+		return time.Time{}, 0, err
 	}
 	if pod == "" {
-		return time.Time{}, fmt.Errorf("lease %s has no holder", in.deployment)
+		return time.Time{}, 0, fmt.Errorf("lease %s has no holder", in.deployment)
 	}
 	var p corev1.Pod
 	if err := in.c.Get(ctx, client.ObjectKey{Namespace: in.namespace, Name: pod}, &p); err != nil {
-		return time.Time{}, fmt.Errorf("reading the leader's pod %s: %w", pod, err)
+		return time.Time{}, 0, fmt.Errorf("reading the leader's pod %s: %w", pod, err)
 	}
-	start := time.Now()
+	start = time.Now()
 	switch fault {
 	case FaultKill:
 		err = in.signal(ctx, p.UID, "KILL")
 	case FaultStop:
-		if err = in.signal(ctx, p.UID, "STOP"); err == nil {
-			// Frozen past its lease: the other replica takes over meanwhile.
-			if err = in.waitNewLeader(ctx, identity); err == nil {
-				err = in.holdFor(ctx, in.lease+5*time.Second-time.Since(start))
-			}
-			if cerr := in.signal(ctx, p.UID, "CONT"); err == nil {
-				err = cerr
-			}
-		}
+		err = in.signal(ctx, p.UID, "STOP")
 	case FaultDelete:
 		err = in.c.Delete(ctx, &p, client.Preconditions{UID: &p.UID})
 	default:
 		err = fmt.Errorf("unknown fault %q", fault)
 	}
 	if err != nil {
-		return start, fmt.Errorf("%s of %s: %w", fault, pod, err)
+		return start, 0, fmt.Errorf("%s of %s: %w", fault, pod, err)
 	}
-	return start, in.waitNewLeader(ctx, identity)
+	if err := in.waitNewLeader(ctx, identity); err != nil {
+		return start, 0, err
+	}
+	handover = time.Since(start)
+	if fault == FaultStop {
+		// Frozen past its lease, then woken: what it does then is what the invariant watches.
+		err = in.holdFor(ctx, in.lease+5*time.Second-time.Since(start))
+		if cerr := in.signal(ctx, p.UID, "CONT"); err == nil && cerr != nil && !strings.Contains(cerr.Error(), "no container process") {
+			err = cerr // a container its liveness probe had the kubelet kill meanwhile has nothing left to wake
+		}
+		if err == nil {
+			err = in.waitRestarted(ctx, &p)
+		}
+	}
+	return start, handover, err
+}
+
+// waitRestarted waits until the pod's containers restarted (or the pod is gone): a woken leader exits once it finds
+// its lease lost.
+func (in *injector) waitRestarted(ctx context.Context, before *corev1.Pod) error {
+	restarts := func(p *corev1.Pod) (n int32) {
+		for _, cs := range p.Status.ContainerStatuses {
+			n += cs.RestartCount
+		}
+		return n
+	}
+	was := restarts(before)
+	return wait.Poll(ctx, 500*time.Millisecond, 3*time.Minute, func() (bool, error) {
+		var p corev1.Pod
+		err := in.c.Get(ctx, client.ObjectKeyFromObject(before), &p)
+		if apierrors.IsNotFound(err) || err == nil && (p.UID != before.UID || restarts(&p) > was) {
+			return true, nil
+		}
+		return false, err
+	})
 }
 
 // holdFor waits d (nothing to poll: a frozen process is the point), or until ctx ends.

@@ -102,9 +102,19 @@ func run() error {
 	rng := rand.New(rand.NewPCG(*seed, 0))
 	fmt.Printf("chaos: seed %d, %d faults per scenario, %d simulated nodes\n", *seed, p.Faults, p.Nodes)
 
+	var pool corev1.NodeList
+	if err := c.List(ctx, &pool, client.MatchingLabels(fakeNodeSelector)); err != nil {
+		return err
+	}
 	if err := resizePool(ctx, c, *clusterTool, *clusterDir, p.Nodes); err != nil {
 		return err
 	}
+	// The pool goes back to what it was: what runs next on the cluster (CI's crash test) expects it.
+	defer func() {
+		if err := resizePool(ctx, c, *clusterTool, *clusterDir, len(pool.Items)); err != nil {
+			fmt.Fprintf(os.Stderr, "chaos: restoring %d simulated nodes: %v\n", len(pool.Items), err)
+		}
+	}()
 	nodeNames := make([]string, p.Nodes)
 	for i := range nodeNames {
 		nodeNames[i] = "kwok-node-" + strconv.Itoa(i)
@@ -124,7 +134,7 @@ func run() error {
 			r.Invariant = "no node ever runs two live pods of the DaemonSet"
 		case "sizer":
 			w = &sizerWork{c: c, ns: ns, count: p.Sizers}
-			r.Controller, r.Size = "workload-sizer", fmt.Sprintf("%d WorkloadSizers, sizes 3 and 4 in turn", p.Sizers)
+			r.Controller, r.Size = "workload-sizer", fmt.Sprintf("%d WorkloadSizers, sizes 3, 4 and 5 in turn", p.Sizers)
 			r.Invariant = "every Deployment's replicas are one of the last two sizes asked, and its pod template never changes"
 		case "pipeline":
 			w = &pipelineWork{c: c, ns: ns, count: p.Pipelines, nodes: nodeNames}

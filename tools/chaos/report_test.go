@@ -27,7 +27,7 @@ func TestFaultsSection(t *testing.T) {
 		Faults:   []FaultResult{{FaultKill, 16 * time.Second}, {FaultDelete, 2 * time.Second}, {FaultStop, 17 * time.Second}},
 		Recovery: 41 * time.Second}
 	got := faultsSection([]Result{r}, 7)
-	for _, want := range []string{"seed 7", "| daemonset: leader death | 1 DaemonSet on 200 nodes | 1 sigkill, 1 delete, 1 sigstop | 812 | 1 | 16.0 s, 17.0 s | 41.0 s |",
+	for _, want := range []string{"seed 7", "| daemonset: leader death | 1 DaemonSet on 200 nodes | 1 sigstop, 1 sigkill, 1 delete | 812 | 1 | sigstop 17.0 s, 17.0 s; sigkill 16.0 s, 16.0 s; delete 2.0 s, 2.0 s | 41.0 s |",
 		"Broken: node n-1 runs 2 live pods."} {
 		if !strings.Contains(got, want) {
 			t.Errorf("section lacks %q:\n%s", want, got)

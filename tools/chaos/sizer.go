@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"sync/atomic"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,13 +26,13 @@ type sizerWork struct {
 	c       client.Client
 	ns      string
 	count   int
-	round   int
+	round   atomic.Int32      // the round of the last change; the sampler reads it concurrently
 	initial map[string]string // template fingerprint of each Deployment after setup
 }
 
-// sizeOf is the size the sizers are asked for in a round: 3 and 4 in turn, so that a drop to 1 (the default of an
-// unset replicas) or 0 shows.
-func sizeOf(round int) int32 { return int32(3 + round&1) }
+// sizeOf is the size the sizers are asked for in a round: 3, 4 and 5 in turn, so that a stale size (two rounds old)
+// shows, and so does a drop to 1 (the default of an unset replicas) or 0.
+func sizeOf(round int32) int32 { return 3 + (round%3+3)%3 }
 
 func (w *sizerWork) name(i int) string { return fmt.Sprintf("chaos-%d", i) }
 
@@ -65,14 +66,14 @@ func (w *sizerWork) setUp(ctx context.Context) error {
 
 // change asks every sizer for the round's size.
 func (w *sizerWork) change(ctx context.Context, round int) error {
-	w.round = round
+	w.round.Store(int32(round))
 	for i := range w.count {
 		var wls sizerv1alpha1.WorkloadSizer
 		if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: w.name(i)}, &wls); err != nil {
 			return err
 		}
 		base := wls.DeepCopy()
-		wls.Spec.Size = ptr.To(sizeOf(round))
+		wls.Spec.Size = ptr.To(sizeOf(int32(round)))
 		if err := w.c.Patch(ctx, &wls, client.MergeFrom(base)); err != nil {
 			return err
 		}
@@ -87,10 +88,11 @@ func (w *sizerWork) check(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	var bad []string
+	round := w.round.Load()
 	for _, d := range deps {
 		r := ptr.Deref(d.Spec.Replicas, 1)
-		if r != sizeOf(w.round) && r != sizeOf(w.round-1) {
-			bad = append(bad, fmt.Sprintf("Deployment %s has %d replicas; its sizer asked for %d", d.Name, r, sizeOf(w.round)))
+		if r != sizeOf(round) && r != sizeOf(round-1) {
+			bad = append(bad, fmt.Sprintf("Deployment %s has %d replicas; its sizer asked for %d", d.Name, r, sizeOf(round)))
 		}
 		if want, ok := w.initial[d.Name]; ok && fingerprint(d.Spec.Template) != want {
 			bad = append(bad, fmt.Sprintf("Deployment %s has a new pod template: its pods roll though nothing asked for it", d.Name))
@@ -128,7 +130,7 @@ func (w *sizerWork) converged(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	for _, d := range deps {
-		if ptr.Deref(d.Spec.Replicas, 1) != sizeOf(w.round) || d.Status.ReadyReplicas != sizeOf(w.round) {
+		if want := sizeOf(w.round.Load()); ptr.Deref(d.Spec.Replicas, 1) != want || d.Status.ReadyReplicas != want {
 			return false, nil
 		}
 	}

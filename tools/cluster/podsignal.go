@@ -69,11 +69,11 @@ func podPIDs(roots []string, uid string, comm func(int) string) []int {
 	return pids
 }
 
-// underPod reports whether a cgroup file lies under the pod's directory (pod<uid>, its dashes kept, as the cgroupfs
-// driver names it; the systemd driver's underscores are accepted too).
+// underPod reports whether a cgroup file lies under the pod's directory, pod<uid> as the cgroupfs driver (the local
+// cluster's) names it.
 func underPod(path, uid string) bool {
 	for _, dir := range strings.Split(filepath.Dir(path), string(filepath.Separator)) {
-		if dir == "pod"+uid || dir == "pod"+strings.ReplaceAll(uid, "-", "_") {
+		if dir == "pod"+uid {
 			return true
 		}
 	}

@@ -17,16 +17,19 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
 )
 
-// A leader that freezes (SIGSTOP, a stalled node, a long garbage-collection pause) for longer than its lease wakes
-// up with its work queues, caches and in-flight reconciles as they were, while another replica leads. Until its
-// leader elector notices, at its next renewal attempt, its reconciles go on writing from a stale view: on the local
-// cluster a DaemonSet controller frozen past its lease created second pods on nodes for several seconds after it
-// woke, beside the new leader's. The fence closes that window: the replica that led refuses its own writes once
-// its last renewal of the lease is older than the renew deadline, by which time its elector would have given
-// leadership up anyway, and which ends before the lease can expire for the other replicas (lease duration >
-// renew deadline). The process exits on losing leadership, so a closed fence never reopens.
+// A leader that freezes (SIGSTOP, a stalled process, a long pause) for longer than its lease wakes up with its work
+// queues, caches and in-flight reconciles as they were, while another replica leads. Until its leader elector
+// notices, at its next renewal attempt, its reconciles go on writing from a stale view: on the local cluster a
+// DaemonSet controller frozen past its lease created second pods on nodes for several seconds after it woke, beside
+// the new leader's. The fence narrows that window to the requests already past it: a replica that led refuses its
+// own writes once its last renewal of the lease is older than the renew deadline, which ends before the lease can
+// expire for the other replicas (lease duration > renew deadline). Its elector is then about to give leadership up
+// (the process exits when it does); should a renewal still succeed, the fence opens again, rightly. A request that
+// passed the fence just before the freeze still lands after it, and the monotonic clock stands still while a whole
+// machine is suspended: neither is covered.
 
 // fence tracks this replica's renewals of its lease and refuses its writes once they lapse.
 type fence struct {
@@ -35,6 +38,9 @@ type fence struct {
 
 	mu      sync.Mutex
 	renewed time.Time // the start of the last successful renewal by this replica; zero until it first leads
+
+	// closedOnce logs the first refusal: one line says the fence closed, not one per write.
+	closedOnce sync.Once
 }
 
 // newFence returns a fence that closes renewDeadline after the last renewal.
@@ -64,15 +70,16 @@ func (f *fence) lapsed() (time.Duration, bool) {
 	return since, since > f.renewDeadline
 }
 
-// exempt reports whether a request passes the fence whatever the lease: reads, the lease itself (the elector must be
-// able to renew or release it), and token and access reviews (they change nothing).
+// exempt reports whether a request passes the fence whatever the lease: reads, leases (the elector's own client
+// bypasses the fence, but nothing else of the process may be kept from its lease either), and token and access
+// reviews (they change nothing).
 func exempt(req *http.Request) bool {
 	switch req.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 		return true
 	}
 	p := req.URL.Path
-	return strings.Contains(p, "/leases") || strings.HasPrefix(p, "/apis/authentication.k8s.io/") ||
+	return strings.HasPrefix(p, "/apis/coordination.k8s.io/") || strings.HasPrefix(p, "/apis/authentication.k8s.io/") ||
 		strings.HasPrefix(p, "/apis/authorization.k8s.io/")
 }
 
@@ -81,6 +88,10 @@ func (f *fence) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		if !exempt(req) {
 			if since, closed := f.lapsed(); closed {
+				f.closedOnce.Do(func() {
+					ctrl.Log.WithName("leader-election").Info("Refusing writes: the lease was not renewed in time; another replica may lead",
+						"sinceRenewal", since.String(), "renewDeadline", f.renewDeadline.String())
+				})
 				return nil, fmt.Errorf("refusing %s %s: this replica's leader lease was last renewed %s ago, beyond its renew "+
 					"deadline of %s; another replica may lead now", req.Method, req.URL.Path, since.Round(time.Millisecond), f.renewDeadline)
 			}
