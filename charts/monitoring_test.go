@@ -111,7 +111,7 @@ func TestServiceMonitorsScrapeOverVerifiedTLS(t *testing.T) {
 				g.Expect(string(*ep.Scheme)).To(Equal("https"))
 				g.Expect(string(ep.ScrapeTimeout)).To(Equal("15s"))
 				g.Expect(string(ep.Interval)).To(Equal("30s"))
-				g.Expect(ep.BearerTokenFile).To(BeEmpty(), "the deprecated token file")
+				g.Expect(ep.BearerTokenFile).To(BeEmpty(), "the deprecated token file") //nolint:staticcheck // checks it is unused
 				g.Expect(ep.Authorization.Credentials.Name).To(Equal("keelson-metrics-reader"))
 				g.Expect(ep.Authorization.Credentials.Key).To(Equal("token"))
 				tlsCfg := ep.TLSConfig
@@ -128,7 +128,7 @@ func TestServiceMonitorsScrapeOverVerifiedTLS(t *testing.T) {
 				g.Expect(tlsCfg.CA.Secret.Name).To(Equal(secret))
 				g.Expect(tlsCfg.CA.Secret.Key).To(Equal("ca.crt"))
 				g.Expect(ep.RelabelConfigs).To(HaveLen(1))
-				g.Expect(string(ep.RelabelConfigs[0].Action)).To(Equal("labeldrop"))
+				g.Expect(ep.RelabelConfigs[0].Action).To(Equal("labeldrop"))
 			}
 			checkMetricsReader(g, t, objs, namespace)
 		})
