@@ -128,7 +128,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"Directory with tls.crt and tls.key for the metrics server; empty uses a self-signed certificate.")
 	fs.BoolVar(&o.MetricsWebhookCert, "metrics-webhook-cert", o.MetricsWebhookCert,
 		"Serve metrics with the webhook server's certificate (the Service's DNS names, signed by the webhook CA), so "+
-			"scrapers can verify it: from memory with --webhook-cert-rotation, else from --webhook-cert-dir.")
+			"scrapers can verify it: from memory with --webhook-cert-rotation, else from --webhook-cert-dir. Ignored "+
+			"without webhooks.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr,
 		"Address /healthz and /readyz bind to.")
 

@@ -448,7 +448,9 @@ func writeSelfSignedCert(t *testing.T, dir string) {
 func TestMetricsRequireAuthorizedToken(t *testing.T) {
 	g := NewWithT(t)
 	metricsAddr := freeAddr(t)
-	p := start(t, "daemonset-controller", "--metrics-bind-address="+metricsAddr, "--leader-election-id=metrics-test")
+	// --metrics-webhook-cert without webhooks (start turns them off): the server keeps its self-signed certificate.
+	p := start(t, "daemonset-controller", "--metrics-bind-address="+metricsAddr, "--leader-election-id=metrics-test",
+		"--metrics-webhook-cert")
 	g.Eventually(p.leads, 30*time.Second, 50*time.Millisecond).Should(BeTrue())
 
 	httpClient := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{

@@ -174,7 +174,8 @@ func newManager(b Binary, opts Options) (ctrl.Manager, *drainingServer, error) {
 		// Only a caller whose token may GET /metrics (a TokenReview and a SubjectAccessReview) is served.
 		metricsOpts.FilterProvider = metricsAuth
 		metricsOpts.CertDir = opts.MetricsCertDir
-		if opts.MetricsWebhookCert {
+		// Without a webhook server there is no webhook certificate to lend: the default (self-signed) stays.
+		if opts.MetricsWebhookCert && opts.EnableWebhooks && b.SetupWebhooks != nil {
 			metricsOpts.TLSOpts, metricsOpts.CertDir = metricsTLSFromWebhook(serving, opts)
 		}
 	}
