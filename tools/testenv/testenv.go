@@ -9,16 +9,21 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 )
 
 // Options say what an Env serves.
@@ -64,9 +69,9 @@ func Start(opts Options) (*Env, error) {
 			return nil, fmt.Errorf("building the test scheme: %w", err)
 		}
 	}
-	var webhookPaths []string
-	for _, p := range opts.WebhookManifests {
-		webhookPaths = append(webhookPaths, filepath.Join(root, p))
+	webhooks, err := loadWebhookManifests(root, opts.WebhookManifests)
+	if err != nil {
+		return nil, err
 	}
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
@@ -74,7 +79,7 @@ func Start(opts Options) (*Env, error) {
 		// No CRDs yet is fine (a group-version without kinds); a wrong path is not, and would fail below.
 		ErrorIfCRDPathMissing:    true,
 		Scheme:                   scheme,
-		WebhookInstallOptions:    envtest.WebhookInstallOptions{Paths: webhookPaths},
+		WebhookInstallOptions:    webhooks,
 		ControlPlaneStartTimeout: time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
 	}
@@ -88,6 +93,54 @@ func Start(opts Options) (*Env, error) {
 		return nil, fmt.Errorf("creating the test client: %w", err)
 	}
 	return &Env{Config: cfg, Client: c, Scheme: scheme, Root: root, env: env}, nil
+}
+
+// loadWebhookManifests reads the generated webhook configurations at the repository-relative paths and names each
+// after its file: controller-gen names every binary's configurations alike (mutating-webhook-configuration), and
+// installed side by side the last would replace the others, leaving those binaries' webhooks uncalled.
+func loadWebhookManifests(root string, paths []string) (envtest.WebhookInstallOptions, error) {
+	var opts envtest.WebhookInstallOptions
+	for _, p := range paths {
+		f, err := os.Open(filepath.Join(root, p))
+		if err != nil {
+			return opts, fmt.Errorf("reading webhook manifest: %w", err)
+		}
+		prefix := strings.TrimSuffix(filepath.Base(p), filepath.Ext(p)) + "-"
+		reader := utilyaml.NewYAMLReader(bufio.NewReader(f))
+		for {
+			doc, err := reader.Read()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				_ = f.Close()
+				return opts, fmt.Errorf("reading %s: %w", p, err)
+			}
+			var meta metav1.TypeMeta
+			if err := yaml.Unmarshal(doc, &meta); err != nil {
+				_ = f.Close()
+				return opts, fmt.Errorf("decoding %s: %w", p, err)
+			}
+			switch meta.Kind {
+			case "MutatingWebhookConfiguration":
+				var c admissionregistrationv1.MutatingWebhookConfiguration
+				err = yaml.UnmarshalStrict(doc, &c)
+				c.Name = prefix + c.Name
+				opts.MutatingWebhooks = append(opts.MutatingWebhooks, &c)
+			case "ValidatingWebhookConfiguration":
+				var c admissionregistrationv1.ValidatingWebhookConfiguration
+				err = yaml.UnmarshalStrict(doc, &c)
+				c.Name = prefix + c.Name
+				opts.ValidatingWebhooks = append(opts.ValidatingWebhooks, &c)
+			}
+			if err != nil {
+				_ = f.Close()
+				return opts, fmt.Errorf("decoding %s: %w", p, err)
+			}
+		}
+		_ = f.Close()
+	}
+	return opts, nil
 }
 
 // Stop shuts the control plane down and removes its data.

@@ -14,11 +14,11 @@ type WebhookPair struct {
 	With, Without *Env
 }
 
-// StartWebhookPair starts both control planes with opts; webhookManifest is the repository-relative path of the
-// generated webhook configuration.
-func StartWebhookPair(opts Options, webhookManifest string) (*WebhookPair, error) {
+// StartWebhookPair starts both control planes with opts; webhookManifests are the repository-relative paths of the
+// generated webhook configurations the first one calls (one per binary whose webhooks the test serves).
+func StartWebhookPair(opts Options, webhookManifests ...string) (*WebhookPair, error) {
 	withOpts := opts
-	withOpts.WebhookManifests = append(append([]string(nil), opts.WebhookManifests...), webhookManifest)
+	withOpts.WebhookManifests = append(append([]string(nil), opts.WebhookManifests...), webhookManifests...)
 	with, err := Start(withOpts)
 	if err != nil {
 		return nil, err

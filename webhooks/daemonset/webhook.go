@@ -13,15 +13,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+	"github.com/keelson-dev/keelson/webhooks/internal/defaulting"
 )
 
 // +kubebuilder:webhook:path=/mutate-daemonset-keelson-dev-v1alpha1-daemonset,mutating=true,failurePolicy=fail,sideEffects=None,groups=daemonset.keelson.dev,resources=daemonsets,verbs=create;update,versions=v1alpha1,name=mdaemonset.keelson.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-daemonset-keelson-dev-v1alpha1-daemonset,mutating=false,failurePolicy=fail,sideEffects=None,groups=daemonset.keelson.dev,resources=daemonsets,verbs=create;update,versions=v1alpha1,name=vdaemonset.keelson.dev,admissionReviewVersions=v1
 
+// mutatePath is the defaulting webhook's path, as the marker above gives it.
+const mutatePath = "/mutate-daemonset-keelson-dev-v1alpha1-daemonset"
+
 // SetupWithManager registers the DaemonSet's defaulting and validating webhooks with the manager's webhook server.
 func SetupWithManager(mgr ctrl.Manager) error {
+	defaulting.Register(mgr, mutatePath, &daemonsetv1alpha1.DaemonSet{}, Defaulter{})
 	return ctrl.NewWebhookManagedBy(mgr, &daemonsetv1alpha1.DaemonSet{}).
-		WithDefaulter(Defaulter{}).
 		WithValidator(Validator{}).
 		Complete()
 }

@@ -115,6 +115,10 @@ func Validate(p *inferencev1alpha1.Pipeline) field.ErrorList {
 	default:
 		errs = append(errs, field.NotSupported(mp.Child("type"), ms.Type, []string{"nfs", "pvc"}))
 	}
+	if ms.Capacity != nil && ms.Capacity.Sign() <= 0 {
+		errs = append(errs, field.Invalid(mp.Child("capacity"), ms.Capacity.String(),
+			"must be greater than zero: the PersistentVolume and claim need a size"))
+	}
 	if len(p.Spec.Steps) == 0 {
 		errs = append(errs, field.Required(sp.Child("steps"), "a pipeline needs at least one step"))
 	}
@@ -135,6 +139,7 @@ func Validate(p *inferencev1alpha1.Pipeline) field.ErrorList {
 			errs = append(errs, field.Invalid(stp.Child("location"), s.Location, msg+" (it names a node by its kubernetes.io/hostname label)"))
 		}
 		errs = append(errs, validateEnv(stp.Child("env"), s.Env)...)
+		errs = append(errs, validateTolerations(stp.Child("tolerations"), s.Tolerations)...)
 		errs = append(errs, validateModel(stp.Child("model"), s.Model)...)
 		errs = append(errs, validateResources(stp.Child("resources"), s.Resources)...)
 		errs = append(errs, validateReadiness(stp.Child("readiness"), s)...)
@@ -148,14 +153,19 @@ func Validate(p *inferencev1alpha1.Pipeline) field.ErrorList {
 	return append(errs, wiringErrs...)
 }
 
-// validateEnv refuses an env var the controller sets itself and a name given twice: the step's container lists
-// the env by name, so server-side apply refuses either on every pass.
+// validateEnv refuses an env var the controller sets itself, a name given twice (the step's container lists the env
+// by name, so server-side apply refuses either on every pass), and a name the apiserver refuses in a container:
+// empty, or with '=' or a character that is not printable ASCII.
 func validateEnv(fp *field.Path, env []corev1.EnvVar) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[string]bool{}
 	for j, e := range env {
 		np := fp.Index(j).Child("name")
 		switch {
+		case e.Name == "":
+			errs = append(errs, field.Required(np, ""))
+		case strings.IndexFunc(e.Name, func(r rune) bool { return r == '=' || r < ' ' || r > '~' }) >= 0:
+			errs = append(errs, field.Invalid(np, e.Name, "must consist of printable ASCII characters other than '='"))
 		case slices.Contains(pipeline.ControllerEnv, e.Name):
 			errs = append(errs, field.Invalid(np, e.Name, fmt.Sprintf("is set by the pipeline controller on every step (%s): choose another name",
 				strings.Join(pipeline.ControllerEnv, ", "))))
@@ -163,6 +173,47 @@ func validateEnv(fp *field.Path, env []corev1.EnvVar) field.ErrorList {
 			errs = append(errs, field.Duplicate(np, e.Name))
 		}
 		seen[e.Name] = true
+	}
+	return errs
+}
+
+// validateTolerations checks what the apiserver checks of a pod's tolerations, which would otherwise refuse the step's
+// Deployment on every pass: a known operator (Equal, or Exists with no value), a key that is a qualified name (or
+// none, with Exists), a value that is a label value, a known effect, and tolerationSeconds only with NoExecute.
+func validateTolerations(fp *field.Path, tolerations []corev1.Toleration) field.ErrorList {
+	var errs field.ErrorList
+	for i, t := range tolerations {
+		tp := fp.Index(i)
+		if t.Key != "" {
+			for _, msg := range validation.IsQualifiedName(t.Key) {
+				errs = append(errs, field.Invalid(tp.Child("key"), t.Key, msg))
+			}
+		}
+		switch t.Operator {
+		case corev1.TolerationOpEqual, "":
+			if t.Key == "" {
+				errs = append(errs, field.Invalid(tp.Child("operator"), t.Operator, "must be Exists when the key is empty"))
+			}
+			for _, msg := range validation.IsValidLabelValue(t.Value) {
+				errs = append(errs, field.Invalid(tp.Child("value"), t.Value, msg))
+			}
+		case corev1.TolerationOpExists:
+			if t.Value != "" {
+				errs = append(errs, field.Invalid(tp.Child("value"), t.Value, "must be empty when the operator is Exists"))
+			}
+		default:
+			errs = append(errs, field.NotSupported(tp.Child("operator"), t.Operator,
+				[]string{string(corev1.TolerationOpEqual), string(corev1.TolerationOpExists)}))
+		}
+		switch t.Effect {
+		case "", corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+		default:
+			errs = append(errs, field.NotSupported(tp.Child("effect"), t.Effect, []string{string(corev1.TaintEffectNoSchedule),
+				string(corev1.TaintEffectPreferNoSchedule), string(corev1.TaintEffectNoExecute)}))
+		}
+		if t.TolerationSeconds != nil && t.Effect != corev1.TaintEffectNoExecute {
+			errs = append(errs, field.Invalid(tp.Child("effect"), t.Effect, "must be NoExecute when tolerationSeconds is set"))
+		}
 	}
 	return errs
 }

@@ -22,15 +22,19 @@ import (
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/pipeline"
+	"github.com/keelson-dev/keelson/webhooks/internal/defaulting"
 )
 
 // +kubebuilder:webhook:path=/mutate-inference-keelson-dev-v1alpha1-pipeline,mutating=true,failurePolicy=fail,sideEffects=None,groups=inference.keelson.dev,resources=pipelines,verbs=create;update,versions=v1alpha1,name=mpipeline.keelson.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-inference-keelson-dev-v1alpha1-pipeline,mutating=false,failurePolicy=fail,sideEffects=None,groups=inference.keelson.dev,resources=pipelines,verbs=create;update,versions=v1alpha1,name=vpipeline.keelson.dev,admissionReviewVersions=v1
 
+// mutatePath is the defaulting webhook's path, as the marker above gives it.
+const mutatePath = "/mutate-inference-keelson-dev-v1alpha1-pipeline"
+
 // SetupWithManager registers the Pipeline's webhooks.
 func SetupWithManager(mgr ctrl.Manager) error {
+	defaulting.Register(mgr, mutatePath, &inferencev1alpha1.Pipeline{}, Defaulter{})
 	return ctrl.NewWebhookManagedBy(mgr, &inferencev1alpha1.Pipeline{}).
-		WithDefaulter(Defaulter{}).
 		WithValidator(Validator{Reader: mgr.GetAPIReader(), Pipelines: mgr.GetClient()}).
 		Complete()
 }

@@ -67,6 +67,20 @@ func Validate(w *sizerv1alpha1.WorkloadSizer) field.ErrorList {
 	if s.Template != nil && len(s.Template.Spec.Containers) == 0 {
 		errs = append(errs, field.Required(p.Child("template", "spec", "containers"), "the created target needs a container"))
 	}
+	if s.Template != nil {
+		// The apiserver would refuse the created target on every pass; refuse the sizer once, here.
+		tp := p.Child("template", "spec")
+		for _, list := range []struct {
+			name       string
+			containers []corev1.Container
+		}{{"initContainers", s.Template.Spec.InitContainers}, {"containers", s.Template.Spec.Containers}} {
+			for i, c := range list.containers {
+				if c.Image == "" {
+					errs = append(errs, field.Required(tp.Child(list.name).Index(i).Child("image"), "the created target's containers need images"))
+				}
+			}
+		}
+	}
 	if s.Size != nil && *s.Size < 0 {
 		errs = append(errs, field.Invalid(p.Child("size"), *s.Size, "must be non-negative"))
 	}

@@ -16,15 +16,19 @@ import (
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/sizer"
+	"github.com/keelson-dev/keelson/webhooks/internal/defaulting"
 )
 
 // +kubebuilder:webhook:path=/mutate-sizer-keelson-dev-v1alpha1-workloadsizer,mutating=true,failurePolicy=fail,sideEffects=None,groups=sizer.keelson.dev,resources=workloadsizers,verbs=create;update,versions=v1alpha1,name=mworkloadsizer.keelson.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-sizer-keelson-dev-v1alpha1-workloadsizer,mutating=false,failurePolicy=fail,sideEffects=None,groups=sizer.keelson.dev,resources=workloadsizers,verbs=create;update,versions=v1alpha1,name=vworkloadsizer.keelson.dev,admissionReviewVersions=v1
 
+// mutatePath is the defaulting webhook's path, as the marker above gives it.
+const mutatePath = "/mutate-sizer-keelson-dev-v1alpha1-workloadsizer"
+
 // SetupWithManager registers the WorkloadSizer's webhooks.
 func SetupWithManager(mgr ctrl.Manager) error {
+	defaulting.Register(mgr, mutatePath, &sizerv1alpha1.WorkloadSizer{}, Defaulter{})
 	return ctrl.NewWebhookManagedBy(mgr, &sizerv1alpha1.WorkloadSizer{}).
-		WithDefaulter(Defaulter{}).
 		WithValidator(Validator{Reader: mgr.GetClient()}).
 		Complete()
 }

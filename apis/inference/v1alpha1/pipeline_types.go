@@ -21,7 +21,7 @@ const (
 
 // ModelStorage is where the models live. Immutable: models move with a new pipeline.
 //
-// +kubebuilder:validation:XValidation:rule="self.type != 'nfs' || (has(self.csiParameter) && 'server' in self.csiParameter && 'share' in self.csiParameter)",fieldPath=".csiParameter",reason="FieldValueRequired",message="type nfs needs csiParameter.server and csiParameter.share"
+// +kubebuilder:validation:XValidation:rule="self.type != 'nfs' || (has(self.csiParameter) && 'server' in self.csiParameter && 'share' in self.csiParameter && size(self.csiParameter['server']) > 0 && size(self.csiParameter['share']) > 0)",fieldPath=".csiParameter",reason="FieldValueRequired",message="type nfs needs csiParameter.server and csiParameter.share"
 // +kubebuilder:validation:XValidation:rule="self.type != 'pvc' || (has(self.claimName) && size(self.claimName) > 0)",fieldPath=".claimName",reason="FieldValueRequired",message="type pvc needs claimName"
 type ModelStorage struct {
 	// Type is nfs or pvc.
@@ -52,9 +52,10 @@ type ModelStorage struct {
 	// +optional
 	// +kubebuilder:default=true
 	ReadOnly *bool `json:"readOnly,omitempty"`
-	// ClaimName is the existing PersistentVolumeClaim (type pvc).
+	// ClaimName is the existing PersistentVolumeClaim (type pvc): its name, in the pipeline's namespace.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	ClaimName string `json:"claimName,omitempty"`
 }
 
@@ -292,7 +293,7 @@ type PipelineStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=ipl,categories=keelson
-// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",optionalOldSelf=true,message="metadata.name must be a DNS-1035 label (a lowercase letter first, then lowercase letters, digits and '-', no dots): it names the steps' Services"
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || (size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$'))",optionalOldSelf=true,message="metadata.name must be a DNS-1035 label (at most 63 characters: a lowercase letter first, then lowercase letters, digits and '-', no dots): it names the steps' Services"
 // +kubebuilder:printcolumn:name="Steps",type=string,JSONPath=`.status.stepsReady`,description="Steps ready out of all"
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

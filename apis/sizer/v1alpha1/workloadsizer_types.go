@@ -16,9 +16,10 @@ type TargetRef struct {
 	// Kind of the target: Deployment or StatefulSet.
 	// +kubebuilder:validation:Enum=Deployment;StatefulSet
 	Kind string `json:"kind"`
-	// Name of the target.
+	// Name of the target: a Deployment's or StatefulSet's name (a DNS subdomain).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name"`
 }
 
@@ -131,12 +132,12 @@ type DisruptionSpec struct {
 	// MinAvailable overrides the profile.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="must be a non-negative integer or a percentage from 0% to 100%"
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 && self <= 2147483647 : self.matches('^(100|[1-9]?[0-9])%$')",message="must be a non-negative integer (at most 2147483647) or a percentage from 0% to 100%"
 	MinAvailable *intstr.IntOrString `json:"minAvailable,omitempty"`
 	// MaxUnavailable overrides the profile.
 	// +optional
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9]?[0-9])%$')",message="must be a non-negative integer or a percentage from 0% to 100%"
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 && self <= 2147483647 : self.matches('^(100|[1-9]?[0-9])%$')",message="must be a non-negative integer (at most 2147483647) or a percentage from 0% to 100%"
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 	// AllowBlockingDrains creates a budget even when it allows zero evictions, which blocks node drains until
 	// someone intervenes. Off by default: such a budget is not created and DisruptionBudgetSafe says why.
@@ -170,22 +171,27 @@ type ServiceExpose struct {
 type IngressExpose struct {
 	// Enabled creates the Ingress; false removes it. Requires the Service.
 	Enabled bool `json:"enabled"`
-	// Host the Ingress answers for; empty answers for every host.
+	// Host the Ingress answers for (a DNS name, optionally "*." and a DNS name); empty answers for every host.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Host string `json:"host,omitempty"`
-	// Path routed to the Service (Prefix match). Defaults to "/".
+	// Path routed to the Service (Prefix match): an absolute path without "//", "/./", "/../" or an encoded slash,
+	// as an Ingress requires. Defaults to "/".
 	// +optional
 	// +kubebuilder:default="/"
 	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('/') && !['//', '/./', '/../', '%2f', '%2F'].exists(s, self.contains(s)) && !self.endsWith('/.') && !self.endsWith('/..')",message="must be an absolute path (a leading /) without //, /./, /../ or %2f, not ending in /. or /..: an Ingress refuses any other"
 	Path string `json:"path,omitempty"`
-	// ClassName is the IngressClass; empty uses the cluster default.
+	// ClassName is the IngressClass (its name); empty uses the cluster default.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	ClassName string `json:"className,omitempty"`
-	// TLSSecretName serves the host over TLS with this Secret's certificate.
+	// TLSSecretName serves the host over TLS with the certificate of this Secret (its name, in the sizer's namespace).
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	TLSSecretName string `json:"tlsSecretName,omitempty"`
 }
 
