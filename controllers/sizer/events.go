@@ -57,18 +57,19 @@ func transitionEvents(old, updated sizerv1alpha1.WorkloadSizerStatus, createdTar
 	return out
 }
 
-// recordEvents records a pass's events on the sizer.
-// The counters of conflicts and fallbacks follow the events, so a metric and `kubectl events` tell the same story.
-func (r *Reconciler) recordEvents(wls *sizerv1alpha1.WorkloadSizer, old, updated sizerv1alpha1.WorkloadSizerStatus, createdTarget bool) {
+// recordEvents records a pass's events on the sizer and returns them. The counters of conflicts and fallbacks
+// follow the events (so a metric and `kubectl events` tell the same story), but the caller counts them only once
+// the pass's status is written (countEvents).
+func (r *Reconciler) recordEvents(wls *sizerv1alpha1.WorkloadSizer, old, updated sizerv1alpha1.WorkloadSizerStatus, createdTarget bool) []sizerEvent {
 	ref := wls.Target()
 	events := transitionEvents(old, updated, createdTarget, ref.Kind+" "+ref.Name)
-	countEvents(events)
 	if r.Recorder == nil {
-		return
+		return events
 	}
 	subject := &sizerv1alpha1.WorkloadSizer{TypeMeta: wls.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{Name: wls.Name, Namespace: wls.Namespace, UID: wls.UID}}
 	for _, e := range events {
 		r.Recorder.Eventf(subject, nil, e.eventType, e.reason, e.action, "%s", e.note)
 	}
+	return events
 }

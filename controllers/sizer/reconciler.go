@@ -146,7 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if p.recheck > 0 && err == nil && (result.RequeueAfter == 0 || p.recheck < result.RequeueAfter) {
 		result.RequeueAfter = p.recheck
 	}
-	r.recordEvents(wls, wls.Status, *p.status, p.createdTarget)
+	events := r.recordEvents(wls, wls.Status, *p.status, p.createdTarget)
 
 	if !equality.Semantic.DeepEqual(&wls.Status, p.status) {
 		now := time.Now()
@@ -161,6 +161,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		} else {
 			r.pacer.Wrote(req.String(), now)
 			r.rememberStatus(req.String(), wls.UID, *p.status)
+			// Counted once the status that starts them is written: a pass whose write fails leaves the old
+			// status, and the next pass sees the same transition again.
+			countEvents(events)
 		}
 	}
 	return result, err
