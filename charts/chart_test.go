@@ -43,13 +43,18 @@ var controllers = []string{"daemonset-controller", "workload-sizer", "pipeline-c
 
 // render installs the chart in Helm's client-only dry-run mode and returns every object it renders, hooks included.
 func render(vals map[string]any) ([]*unstructured.Unstructured, error) {
+	return renderAs("keelson", namespace, vals)
+}
+
+// renderAs renders the chart as render does, as release name in namespace ns.
+func renderAs(name, ns string, vals map[string]any) ([]*unstructured.Unstructured, error) {
 	chrt, err := loader.Load(chartDir)
 	if err != nil {
 		return nil, err
 	}
 	install := action.NewInstall(&action.Configuration{})
 	install.DryRun, install.ClientOnly, install.Replace = true, true, true
-	install.ReleaseName, install.Namespace = "keelson", namespace
+	install.ReleaseName, install.Namespace = name, ns
 	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.36.3", Major: "1", Minor: "36"}
 	rel, err := install.Run(chrt, vals)
 	if err != nil {

@@ -105,6 +105,9 @@ func TestServiceMonitorsScrapeOverVerifiedTLS(t *testing.T) {
 				g.Expect(sm.Namespace).To(Equal(namespace))
 				g.Expect(sm.Labels).To(HaveKeyWithValue("release", "kube-prometheus-stack"))
 				g.Expect(sm.Spec.Selector.MatchLabels).To(Equal(d.Spec.Selector.MatchLabels), "selects the controller's Service")
+				// The alerts and the dashboard read the classic _bucket series, which a Prometheus that scrapes native
+				// histograms would otherwise not ingest.
+				g.Expect(sm.Spec.ScrapeClassicHistograms).To(HaveValue(BeTrue()))
 				g.Expect(sm.Spec.Endpoints).To(HaveLen(1))
 				ep := sm.Spec.Endpoints[0]
 				g.Expect(ep.Port).To(Equal("metrics"))
@@ -351,7 +354,8 @@ func TestAlertingRulesFollowTheirValues(t *testing.T) {
 		"namespace": "monitoring", "labels": map[string]any{"release": "prom"},
 		"disabled":             map[string]any{"KeelsonWorkQueueBacklog": true},
 		"additionalRuleLabels": map[string]any{"team": "platform", "severity": "ignored"},
-		"runbookBaseURL":       "https://runbooks.example.com/keelson"}})
+		"runbookBaseURL":       "https://runbooks.example.com/keelson",
+		"certificateExpiry":    map[string]any{"warningDays": 2, "criticalDays": 0.5}}})
 	vals["daemonsetController"] = map[string]any{"enabled": false}
 	vals["pipelineController"] = map[string]any{"enabled": false}
 	pr := renderedRules(t, vals)
@@ -367,6 +371,16 @@ func TestAlertingRulesFollowTheirValues(t *testing.T) {
 		g.Expect(r.Expr.String()).NotTo(ContainSubstring("pipeline-controller"), "a disabled controller's job")
 	}
 	g.Expect(alerts).To(HaveKey("KeelsonWorkloadSizerConflict"))
+	// The certificate thresholds are values (short-lived certificates renew days before expiry by design).
+	var expiring []string
+	for _, r := range pr.Spec.Groups[0].Rules {
+		if r.Alert == "KeelsonWebhookCertificateExpiring" {
+			expiring = append(expiring, r.Labels["severity"]+": "+r.Expr.String()+" / "+r.Annotations["summary"])
+		}
+	}
+	g.Expect(expiring).To(ConsistOf(
+		And(HavePrefix("warning: "), ContainSubstring("< 2 * 86400"), HaveSuffix("within 2 days.")),
+		And(HavePrefix("critical: "), ContainSubstring("< 0.5 * 86400"), HaveSuffix("within 0.5 days."))))
 	g.Expect(alerts).NotTo(HaveKey("KeelsonWorkQueueBacklog"), "disabled")
 	g.Expect(alerts).NotTo(HaveKey("KeelsonDaemonSetRolloutStuck"), "its controller is off")
 	g.Expect(alerts).NotTo(HaveKey("KeelsonPipelineStepFailing"), "its controller is off")
@@ -409,7 +423,7 @@ func TestDashboardQueriesNameExportedMetrics(t *testing.T) {
 		} `json:"panels"`
 	}
 	g.Expect(json.Unmarshal([]byte(cm.Data["keelson.json"]), &dash)).To(Succeed())
-	g.Expect(dash.UID).To(Equal("keelson"))
+	g.Expect(dash.UID).To(Equal("keelson-keelson-keelson-system"), "the release's uid")
 	var vars []string
 	for _, v := range dash.Templating.List {
 		vars = append(vars, v.Name)
@@ -429,6 +443,11 @@ func TestDashboardQueriesNameExportedMetrics(t *testing.T) {
 			g.Expect(q.Expr).To(ContainSubstring(`namespace="$namespace", job=~"$job"`), "panel %q ignores the variables", p.Title)
 			names := metricNames(q.Expr)
 			g.Expect(names).NotTo(BeEmpty(), "panel %q query %d names no metric", p.Title, i)
+			// A follower's work queue fills from its warmed-up informers and never drains: only the leader's counts.
+			if strings.Contains(q.Expr, "workqueue_") {
+				g.Expect(q.Expr).To(ContainSubstring(`and on (namespace, job, pod) (leader_election_master_status{namespace="$namespace", job=~"$job"} == 1)`),
+					"panel %q shows the followers' queues", p.Title)
+			}
 			for _, n := range names {
 				g.Expect(known).To(HaveKey(n), "panel %q names %s, which docs/operations.md does not list", p.Title, n)
 				used[n] = true
@@ -455,6 +474,27 @@ func TestDashboardQueriesNameExportedMetrics(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), "promtool check rules on the dashboard's queries:\n%s", out)
 }
 
+// Grafana keys dashboards by uid: two releases' dashboards get two, of at most 40 characters (Grafana's limit).
+func TestDashboardUIDIsTheReleases(t *testing.T) {
+	g := NewWithT(t)
+	uids := map[string]string{}
+	for _, rel := range [][2]string{{"keelson", "keelson-system"}, {"keelson", "team-a"}, {"edge", "keelson-system"},
+		{"a-very-long-release-name-indeed", "a-very-long-namespace-name-as-well"}, {"a-very-long-release-name-indeed", "another-long-namespace-name-as-well"}} {
+		objs, err := renderAs(rel[0], rel[1], monitoring(nil))
+		g.Expect(err).NotTo(HaveOccurred())
+		cms := ofKind[corev1.ConfigMap](t, objs, "ConfigMap")
+		g.Expect(cms).To(HaveLen(1))
+		var dash struct {
+			UID string `json:"uid"`
+		}
+		g.Expect(json.Unmarshal([]byte(cms[0].Data["keelson.json"]), &dash)).To(Succeed())
+		g.Expect(len(dash.UID)).To(BeNumerically("<=", 40), "%v: uid %q", rel, dash.UID)
+		g.Expect(dash.UID).To(MatchRegexp(`^keelson-[a-z0-9-]+$`), "%v", rel)
+		g.Expect(uids).NotTo(HaveKey(dash.UID), "%v and %s share the uid", rel, uids[dash.UID])
+		uids[dash.UID] = fmt.Sprint(rel)
+	}
+}
+
 // On a cluster without the Prometheus Operator, asking for its rules says which CRD is missing. With its CRDs (the
 // pinned release's, tools/install.sh monitoring-crds), the chart installs with every monitoring object, and a real
 // apiserver accepts each of them server-side against the CRDs' schemas: a misspelt field of a ServiceMonitor fails
@@ -466,8 +506,9 @@ func TestMonitoringAgainstTheCluster(t *testing.T) {
 	ctx := context.Background()
 	g.Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}))).To(Succeed())
 
-	g.Expect(installAgainstCluster(t, map[string]any{"metrics": map[string]any{"prometheusRule": map[string]any{"enabled": true}}})).
-		To(MatchError(ContainSubstring("metrics.prometheusRule.enabled needs the PrometheusRule CRD")))
+	g.Expect(installAgainstCluster(t, map[string]any{"metrics": map[string]any{"prometheusRule": map[string]any{"enabled": true},
+		"serviceMonitor": map[string]any{"enabled": true}}})).
+		To(MatchError(ContainSubstring("metrics.serviceMonitor.enabled needs the ServiceMonitor CRD")))
 	g.Expect(installAgainstCluster(t, map[string]any{"metrics": map[string]any{"dashboard": map[string]any{"enabled": true}}})).
 		To(Succeed(), "the dashboard needs no CRD")
 

@@ -13,15 +13,26 @@ import (
 // benchmarks count the same writes from the audit log; this lets a running controller tell them itself.
 var apiWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "keelson_apiserver_writes_total",
-	Help: "Requests that write to the apiserver (create, update, patch, delete, deletecollection), failed ones included, by verb, API group and resource.",
+	Help: "Requests that write to the apiserver (create, update, patch, delete, deletecollection), failed ones included, by verb, API group and resource; token and access reviews and leader election leases are not counted.",
 }, []string{"verb", "group", "resource"})
 
-// countWrites wraps a client's transport so that every write it sends is counted in apiWrites. It is installed
-// on the manager's rest.Config, so every client made from it (the manager's, the event recorders', the metrics
-// guard's, the certificate pass's) is counted, and nothing else needs to remember to.
+// uncountedGroups are the API groups whose writes apiWrites leaves out, the groups the write fence lets through
+// too (see exempt): token and access reviews (two per scrape of /metrics not in the metrics guard's cache) and
+// the leader election Lease's renewals (one every retry period) change no object of the cluster's; counted, they
+// would drown the controllers' own writes and move with the scrape interval rather than with the work.
+var uncountedGroups = map[string]bool{
+	"authentication.k8s.io": true,
+	"authorization.k8s.io":  true,
+	"coordination.k8s.io":   true,
+}
+
+// countWrites wraps a client's transport so that every write it sends is counted in apiWrites, but for the
+// uncountedGroups'. It is installed on the manager's rest.Config, so every client made from it (the manager's,
+// the event recorders', the metrics guard's, the certificate pass's, the lease lock's) is counted, and nothing
+// else needs to remember to.
 func countWrites(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		if verb, group, resource, ok := writeOf(req.Method, req.URL.Path); ok {
+		if verb, group, resource, ok := writeOf(req.Method, req.URL.Path); ok && !uncountedGroups[group] {
 			apiWrites.WithLabelValues(verb, group, resource).Inc()
 		}
 		return rt.RoundTrip(req)

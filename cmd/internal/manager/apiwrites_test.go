@@ -66,3 +66,34 @@ func TestCountWritesCountsEveryWriteAndNoRead(t *testing.T) {
 		t.Fatalf("counted %v creates, want 2", got)
 	}
 }
+
+// The reviews of every scrape and the lease's renewals change nothing of the cluster's: they are not counted.
+func TestCountWritesLeavesOutReviewsAndLeases(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	c := &http.Client{Transport: countWrites(http.DefaultTransport)}
+	uncounted := map[string][3]string{
+		"/apis/authentication.k8s.io/v1/tokenreviews":                                 {http.MethodPost, "authentication.k8s.io", "tokenreviews"},
+		"/apis/authorization.k8s.io/v1/subjectaccessreviews":                          {http.MethodPost, "authorization.k8s.io", "subjectaccessreviews"},
+		"/apis/coordination.k8s.io/v1/namespaces/keelson-system/leases/keelson-sizer": {http.MethodPut, "coordination.k8s.io", "leases"},
+		"/apis/coordination.k8s.io/v1/namespaces/keelson-system/leases":               {http.MethodPost, "coordination.k8s.io", "leases"},
+	}
+	before := map[string]float64{}
+	for path, w := range uncounted {
+		before[path] = testutil.ToFloat64(apiWrites.WithLabelValues(map[string]string{http.MethodPost: "create", http.MethodPut: "update"}[w[0]], w[1], w[2]))
+	}
+	for path, w := range uncounted {
+		req, _ := http.NewRequest(w[0], srv.URL+path, nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+	}
+	for path, w := range uncounted {
+		got := testutil.ToFloat64(apiWrites.WithLabelValues(map[string]string{http.MethodPost: "create", http.MethodPut: "update"}[w[0]], w[1], w[2]))
+		if got != before[path] {
+			t.Errorf("%s %s counted %v times, want none", w[0], path, got-before[path])
+		}
+	}
+}

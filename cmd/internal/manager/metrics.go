@@ -29,12 +29,17 @@ var (
 		Help: "Passes of the own-CA mode that failed to issue the webhook certificate or to inject the CA bundle into the webhook configurations.",
 	})
 
+	caInjectionLastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "keelson_webhook_ca_injection_last_success_timestamp_seconds",
+		Help: "When a pass of the own-CA mode last issued what was due and injected the CA bundle, in seconds since the Unix epoch (0 before the first).",
+	})
+
 	certExpiry = &certExpiryCollector{desc: prometheus.NewDesc("keelson_webhook_certificate_expiry_timestamp_seconds",
 		"When the webhook serving certificate this process presents expires, in seconds since the Unix epoch.", nil, nil)}
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(buildInfo, caInjectionFailures, certExpiry, apiWrites)
+	crmetrics.Registry.MustRegister(buildInfo, caInjectionFailures, caInjectionLastSuccess, certExpiry, apiWrites, admissionErrors)
 	buildInfo.WithLabelValues(version.Version, version.GitCommit).Set(1)
 }
 

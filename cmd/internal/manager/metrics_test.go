@@ -26,7 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// A pass that cannot inject the CA counts a failure; a conflict with another replica's write does not.
+// A pass that cannot inject the CA counts a failure; a conflict with another replica's write does not. Only a pass
+// that did everything moves the last success's time.
 func TestCAInjectionFailuresCountRealFailuresOnly(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
@@ -69,12 +70,20 @@ func TestCAInjectionFailuresCountRealFailuresOnly(t *testing.T) {
 		wipe()
 		refusal = tc.refusal
 		before := testutil.ToFloat64(caInjectionFailures)
+		caInjectionLastSuccess.Set(1)
 		_, err := w.Reconcile(ctx, reconcile.Request{})
 		if (err != nil) != (tc.refusal != nil) {
 			t.Fatalf("refusal %v: pass returned %v", tc.refusal, err)
 		}
 		if got := testutil.ToFloat64(caInjectionFailures) - before; got != tc.counted {
 			t.Errorf("refusal %v: counted %v failures, want %v", tc.refusal, got, tc.counted)
+		}
+		last := testutil.ToFloat64(caInjectionLastSuccess)
+		if tc.refusal == nil && last < float64(now.Unix()) {
+			t.Errorf("a successful pass left the last success at %v, want its time (%d or later)", last, now.Unix())
+		}
+		if tc.refusal != nil && last != 1 {
+			t.Errorf("refusal %v: the last success moved to %v", tc.refusal, last)
 		}
 	}
 }

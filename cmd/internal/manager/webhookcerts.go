@@ -76,6 +76,8 @@ func (w *webhookCerts) Reconcile(ctx context.Context, _ reconcile.Request) (reco
 	if injectErr != nil {
 		return reconcile.Result{}, injectErr
 	}
+	// The alert on a failing CA asks how long ago the last success was: a failure the retry mends is no alert.
+	caInjectionLastSuccess.Set(float64(w.now().Unix()))
 	return reconcile.Result{RequeueAfter: recheckEvery}, nil
 }
 
