@@ -14,7 +14,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,14 +22,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
-	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
-	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+	"github.com/keelson-dev/keelson/tools/internal/localcluster"
 )
 
 // binaryNames are Keelson's controllers, as their binaries, pods and service accounts are named.
@@ -118,19 +113,7 @@ func run() error {
 		return err
 	}
 
-	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
-	if err != nil {
-		return err
-	}
-	cfg.QPS, cfg.Burst = 200, 400
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, daemonsetv1alpha1.AddToScheme,
-		sizerv1alpha1.AddToScheme, inferencev1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return err
-		}
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, cfg, err := localcluster.Client(*kubeconfig, 200, 400)
 	if err != nil {
 		return err
 	}
@@ -373,25 +356,10 @@ func filterBench(ts []trial, bench string) []trial {
 	return out
 }
 
-// resizePool makes the simulated node pool hold exactly n nodes and waits until all are Ready and free of the
-// not-ready taint, so that neither implementation meets nodes still joining.
+// resizePool makes the simulated node pool hold exactly n nodes, all schedulable, and waits until the other
+// workloads settled, so that neither implementation meets nodes still joining.
 func resizePool(ctx context.Context, c client.Client, tool, dir string, n int) error {
-	if out, err := exec.CommandContext(ctx, tool, "nodes", "--dir", dir, "--fake-nodes", strconv.Itoa(n)).CombinedOutput(); err != nil {
-		return fmt.Errorf("resizing the simulated nodes: %w\n%s", err, out)
-	}
-	if err := poll(ctx, 5*time.Minute, func() (bool, error) {
-		var list corev1.NodeList
-		if err := c.List(ctx, &list, client.MatchingLabels{"keelson.dev/fake-node": "true"}); err != nil {
-			return false, err
-		}
-		ready := 0
-		for _, node := range list.Items {
-			if nodeSchedulable(&node) {
-				ready++
-			}
-		}
-		return ready == n && len(list.Items) == n, nil
-	}); err != nil {
+	if err := localcluster.ResizePool(ctx, c, tool, dir, n); err != nil {
 		return err
 	}
 	return othersSettled(ctx, c)
@@ -470,21 +438,6 @@ func othersSettled(ctx context.Context, c client.Client) error {
 		}
 		return settled && time.Since(since) >= 3*time.Second, nil
 	})
-}
-
-// nodeSchedulable says whether a node is Ready and carries no not-ready or unreachable taint.
-func nodeSchedulable(n *corev1.Node) bool {
-	for _, t := range n.Spec.Taints {
-		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
-			return false
-		}
-	}
-	for _, cond := range n.Status.Conditions {
-		if cond.Type == corev1.NodeReady {
-			return cond.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // writeJSON writes v, indented, to path.

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+	"github.com/keelson-dev/keelson/tools/internal/localcluster"
 )
 
 // daemonSetWork is a DaemonSet on every simulated node, rolled without surge: two live pods on one node are never
@@ -26,7 +27,7 @@ type daemonSetWork struct {
 
 // fakeNodeSelector and fakeNodeToleration put a pod on the simulated nodes only.
 var (
-	fakeNodeSelector   = map[string]string{"keelson.dev/fake-node": "true"}
+	fakeNodeSelector   = localcluster.FakeNodeLabels
 	fakeNodeToleration = corev1.Toleration{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
 )
 

@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -26,14 +25,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
-	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
-	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+	"github.com/keelson-dev/keelson/tools/internal/localcluster"
 	"github.com/keelson-dev/keelson/tools/internal/wait"
 )
 
@@ -82,19 +76,7 @@ func run() error {
 	if *nodes > 0 {
 		p.Nodes = *nodes
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
-	if err != nil {
-		return err
-	}
-	cfg.QPS, cfg.Burst = 100, 200
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, daemonsetv1alpha1.AddToScheme,
-		sizerv1alpha1.AddToScheme, inferencev1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return err
-		}
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, _, err := localcluster.Client(*kubeconfig, 100, 200)
 	if err != nil {
 		return err
 	}
@@ -103,15 +85,15 @@ func run() error {
 	fmt.Printf("chaos: seed %d, %d faults per scenario, %d simulated nodes\n", *seed, p.Faults, p.Nodes)
 
 	var pool corev1.NodeList
-	if err := c.List(ctx, &pool, client.MatchingLabels(fakeNodeSelector)); err != nil {
+	if err := c.List(ctx, &pool, client.MatchingLabels(localcluster.FakeNodeLabels)); err != nil {
 		return err
 	}
-	if err := resizePool(ctx, c, *clusterTool, *clusterDir, p.Nodes); err != nil {
+	if err := localcluster.ResizePool(ctx, c, *clusterTool, *clusterDir, p.Nodes); err != nil {
 		return err
 	}
 	// The pool goes back to what it was: what runs next on the cluster (CI's crash test) expects it.
 	defer func() {
-		if err := resizePool(ctx, c, *clusterTool, *clusterDir, len(pool.Items)); err != nil {
+		if err := localcluster.ResizePool(ctx, c, *clusterTool, *clusterDir, len(pool.Items)); err != nil {
 			fmt.Fprintf(os.Stderr, "chaos: restoring %d simulated nodes: %v\n", len(pool.Items), err)
 		}
 	}()
@@ -186,41 +168,6 @@ func freshNamespace(ctx context.Context, c client.Client, name string) error {
 		}
 		return err == nil, err
 	})
-}
-
-// resizePool makes the simulated node pool hold exactly n nodes, all Ready and schedulable.
-func resizePool(ctx context.Context, c client.Client, tool, dir string, n int) error {
-	if out, err := exec.CommandContext(ctx, tool, "nodes", "--dir", dir, "--fake-nodes", strconv.Itoa(n)).CombinedOutput(); err != nil {
-		return fmt.Errorf("resizing the simulated nodes: %w\n%s", err, out)
-	}
-	return pollUntil(ctx, 5*time.Minute, func() (bool, error) {
-		var list corev1.NodeList
-		if err := c.List(ctx, &list, client.MatchingLabels(fakeNodeSelector)); err != nil {
-			return false, err
-		}
-		ready := 0
-		for _, node := range list.Items {
-			if schedulable(&node) {
-				ready++
-			}
-		}
-		return ready == n && len(list.Items) == n, nil
-	})
-}
-
-// schedulable reports whether a node is Ready and carries no not-ready taint.
-func schedulable(n *corev1.Node) bool {
-	for _, t := range n.Spec.Taints {
-		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
-			return false
-		}
-	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // pollUntil polls cond every 500ms until it holds, fails, or timeout (10 minutes when 0) passes.
