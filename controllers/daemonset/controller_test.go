@@ -141,8 +141,16 @@ func TestFailedPodsAreReplacedWithBackoff(t *testing.T) {
 		// Once the status reports the wait, the controller writes nothing until the backoff ends.
 		s.g.Eventually(func() string { return condition(s.get("crashy"), daemonset.ConditionReady).Message },
 			timeout, poll).Should(ContainSubstring("failure backoff"))
-		writes := c.Writes.Load()
-		s.g.Consistently(c.Writes.Load, time.Second, poll).Should(Equal(writes), "writes while a failed pod waits")
+		// The events of the failed pod's deletion are sent by the recorder in the background, and may land just
+		// after the status: the wait starts once the writes have settled.
+		writes := int64(-1) // two equal counts 200ms apart: the first look never passes
+		s.g.Eventually(func() bool {
+			now := c.Writes.Load()
+			settled := now == writes
+			writes = now
+			return settled
+		}, timeout, 200*time.Millisecond).Should(BeTrue())
+		s.g.Consistently(c.Writes.Load, 800*time.Millisecond, poll).Should(Equal(writes), "writes while a failed pod waits")
 	})
 	t.Logf("replaced after %s, %s, %s", first, second, third)
 	s.g.Expect(first).To(BeNumerically("<", time.Second))
