@@ -82,7 +82,7 @@ func (r *Reconciler) adoptAndRelease(ctx context.Context, ds *daemonsetv1alpha1.
 			h.retry = true // still counted as the DaemonSet's, so its node gets no second pod meanwhile
 			continue
 		}
-		logger.Info("Released pod that no longer matches the selector", "pod", pod.Name, "node", podNode(pod))
+		logger.Info("Released pod that no longer matches the selector", "pod", pod.Name, "node", PodNode(pod))
 		released[pod] = true
 	}
 	h.pods = make([]*corev1.Pod, 0, len(owned)+len(adopt))
@@ -113,10 +113,10 @@ func (r *Reconciler) adoptAndRelease(ctx context.Context, ds *daemonsetv1alpha1.
 		}
 		if !done {
 			h.retry = true
-			h.occupied[podNode(pod)]++ // the orphan still runs there: no second pod beside it
+			h.occupied[PodNode(pod)]++ // the orphan still runs there: no second pod beside it
 			continue
 		}
-		logger.Info("Adopted orphaned pod", "pod", pod.Name, "node", podNode(pod))
+		logger.Info("Adopted orphaned pod", "pod", pod.Name, "node", PodNode(pod))
 		h.pods = append(h.pods, pod)
 	}
 	return h, nil
@@ -182,7 +182,7 @@ func (r *Reconciler) releaseVanished(ctx context.Context, ds *daemonsetv1alpha1.
 			retry = true
 			continue
 		}
-		log.FromContext(ctx).Info("Released pod that no longer matches the selector", "pod", name, "node", podNode(&pod))
+		log.FromContext(ctx).Info("Released pod that no longer matches the selector", "pod", name, "node", PodNode(&pod))
 	}
 	return retry, nil
 }

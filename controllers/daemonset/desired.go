@@ -175,9 +175,9 @@ func newPod(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSpec, h
 	}
 }
 
-// podNode is the node a pod runs on or is pinned to: spec.nodeName once scheduled, else the node name in the
+// PodNode is the node a pod runs on or is pinned to: spec.nodeName once scheduled, else the node name in the
 // required node affinity newPod wrote. Empty when neither says.
-func podNode(pod *corev1.Pod) string {
+func PodNode(pod *corev1.Pod) string {
 	if pod.Spec.NodeName != "" {
 		return pod.Spec.NodeName
 	}

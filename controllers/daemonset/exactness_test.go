@@ -298,7 +298,7 @@ func TestStatusSkipComparesWithTheLastWrite(t *testing.T) {
 func (w *world) podsOn(node string) int {
 	n := 0
 	for _, p := range w.pods() {
-		if podNode(&p) == node && p.DeletionTimestamp == nil {
+		if PodNode(&p) == node && p.DeletionTimestamp == nil {
 			n++
 		}
 	}

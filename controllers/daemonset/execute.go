@@ -59,10 +59,10 @@ func (r *Reconciler) deletePods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 				return nil // already gone, or replaced by another pod of the same name
 			}
 			r.Recorder.Eventf(eventSubject(ds), d.pod, corev1.EventTypeWarning, eventFailedDelete, "Delete",
-				"Deleting %s pod %s on node %s failed: %v", d.reason, d.pod.Name, podNode(d.pod), err)
+				"Deleting %s pod %s on node %s failed: %v", d.reason, d.pod.Name, PodNode(d.pod), err)
 			return fmt.Errorf("deleting pod %s: %w", d.pod.Name, err)
 		}
-		log.FromContext(ctx).V(1).Info("Deleted pod", "pod", d.pod.Name, "node", podNode(d.pod), "reason", d.reason)
+		log.FromContext(ctx).V(1).Info("Deleted pod", "pod", d.pod.Name, "node", PodNode(d.pod), "reason", d.reason)
 		return nil
 	})
 	var done []string

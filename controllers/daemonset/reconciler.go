@@ -247,7 +247,7 @@ func splitPods(owned []*corev1.Pod) (pods []*corev1.Pod, terminating map[string]
 		case pod.DeletionTimestamp == nil:
 			pods = append(pods, pod)
 		case !isTerminal(pod):
-			terminating[podNode(pod)]++
+			terminating[PodNode(pod)]++
 		}
 	}
 	return pods, terminating
@@ -286,7 +286,7 @@ func buildViews(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSpe
 
 	byNode := map[string][]*corev1.Pod{}
 	for _, pod := range pods {
-		byNode[podNode(pod)] = append(byNode[podNode(pod)], pod)
+		byNode[PodNode(pod)] = append(byNode[PodNode(pod)], pod)
 	}
 	views := make([]nodeView, 0, len(nodes))
 	seen := map[string]bool{}

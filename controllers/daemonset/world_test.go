@@ -173,7 +173,7 @@ func (w *world) podsPerNode() map[string]int {
 	out := map[string]int{}
 	for _, p := range w.pods() {
 		if controllerUID(&p) == "ds-uid" && p.DeletionTimestamp == nil {
-			out[podNode(&p)]++
+			out[PodNode(&p)]++
 		}
 	}
 	return out
@@ -246,7 +246,7 @@ func (w *world) podOn(node string) string {
 	w.t.Helper()
 	var names []string
 	for _, p := range w.pods() {
-		if podNode(&p) == node && p.DeletionTimestamp == nil {
+		if PodNode(&p) == node && p.DeletionTimestamp == nil {
 			names = append(names, p.Name)
 		}
 	}

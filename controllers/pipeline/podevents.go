@@ -32,7 +32,7 @@ func eventReads(pods map[string][]corev1.Pod, deployments map[string]*appsv1.Dep
 		if p := firstPod(pods[step], stuckCreating); p != nil {
 			out = append(out, p)
 		}
-		if d := deployments[step]; d != nil && d.Status.AvailableReplicas < ptr.Deref(d.Spec.Replicas, 1) {
+		if short(deployments[step]) {
 			if p := firstPod(pods[step], func(p corev1.Pod) bool { return unready(p, now) }); p != nil {
 				out = append(out, p)
 			}
@@ -41,14 +41,19 @@ func eventReads(pods map[string][]corev1.Pod, deployments map[string]*appsv1.Dep
 	return out
 }
 
+// short reports whether a step's Deployment has fewer available replicas than it asks for: only then does what its
+// readiness check answers say anything the status uses.
+func short(d *appsv1.Deployment) bool {
+	return d != nil && d.Status.AvailableReplicas < ptr.Deref(d.Spec.Replicas, 1)
+}
+
 // waiting reports whether a step waits for something only events tell, now or once readinessGrace has passed: the
 // pass looks again after eventPoll.
 func waiting(pods map[string][]corev1.Pod, deployments map[string]*appsv1.Deployment) bool {
 	for step, list := range pods {
-		d := deployments[step]
-		short := d != nil && d.Status.AvailableReplicas < ptr.Deref(d.Spec.Replicas, 1)
+		lacking := short(deployments[step])
 		for _, p := range list {
-			if stuckCreating(p) || short && !notReadySince(p).IsZero() {
+			if stuckCreating(p) || lacking && !notReadySince(p).IsZero() {
 				return true
 			}
 		}

@@ -118,7 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	w, verrs := Wire(p.Spec.Steps)
 	var errs []error
-	o := observed{autoscalers: autoscalers, allAutoscalers: allAutoscalers, now: r.now()}
+	o := observed{autoscalers: allAutoscalers, now: r.now()}
 	if len(verrs) > 0 {
 		// Admitted while the webhook was down: say what is wrong; create nothing new.
 		o.invalid = verrs.ToAggregate().Error()

@@ -64,9 +64,9 @@ func TestReadyMeansServing(t *testing.T) {
 				Status: appsv1.DeploymentStatus{ObservedGeneration: tc.d.observed, Replicas: tc.d.replicas,
 					UpdatedReplicas: tc.d.updated, ReadyReplicas: tc.d.available, AvailableReplicas: tc.d.available,
 					Conditions: tc.d.conditions}}
-			o := observed{deployments: map[string]*appsv1.Deployment{step: d}, autoscalers: map[string]string{}}
+			o := observed{deployments: map[string]*appsv1.Deployment{step: d}, autoscalers: map[string][]string{}}
 			if tc.autoscaler != "" {
-				o.autoscalers[step] = tc.autoscaler
+				o.autoscalers[step] = []string{tc.autoscaler}
 			}
 			st := stepState(p, 0, o)
 			if st.Phase != tc.phase || st.Reason != tc.reason {

@@ -73,10 +73,9 @@ type observed struct {
 	podEvents []corev1.Event
 	// now is when the pass observed: it dates the containers' exits and how long a pod has not been ready.
 	now time.Time
-	// autoscalers name, by step, the HorizontalPodAutoscaler that scales the step's Deployment; allAutoscalers
-	// name all of them (more than one: none scales it).
-	autoscalers    map[string]string
-	allAutoscalers map[string][]string
+	// autoscalers name, by step, the HorizontalPodAutoscalers that scale the step's Deployment, sorted: the first
+	// is the one the step leaves its replicas to (more than one: none scales it).
+	autoscalers map[string][]string
 }
 
 // nodeProblem says why a step cannot run on its pinned node, or returns "" when it can (or is not pinned).
@@ -147,7 +146,7 @@ func currentTemplate(pods []corev1.Pod) string {
 // them (then none does): a step that serves takes that as its reason, as nothing else needs fixing first.
 func stepStatus(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alpha1.StepStatus {
 	st := stepState(p, i, o)
-	switch all := o.allAutoscalers[st.Name]; {
+	switch all := o.autoscalers[st.Name]; {
 	case len(all) > 1:
 		st.Message += fmt.Sprintf("; HorizontalPodAutoscalers %s all scale the step's Deployment, so Kubernetes scales it "+
 			"with none of them and its replicas stay as they are: delete all but one", strings.Join(all, ", "))
@@ -175,7 +174,9 @@ func stepState(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alph
 	st.LastFailure = lastFailure(pods)
 	d := o.deployments[name]
 	want := ptr.Deref(s.Replicas, 1)
-	st.Autoscaler = o.autoscalers[name]
+	if all := o.autoscalers[name]; len(all) > 0 {
+		st.Autoscaler = all[0]
+	}
 	if d != nil {
 		st.ReadyReplicas = d.Status.ReadyReplicas
 		if st.Autoscaler != "" || d.Annotations[KeptReplicasAnnotation] != "" {

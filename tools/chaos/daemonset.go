@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+	dscontroller "github.com/keelson-dev/keelson/controllers/daemonset"
 	"github.com/keelson-dev/keelson/tools/internal/localcluster"
 )
 
@@ -63,7 +64,8 @@ func (w *daemonSetWork) change(ctx context.Context, round int) error {
 	return w.c.Patch(ctx, &ds, client.MergeFrom(base))
 }
 
-// check finds the nodes that hold, or are about to hold, more than one live pod of the DaemonSet.
+// check finds the nodes that hold, or are about to hold, more than one live pod of the DaemonSet: a pod counts on
+// its node from its creation (the node its affinity pins it to), not from its binding.
 func (w *daemonSetWork) check(ctx context.Context) ([]string, error) {
 	pods, err := w.pods(ctx)
 	if err != nil {
@@ -71,7 +73,7 @@ func (w *daemonSetWork) check(ctx context.Context) ([]string, error) {
 	}
 	byNode := map[string][]string{}
 	for _, p := range pods {
-		if node := targetNode(&p); live(&p) && node != "" {
+		if node := dscontroller.PodNode(&p); live(&p) && node != "" {
 			byNode[node] = append(byNode[node], p.Name)
 		}
 	}
@@ -84,24 +86,6 @@ func (w *daemonSetWork) check(ctx context.Context) ([]string, error) {
 	}
 	sort.Strings(bad)
 	return bad, nil
-}
-
-// targetNode is the node a pod runs on or, not yet scheduled, is pinned to by the DaemonSet's required node affinity
-// (a second pod counts from its creation, not from its binding).
-func targetNode(p *corev1.Pod) string {
-	if p.Spec.NodeName != "" {
-		return p.Spec.NodeName
-	}
-	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-			for _, f := range term.MatchFields {
-				if f.Key == "metadata.name" && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
-					return f.Values[0]
-				}
-			}
-		}
-	}
-	return ""
 }
 
 // pods lists the DaemonSet's pods from the apiserver (not a cache: the sampler must see what is, not what was).
