@@ -165,7 +165,16 @@ e2e-previous: ## Build the chart and images of PREVIOUS (a git revision) for the
 E2E_ENV = KUBECONFIG=$(KUBECONFIG) PATH=$(ENVTEST_DIR):$(BIN):$$PATH KEELSON_CHART=$(CURDIR)/charts/keelson KEELSON_RELEASE=$(RELEASE) \
 	KEELSON_NAMESPACE=$(RELEASE_NAMESPACE) KEELSON_VALUES="$(LOCAL_IMAGE_VALUES)" \
 	KEELSON_PREVIOUS_CHART=$(PREVIOUS_DIR)/charts/keelson KEELSON_PREVIOUS_VALUES="--set global.image.registry=$(IMAGE_REGISTRY) \
-	--set global.image.repository=$(IMAGE_REPOSITORY) --set global.image.tag=$(PREVIOUS_TAG) --set global.image.pullPolicy=IfNotPresent"
+	--set global.image.repository=$(IMAGE_REPOSITORY) --set global.image.tag=$(PREVIOUS_TAG) --set global.image.pullPolicy=IfNotPresent" \
+	KEELSON_E2E_DIR=$(CURDIR)/e2e KEELSON_E2E_DIAGNOSES=$(E2E_REPORTS)/diagnoses
+
+# Chainsaw's JSON reports and e2e/diagnose.sh's descriptions of failed tests' namespaces, for e2e_chainsaw.
+E2E_REPORTS := $(BIN)/e2e-reports
+# e2e_chainsaw NAME DIRS: run the suites in DIRS; when one fails, end the log with what failed (tools/e2ereport:
+# the failed operations and their namespaces' diagnoses), then fail.
+e2e_chainsaw = $(E2E_ENV) $(CHAINSAW) test --config e2e/.chainsaw.yaml $(2) --report-format JSON \
+	--report-path $(E2E_REPORTS) --report-name $(1) $(CHAINSAW_FLAGS) || \
+	{ go run ./tools/e2ereport --reports $(E2E_REPORTS) --diagnoses $(E2E_REPORTS)/diagnoses; exit 1; }
 
 .PHONY: e2e-local
 e2e-local: $(CHAINSAW) ## Run every chainsaw suite on the local cluster: up, images, chart, suites. Leaves it up (make cluster-down).
@@ -215,12 +224,13 @@ e2e-down: $(KIND) ## Delete the kind cluster of make e2e.
 # then the controller suites against HEAD's chart, then the chart suite, which toggles and uninstalls.
 .PHONY: e2e-run
 e2e-run: $(CHAINSAW) $(HELM)
-	$(if $(filter upgrade,$(E2E_SUITES)),$(E2E_ENV) $(CHAINSAW) test --config e2e/.chainsaw.yaml e2e/upgrade $(CHAINSAW_FLAGS))
+	rm -rf $(E2E_REPORTS) && mkdir -p $(E2E_REPORTS)
+	$(if $(filter upgrade,$(E2E_SUITES)),$(call e2e_chainsaw,upgrade,e2e/upgrade))
 	$(E2E_ENV) $(HELM) --kubeconfig $(KUBECONFIG) upgrade --install $(RELEASE) charts/keelson -n $(RELEASE_NAMESPACE) \
 		--create-namespace $(LOCAL_IMAGE_VALUES) --wait --timeout 5m
-	$(if $(filter daemonset sizer pipeline,$(E2E_SUITES)),$(E2E_ENV) $(CHAINSAW) test --config e2e/.chainsaw.yaml \
-		$(addprefix e2e/,$(filter daemonset sizer pipeline,$(E2E_SUITES))) $(CHAINSAW_FLAGS))
-	$(if $(filter chart,$(E2E_SUITES)),$(E2E_ENV) $(CHAINSAW) test --config e2e/.chainsaw.yaml e2e/chart $(CHAINSAW_FLAGS))
+	$(if $(filter daemonset sizer pipeline,$(E2E_SUITES)),$(call e2e_chainsaw,controllers,\
+		$(addprefix e2e/,$(filter daemonset sizer pipeline,$(E2E_SUITES)))))
+	$(if $(filter chart,$(E2E_SUITES)),$(call e2e_chainsaw,chart,e2e/chart))
 
 .PHONY: bench bench-quick
 bench-quick: ## Benchmarks at small sizes (a few minutes) on the local cluster: prints the tables, fails on a missing measurement. Needs make cluster-up.
