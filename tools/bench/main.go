@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+	"github.com/keelson-dev/keelson/tools/internal/audit"
 	"github.com/keelson-dev/keelson/tools/internal/localcluster"
 )
 
@@ -271,7 +272,7 @@ func run() error {
 	}
 
 	// Attribute writes now that the log holds everything.
-	events, err := ReadWritesSince(*auditLog, res.Started)
+	events, err := audit.ReadWritesSince(*auditLog, res.Started)
 	if err != nil {
 		return err
 	}
@@ -279,15 +280,15 @@ func run() error {
 	for i := range res.DaemonSet {
 		// The window ends when the status said converged: the next phase (a rolling update, a deletion) starts then.
 		t := &res.DaemonSet[i]
-		t.Writes = Count(events, t.start, t.end)[users[t.Impl]]
+		t.Writes = audit.Count(events, t.start, t.end)[users[t.Impl]]
 		writers = append(writers, expectedWriter{What: fmt.Sprintf("DaemonSet %s %s N=%d rep %d", t.Impl, t.Bench, t.Nodes, t.Rep),
 			User: users[t.Impl], Writes: sumWrites(t.Writes)})
 	}
-	res.Sizer.Writes = Count(events, res.Sizer.start, res.Sizer.end).Total(sizerUser)
+	res.Sizer.Writes = audit.Count(events, res.Sizer.start, res.Sizer.end).Total(sizerUser)
 	writers = append(writers, expectedWriter{What: "sizers to Sized", User: sizerUser, Writes: res.Sizer.Writes},
 		expectedWriter{What: "pipelines to Ready", User: pipelineUser,
-			Writes: Count(events, res.Pipeline.start, res.Pipeline.end).Total(pipelineUser)})
-	inWindow := Count(events, res.Steady.Window.From, res.Steady.Window.To)
+			Writes: audit.Count(events, res.Pipeline.start, res.Pipeline.end).Total(pipelineUser)})
+	inWindow := audit.Count(events, res.Steady.Window.From, res.Steady.Window.To)
 	res.Steady.Writes = map[string]map[string]int{}
 	for name, u := range steadyUsers {
 		res.Steady.Writes[name] = inWindow[u]

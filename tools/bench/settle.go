@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/keelson-dev/keelson/tools/internal/audit"
 )
 
 // settleQuiet is how long the measured controllers must have written nothing before the idle window opens: the
@@ -14,7 +16,7 @@ import (
 const settleQuiet = 30 * time.Second
 
 // lastWriteBy returns when the newest write by any of users happened (zero when none did).
-func lastWriteBy(events []WriteEvent, users map[string]bool) time.Time {
+func lastWriteBy(events []audit.WriteEvent, users map[string]bool) time.Time {
 	var last time.Time
 	for _, e := range events {
 		if users[e.User] && e.At.After(last) {
@@ -43,7 +45,7 @@ func newAuditTail(path string) (*auditTail, error) {
 
 // next returns the writes completed in the lines appended since the last call. A log that shrank was rotated: it
 // is read again from its start.
-func (t *auditTail) next() ([]WriteEvent, error) {
+func (t *auditTail) next() ([]audit.WriteEvent, error) {
 	f, err := os.Open(t.path)
 	if err != nil {
 		return nil, err
@@ -67,7 +69,7 @@ func (t *auditTail) next() ([]WriteEvent, error) {
 	data = append(t.partial, data...)
 	cut := bytes.LastIndexByte(data, '\n') + 1 // whole lines now; the rest comes with the next read
 	t.partial = append([]byte(nil), data[cut:]...)
-	return ReadWrites(bytes.NewReader(data[:cut]))
+	return audit.ReadWrites(bytes.NewReader(data[:cut]))
 }
 
 // settle waits, up to deadline, until none of users has written to the audit log for quiet, and returns how long

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+	"github.com/keelson-dev/keelson/tools/internal/audit"
 	"github.com/keelson-dev/keelson/tools/internal/workers"
 )
 
@@ -190,13 +191,13 @@ func exploreSizers(ctx context.Context, c client.Client, scr *scraper, clusterTo
 	if err != nil {
 		return err
 	}
-	events, err := ReadWritesSince(auditLog, started)
+	events, err := audit.ReadWritesSince(auditLog, started)
 	if err != nil {
 		return err
 	}
-	toSized := Count(events, r.start, r.end)
+	toSized := audit.Count(events, r.start, r.end)
 	fmt.Printf("sizer: %d sizers Sized in %.2fs; the sizer's writes until then: %d %v; idle: %d writes in %s\n",
-		n, r.ToSized.Seconds(), toSized.Total(user), toSized[user], Count(events, w.From, w.To).Total(user),
+		n, r.ToSized.Seconds(), toSized.Total(user), toSized[user], audit.Count(events, w.From, w.To).Total(user),
 		w.To.Sub(w.From))
 	return nil
 }

@@ -1,4 +1,6 @@
-package main
+// Package audit reads the local cluster's apiserver audit log: the write requests each user completed, for the
+// benchmarks (writes per unit of work) and the reliability suite (writes repeated after a fault).
+package audit
 
 import (
 	"bufio"
@@ -11,7 +13,7 @@ import (
 	"time"
 )
 
-// auditEvent is the part of an audit.k8s.io/v1 Event the benchmarks read.
+// auditEvent is the part of an audit.k8s.io/v1 Event read here.
 type auditEvent struct {
 	Stage string `json:"stage"`
 	Verb  string `json:"verb"`
@@ -52,6 +54,8 @@ type WriteEvent struct {
 	User string
 	// Key is "verb resource[/subresource]".
 	Key string
+	// Code is the HTTP status the apiserver answered (409: a conflict, or an object already there).
+	Code int
 }
 
 // ReadWrites reads an apiserver audit log (one JSON event per line) and returns its completed write requests.
@@ -72,7 +76,11 @@ func ReadWrites(r io.Reader) ([]WriteEvent, error) {
 		if e.ObjectRef.Subresource != "" {
 			key += "/" + e.ObjectRef.Subresource
 		}
-		out = append(out, WriteEvent{At: e.StageTimestamp, User: e.User.Username, Key: key})
+		code := 0
+		if e.ResponseStatus != nil {
+			code = e.ResponseStatus.Code
+		}
+		out = append(out, WriteEvent{At: e.StageTimestamp, User: e.User.Username, Key: key, Code: code})
 	}
 	return out, sc.Err()
 }
