@@ -170,6 +170,44 @@ func healthy(ctx context.Context, cs *kubernetes.Clientset) bool {
 	return err == nil
 }
 
+// restartable are the processes Restart may restart: the control plane's store and front, whose restarts the
+// controllers must ride out. The others are the node's, or are restarted by make cluster-up.
+var restartable = map[string]bool{"etcd": true, "kube-apiserver": true}
+
+// Restart stops one control-plane process (SIGTERM, then SIGKILL after 10 s), keeps it down for down, starts it
+// again with the same flags, and waits until the apiserver answers /readyz. It returns the time from the stop until
+// then.
+func (c *Cluster) Restart(ctx context.Context, name string, down time.Duration) (time.Duration, error) {
+	if !restartable[name] {
+		return 0, fmt.Errorf("--process: %q is not one of etcd, kube-apiserver", name)
+	}
+	if _, ok := c.L.Running(name); !ok {
+		return 0, fmt.Errorf("%s is not running (make cluster-up)", name)
+	}
+	start := time.Now()
+	if err := c.L.Stop(name, 10*time.Second); err != nil {
+		return 0, fmt.Errorf("stopping %s: %w", name, err)
+	}
+	t := time.NewTimer(down)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+	case <-t.C:
+	}
+	// Started even when ctx ended meanwhile: a restart never leaves the cluster without its process.
+	if err := c.L.Start(c.procs()[name]); err != nil {
+		return 0, fmt.Errorf("starting %s: %w", name, err)
+	}
+	cs, err := c.client()
+	if err != nil {
+		return 0, err
+	}
+	if err := c.waitFor(ctx, "the apiserver", 2*time.Minute, func() (bool, error) { return healthy(ctx, cs), nil }); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
+
 // Up brings the cluster up, or checks that it is up: it is idempotent. It first removes whatever an earlier run
 // that was killed without teardown left behind.
 func (c *Cluster) Up(ctx context.Context, fakeNodes int) error {

@@ -11,6 +11,9 @@
 //	cluster kill                   SIGKILL every process of the cluster, as a crash would (to test recovery)
 //	cluster signal-pod --pod-uid UID --signal KILL|STOP|CONT|TERM
 //	                               signal the container processes of one pod on the real node (fault injection)
+//	cluster restart --process etcd|kube-apiserver [--down D]
+//	                               stop one control-plane process, keep it down for D, start it again and wait
+//	                               until the apiserver is ready (fault injection)
 //
 // The Makefile drives it: make cluster-up, cluster-down, cluster-status, images-local, dev.
 package main
@@ -37,7 +40,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: cluster up|down|status|nodes|load|check-clean|kill|signal-pod [flags]")
+		return fmt.Errorf("usage: cluster up|down|status|nodes|load|check-clean|kill|signal-pod|restart [flags]")
 	}
 	cmd := args[0]
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
@@ -50,6 +53,8 @@ func run(args []string) error {
 	hostIP := fs.String("host-ip", "", "the host address the cluster uses (default: the source address of the default route)")
 	podUID := fs.String("pod-uid", "", "signal-pod: the UID of the pod whose container processes to signal")
 	sig := fs.String("signal", "KILL", "signal-pod: KILL, STOP, CONT or TERM")
+	process := fs.String("process", "", "restart: the control-plane process to restart, etcd or kube-apiserver")
+	down := fs.Duration("down", 0, "restart: how long the process stays stopped")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -119,6 +124,13 @@ func run(args []string) error {
 			return err
 		}
 		c.Logf("sent SIG%s to pod %s: pids %v", *sig, *podUID, pids)
+		return nil
+	case "restart":
+		took, err := c.Restart(ctx, *process, *down)
+		if err != nil {
+			return err
+		}
+		c.Logf("restarted %s: the apiserver was ready again %.1fs after the stop", *process, took.Seconds())
 		return nil
 	case "check-clean":
 		if left := c.Leftovers(); len(left) > 0 {
