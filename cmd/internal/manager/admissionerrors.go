@@ -17,13 +17,14 @@ var admissionErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 }, []string{"webhook"})
 
 // Register registers hook at path on the webhook server, counting the errors of an admission webhook in
-// keelson_webhook_admission_errors_total under its path (the webhook label controller-runtime's own metrics use).
+// keelson_webhook_admission_errors_total under its path (the webhook label controller-runtime's own metrics use),
+// and closing the connection after each answer once the server drains (drain.go).
 func (s *drainingServer) Register(path string, hook http.Handler) {
 	if wh, ok := hook.(*admission.Webhook); ok && wh.Handler != nil {
 		wh.Handler = countingHandler{path: path, inner: wh.Handler}
 		admissionErrors.WithLabelValues(path) // from zero, so a rate over it has a start
 	}
-	s.Server.Register(path, hook)
+	s.Server.Register(path, closingWhileDraining{draining: &s.draining, inner: hook})
 }
 
 // countingHandler counts the errored answers of an admission handler.

@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,9 +18,17 @@ import (
 // runnable has stopped, and the next leader would wait. So the manager sees this server stop at once and moves on
 // (controllers stop, the lease is released), while the real server goes on answering for the drain period; Run
 // waits for it before the process exits.
+//
+// Answering is not enough: the apiserver keeps its connections to this replica open (an established connection
+// is not rerouted when the endpoint leaves the Service), and would go on sending on them until the server closes
+// them at the end of the drain, where a request sent just then fails. So while draining, every answer carries
+// "Connection: close": an HTTP/1.1 connection closes after it, an HTTP/2 one gets a graceful GOAWAY, and the
+// apiserver's next call opens a new connection, which the Service sends to a replica that stays.
 type drainingServer struct {
 	webhook.Server
 	drain time.Duration
+	// draining says the manager was told to stop: answers close their connections.
+	draining atomic.Bool
 	// stopped is closed once the real server has returned.
 	stopped chan struct{}
 	once    sync.Once
@@ -46,8 +55,23 @@ func (s *drainingServer) Start(ctx context.Context) error {
 		return err
 	case <-ctx.Done():
 	}
+	s.draining.Store(true)
 	time.AfterFunc(s.drain, stop)
 	return nil
+}
+
+// closingWhileDraining answers as inner does, and once the server drains, asks the client to close the connection
+// after the answer.
+type closingWhileDraining struct {
+	draining *atomic.Bool
+	inner    http.Handler
+}
+
+func (h closingWhileDraining) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.draining.Load() {
+		w.Header().Set("Connection", "close")
+	}
+	h.inner.ServeHTTP(w, r)
 }
 
 // serving says whether the server was started (and so may still be draining).
