@@ -244,16 +244,18 @@ bench: ## The full benchmarks (N up to 1000) against the built-in controllers; r
 		--audit-log $(CLUSTER_DIR)/logs/audit.log --release $(RELEASE) --release-namespace $(RELEASE_NAMESPACE) --out docs
 
 # The reliability suite's faults (tools/chaos, docs/reliability.md): the controllers' leaders die mid-work while an
-# invariant is sampled twice a second. Both need make cluster-up (root); both install the chart with local images.
+# invariant is sampled twice a second, and their replicas die one at a time while a client's admission calls are
+# counted. Both need make cluster-up (root); both install the chart with local images.
 CHAOS_FLAGS = --cluster-tool $(CLUSTER_TOOL) --cluster-dir $(CLUSTER_DIR) --kubeconfig $(LOCAL_KUBECONFIG) \
+	--audit-log $(CLUSTER_DIR)/logs/audit.log --cluster-bin-dir $(ENVTEST_DIR) \
 	--release $(RELEASE) --release-namespace $(RELEASE_NAMESPACE)
 
 .PHONY: chaos chaos-quick
-chaos-quick: $(CLUSTER_TOOL) ## The reliability suite's short form (CI): 3 leader deaths per controller mid-work; fails on any broken invariant.
+chaos-quick: $(CLUSTER_TOOL) ## The reliability suite's short form (CI): 3 leader deaths and 2 replica deaths per controller; fails on a broken invariant or a refused admission call.
 	$(MAKE) images-local deploy-local
 	go run ./tools/chaos --quick $(CHAOS_FLAGS)
 
-chaos: $(CLUSTER_TOOL) ## The full reliability suite: 20 leader deaths per controller on 200 simulated nodes; rewrites docs/reliability.md's faults section.
+chaos: $(CLUSTER_TOOL) ## The full reliability suite: 20 leader deaths per controller on 200 simulated nodes, 12 replica deaths; rewrites docs/reliability.md's figures.
 	$(MAKE) images-local deploy-local
 	go run ./tools/chaos --out docs $(CHAOS_FLAGS)
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"sort"
 	"strings"
 	"time"
 
@@ -81,18 +82,8 @@ func (in *injector) inject(ctx context.Context, fault Fault) (start time.Time, h
 		return time.Time{}, 0, fmt.Errorf("reading the leader's pod %s: %w", pod, err)
 	}
 	start = time.Now()
-	switch fault {
-	case FaultKill:
-		err = in.signal(ctx, p.UID, "KILL")
-	case FaultStop:
-		err = in.signal(ctx, p.UID, "STOP")
-	case FaultDelete:
-		err = in.c.Delete(ctx, &p, client.Preconditions{UID: &p.UID})
-	default:
-		err = fmt.Errorf("unknown fault %q", fault)
-	}
-	if err != nil {
-		return start, 0, fmt.Errorf("%s of %s: %w", fault, pod, err)
+	if err := in.injectPod(ctx, fault, &p); err != nil {
+		return start, 0, err
 	}
 	if err := in.waitNewLeader(ctx, identity); err != nil {
 		return start, 0, err
@@ -109,6 +100,49 @@ func (in *injector) inject(ctx context.Context, fault Fault) (start time.Time, h
 		}
 	}
 	return start, handover, err
+}
+
+// injectPod brings one pod of the controller down with fault: signals its processes, or deletes it.
+func (in *injector) injectPod(ctx context.Context, fault Fault, p *corev1.Pod) error {
+	var err error
+	switch fault {
+	case FaultKill:
+		err = in.signal(ctx, p.UID, "KILL")
+	case FaultStop:
+		err = in.signal(ctx, p.UID, "STOP")
+	case FaultDelete:
+		err = in.c.Delete(ctx, p, client.Preconditions{UID: &p.UID})
+	default:
+		err = fmt.Errorf("unknown fault %q", fault)
+	}
+	if err != nil {
+		return fmt.Errorf("%s of %s: %w", fault, p.Name, err)
+	}
+	return nil
+}
+
+// replica returns the controller's i-th ready pod (modulo their number), by name: successive i take the replicas
+// in turn.
+func (in *injector) replica(ctx context.Context, i int) (*corev1.Pod, error) {
+	var d appsv1.Deployment
+	if err := in.c.Get(ctx, client.ObjectKey{Namespace: in.namespace, Name: in.deployment}, &d); err != nil {
+		return nil, err
+	}
+	var pods corev1.PodList
+	if err := in.c.List(ctx, &pods, client.InNamespace(in.namespace), client.MatchingLabels(d.Spec.Selector.MatchLabels)); err != nil {
+		return nil, err
+	}
+	var ready []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && podReady(&p) {
+			ready = append(ready, p)
+		}
+	}
+	if len(ready) == 0 {
+		return nil, fmt.Errorf("no ready pod of %s", in.deployment)
+	}
+	sort.Slice(ready, func(a, b int) bool { return ready[a].Name < ready[b].Name })
+	return &ready[i%len(ready)], nil
 }
 
 // waitRestarted waits until the pod's containers restarted (or the pod is gone): a woken leader exits once it finds

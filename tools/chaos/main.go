@@ -34,12 +34,19 @@ import (
 // plan is the size of a run.
 type plan struct {
 	Nodes, Faults, Sizers, Pipelines int
+	// AdmissionFaults is how many replica deaths each controller's admission scenario injects.
+	AdmissionFaults int
+	// Restarts is how many control-plane restarts (etcd and the apiserver in turn) the restart scenario injects.
+	Restarts int
 }
 
 var (
-	fullPlan  = plan{Nodes: 200, Faults: 20, Sizers: 50, Pipelines: 10}
-	quickPlan = plan{Nodes: 100, Faults: 3, Sizers: 20, Pipelines: 5}
+	fullPlan  = plan{Nodes: 200, Faults: 20, Sizers: 50, Pipelines: 10, AdmissionFaults: 12, Restarts: 6}
+	quickPlan = plan{Nodes: 100, Faults: 3, Sizers: 20, Pipelines: 5, AdmissionFaults: 2, Restarts: 2}
 )
+
+// controllers are the chart's three controllers, the names of their Deployments and leases after the release's.
+var controllers = []string{"daemonset-controller", "workload-sizer", "pipeline-controller"}
 
 func main() {
 	if err := run(); err != nil {
@@ -54,11 +61,16 @@ func run() error {
 	kubeconfig := flag.String("kubeconfig", ".cluster/kubeconfig", "the local cluster's kubeconfig")
 	clusterTool := flag.String("cluster-tool", "bin/keelson-cluster", "the local cluster tool: resizes the simulated nodes, signals pods")
 	clusterDir := flag.String("cluster-dir", ".cluster", "the cluster's directory")
+	clusterBinDir := flag.String("cluster-bin-dir", "", "the cluster's Kubernetes binaries and etcd (the cluster tool's --bin-dir): restarts start them")
 	release := flag.String("release", "keelson", "the chart's release name")
 	releaseNS := flag.String("release-namespace", "keelson-system", "the chart's namespace")
 	quick := flag.Bool("quick", false, "the short form (CI): fewer faults, fewer nodes; prints the results, writes nothing")
-	scenarios := flag.String("scenarios", "daemonset,sizer,pipeline", "which controllers' leader-death scenarios to run")
-	faults := flag.Int("faults", 0, "faults per scenario instead of the plan's")
+	scenarios := flag.String("scenarios", "daemonset,sizer,pipeline,admission,webhooks-down,restarts",
+		"the scenarios to run: each controller's leader death (daemonset, sizer, pipeline), admission while replicas die "+
+			"(admission), no webhook reachable while the controllers run (webhooks-down), etcd and the apiserver "+
+			"restarted while all three work (restarts)")
+	auditLog := flag.String("audit-log", ".cluster/logs/audit.log", "the apiserver's audit log: the writes repeated after a restart")
+	faults := flag.Int("faults", 0, "faults per scenario (leader deaths, replica deaths) instead of the plan's")
 	nodes := flag.Int("nodes", 0, "simulated nodes instead of the plan's")
 	out := flag.String("out", "", "write docs/reliability.md's faults section and its JSON under this directory (full runs)")
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the fault timing")
@@ -71,7 +83,7 @@ func run() error {
 		p = quickPlan
 	}
 	if *faults > 0 {
-		p.Faults = *faults
+		p.Faults, p.AdmissionFaults, p.Restarts = *faults, *faults, *faults
 	}
 	if *nodes > 0 {
 		p.Nodes = *nodes
@@ -102,10 +114,74 @@ func run() error {
 		nodeNames[i] = "kwok-node-" + strconv.Itoa(i)
 	}
 	var results []Result
+	var admission []AdmissionResult
+	var down *WebhooksDownResult
+	var restarts *RestartResult
 	for _, name := range strings.Split(*scenarios, ",") {
 		ns := "chaos-" + name
 		if err := freshNamespace(ctx, c, ns); err != nil {
 			return err
+		}
+		if name == "restarts" {
+			in, work := map[string]*injector{}, map[string]workload{}
+			for _, controller := range controllers {
+				in[controller] = &injector{c: c, clusterTool: *clusterTool, clusterDir: *clusterDir, namespace: *releaseNS,
+					deployment: *release + "-" + controller}
+			}
+			// Each workload in a namespace of its own, as in the leader-death scenarios.
+			for _, sub := range []string{"daemonset", "sizer", "pipeline"} {
+				if err := freshNamespace(ctx, c, ns+"-"+sub); err != nil {
+					return err
+				}
+			}
+			work["daemonset-controller"] = &daemonSetWork{c: c, ns: ns + "-daemonset", nodes: p.Nodes}
+			work["workload-sizer"] = &sizerWork{c: c, ns: ns + "-sizer", count: p.Sizers}
+			work["pipeline-controller"] = &pipelineWork{c: c, ns: ns + "-pipeline", count: p.Pipelines, nodes: nodeNames}
+			res, err := controlPlaneRestarts(ctx, c, in, work, *clusterBinDir, *auditLog, p.Restarts, rng)
+			if err != nil {
+				return fmt.Errorf("control-plane restarts: %w", err)
+			}
+			fmt.Print(restartsText(res))
+			restarts = &res
+			for _, sub := range []string{"", "-daemonset", "-sizer", "-pipeline"} {
+				if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns + sub}}); client.IgnoreNotFound(err) != nil {
+					return err
+				}
+			}
+			continue
+		}
+		if name == "webhooks-down" {
+			res, err := webhooksDown(ctx, c, ns, *releaseNS, *release, *clusterTool, *clusterDir)
+			if err != nil {
+				return fmt.Errorf("webhooks down: %w", err)
+			}
+			fmt.Print(webhooksDownText(res))
+			down = &res
+			if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+			continue
+		}
+		if name == "admission" {
+			for _, controller := range controllers {
+				object, err := admissionObject(controller, ns)
+				if err != nil {
+					return err
+				}
+				in := &injector{c: c, clusterTool: *clusterTool, clusterDir: *clusterDir, namespace: *releaseNS,
+					deployment: *release + "-" + controller}
+				r := AdmissionResult{Scenario: controller + ": admission while a replica dies", Controller: controller}
+				res, err := admissionReplicaDeath(ctx, in, object, r, p.AdmissionFaults, rng)
+				if err != nil {
+					return fmt.Errorf("%s: %w", r.Scenario, err)
+				}
+				fmt.Print(admissionText(res))
+				admission = append(admission, res)
+			}
+			if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+			continue
 		}
 		var w workload
 		r := Result{Scenario: "leader death", Controller: name}
@@ -139,7 +215,7 @@ func run() error {
 		}
 	}
 	if *out != "" && !*quick {
-		if err := writeResults(*out, results, *seed); err != nil {
+		if err := writeResults(*out, results, admission, down, restarts, *seed); err != nil {
 			return err
 		}
 	}
@@ -148,6 +224,21 @@ func run() error {
 		if r.Violations > 0 {
 			failed = append(failed, fmt.Sprintf("%s: %d samples broke the invariant", r.Scenario, r.Violations))
 		}
+	}
+	for _, r := range admission {
+		if n := r.gatedFailures(); n > 0 {
+			failed = append(failed, fmt.Sprintf("%s: %d admission calls failed while no replica crashed or froze", r.Scenario, n))
+		}
+	}
+	if restarts != nil {
+		// A controller's own restarts are measured, not gated: a leader that could not renew its lease for the renew
+		// deadline (an apiserver down longer) exits by design, and its standby leads.
+		if restarts.Violations > 0 {
+			failed = append(failed, fmt.Sprintf("control-plane restarts: %d samples broke an invariant", restarts.Violations))
+		}
+	}
+	if down != nil && down.failed() > 0 {
+		failed = append(failed, fmt.Sprintf("webhooks down: %d checks failed", down.failed()))
 	}
 	if len(failed) > 0 {
 		return errors.New(strings.Join(failed, "; "))
@@ -178,20 +269,11 @@ func pollUntil(ctx context.Context, timeout time.Duration, cond func() (bool, er
 	return wait.Poll(ctx, 500*time.Millisecond, timeout, cond)
 }
 
-// writeResults writes the results as JSON and rewrites the faults section of reliability.md under dir.
-func writeResults(dir string, results []Result, seed uint64) error {
-	b, err := json.MarshalIndent(struct {
-		Seed    uint64    `json:"seed"`
-		When    time.Time `json:"when"`
-		Results []Result  `json:"results"`
-	}{seed, time.Now().UTC(), results}, "", "  ")
-	if err != nil {
-		return err
-	}
+// writeResults writes the results as JSON and rewrites their sections of reliability.md under dir: the
+// leader-death figures when leader-death scenarios ran, the admission figures when the admission scenario ran, the
+// webhooks-down checks when that scenario ran.
+func writeResults(dir string, results []Result, admission []AdmissionResult, down *WebhooksDownResult, restarts *RestartResult, seed uint64) error {
 	if err := os.MkdirAll(filepath.Join(dir, "reliability"), 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "reliability", "faults.json"), append(b, '\n'), 0o644); err != nil {
 		return err
 	}
 	doc := filepath.Join(dir, "reliability.md")
@@ -199,5 +281,43 @@ func writeResults(dir string, results []Result, seed uint64) error {
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	return os.WriteFile(doc, []byte(replaceSection(string(old), faultsSection(results, seed))), 0o644)
+	text := string(old)
+	if len(results) > 0 {
+		if err := writeJSON(filepath.Join(dir, "reliability", "faults.json"), seed, results); err != nil {
+			return err
+		}
+		text = replaceSection(text, faultsMarkers, faultsSection(results, seed))
+	}
+	if len(admission) > 0 {
+		if err := writeJSON(filepath.Join(dir, "reliability", "admission.json"), seed, admission); err != nil {
+			return err
+		}
+		text = replaceSection(text, admissionMarkers, admissionSection(admission, seed))
+	}
+	if restarts != nil {
+		if err := writeJSON(filepath.Join(dir, "reliability", "restarts.json"), seed, restarts); err != nil {
+			return err
+		}
+		text = replaceSection(text, restartsMarkers, restartsSection(*restarts, seed))
+	}
+	if down != nil {
+		if err := writeJSON(filepath.Join(dir, "reliability", "webhooks-down.json"), seed, down); err != nil {
+			return err
+		}
+		text = replaceSection(text, webhooksDownMarkers, webhooksDownSection(*down))
+	}
+	return os.WriteFile(doc, []byte(text), 0o644)
+}
+
+// writeJSON writes one scenario family's results, with the seed and time of the run.
+func writeJSON(file string, seed uint64, results any) error {
+	b, err := json.MarshalIndent(struct {
+		Seed    uint64    `json:"seed"`
+		When    time.Time `json:"when"`
+		Results any       `json:"results"`
+	}{seed, time.Now().UTC(), results}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, append(b, '\n'), 0o644)
 }

@@ -184,6 +184,11 @@ func (c *Cluster) Restart(ctx context.Context, name string, down time.Duration) 
 	if _, ok := c.L.Running(name); !ok {
 		return 0, fmt.Errorf("%s is not running (make cluster-up)", name)
 	}
+	// The binary must be there before the process is stopped: a restart that cannot start it again would leave
+	// the cluster without its store or its apiserver.
+	if _, err := exec.LookPath(c.procs()[name].Path); err != nil {
+		return 0, fmt.Errorf("%s cannot be started again (--bin-dir?): %w", name, err)
+	}
 	start := time.Now()
 	if err := c.L.Stop(name, 10*time.Second); err != nil {
 		return 0, fmt.Errorf("stopping %s: %w", name, err)

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+)
+
+// AdmissionResult is one admission scenario's run: a steady client creates objects of the controller's kind (a
+// server-side dry run, which goes through the webhooks and stores nothing) while the controller's replicas die one
+// at a time; every call that failed is counted.
+type AdmissionResult struct {
+	Scenario   string  `json:"scenario"`
+	Controller string  `json:"controller"`
+	Faults     []Fault `json:"faults"`
+	// Calls is how many admission calls the client made, Failed how many of them failed, by cause.
+	Calls  int            `json:"calls"`
+	Failed map[string]int `json:"failed"`
+	// ByFault is how many failed calls followed each kind of fault (a call counts for the last fault started before
+	// it was sent); before the first fault, under "none".
+	ByFault map[string]int `json:"byFault"`
+	// Examples quotes a few failures.
+	Examples []string      `json:"examples,omitempty"`
+	Duration time.Duration `json:"duration"`
+}
+
+// admissionPeriod is how often the steady client sends a create: ten a second.
+const admissionPeriod = 100 * time.Millisecond
+
+// admissionCallTimeout is the client's own deadline for one call, above the webhooks' timeoutSeconds (10 s), so a
+// webhook that hangs shows as the apiserver's timeout, not the client's.
+const admissionCallTimeout = 30 * time.Second
+
+// admissionFaults are the ways one replica dies, in turn: its pod deleted (a rollout, a drain, an eviction), its
+// processes killed (an OOM kill, a crash), and its processes frozen for admissionFreeze (a stalled node), then woken.
+var admissionFaults = []Fault{FaultDelete, FaultKill, FaultStop}
+
+// admissionFreeze is how long a frozen replica stays frozen: longer than its readiness probe takes to fail (three
+// periods of 5 s), so the Service drops it before it wakes.
+const admissionFreeze = 20 * time.Second
+
+// steadyClient creates an object every admissionPeriod, each call on its own so that a hung one does not hold
+// the next back, and keeps what each call answered.
+type steadyClient struct {
+	c      client.Client
+	object func(i int) client.Object
+	mu     sync.Mutex
+	calls  int
+	failed []failedCall
+}
+
+// failedCall is a call that failed: when it was sent and what it answered.
+type failedCall struct {
+	at  time.Time
+	err error
+}
+
+// run sends calls until ctx ends, then waits for those in flight.
+func (s *steadyClient) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	t := time.NewTicker(admissionPeriod)
+	defer t.Stop()
+	for i := 0; ; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.call(ctx, i) }()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// call sends one dry-run create.
+func (s *steadyClient) call(ctx context.Context, i int) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), admissionCallTimeout)
+	defer cancel()
+	at := time.Now()
+	err := s.c.Create(cctx, s.object(i), client.DryRunAll)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	if err != nil {
+		s.failed = append(s.failed, failedCall{at: at, err: err})
+	}
+}
+
+// admissionCause sorts a failed call by what it says: the webhook could not be reached, it did not answer in
+// time, or something else.
+func admissionCause(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "connection refused"):
+		return "connection refused"
+	case strings.Contains(msg, "deadline exceeded") || strings.Contains(msg, "timeout") || strings.Contains(msg, "Timeout"):
+		return "timed out"
+	case strings.Contains(msg, "connection reset") || errors.Is(err, context.Canceled) || strings.Contains(msg, "EOF"):
+		return "connection lost"
+	case strings.Contains(msg, "no endpoints available"):
+		return "no endpoints"
+	default:
+		return "other"
+	}
+}
+
+// admissionReplicaDeath runs the scenario for one controller: faults deaths of one replica at a time (the
+// replicas in turn, so the one the apiserver happens to call is hit), each once the Deployment has all its
+// replicas ready again, while the steady client runs.
+func admissionReplicaDeath(ctx context.Context, in *injector, object func(i int) client.Object, r AdmissionResult, faults int, rng *rand.Rand) (AdmissionResult, error) {
+	began := time.Now()
+	s := &steadyClient{c: in.c, object: object}
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); s.run(sctx) }()
+	defer func() { stop(); <-done }()
+
+	var starts []time.Time
+	for i := range faults {
+		if err := in.waitReplicas(ctx); err != nil {
+			return r, fmt.Errorf("waiting for the controller's replicas before fault %d: %w", i+1, err)
+		}
+		// A few seconds of calls between faults: failures then are no fault's.
+		if err := in.holdFor(ctx, time.Duration(2000+rng.IntN(2000))*time.Millisecond); err != nil {
+			return r, err
+		}
+		fault := admissionFaults[i%len(admissionFaults)]
+		pod, err := in.replica(ctx, i)
+		if err != nil {
+			return r, err
+		}
+		starts = append(starts, time.Now())
+		if err := in.injectPod(ctx, fault, pod); err != nil {
+			return r, fmt.Errorf("fault %d: %w", i+1, err)
+		}
+		if fault == FaultStop {
+			err := in.holdFor(ctx, admissionFreeze)
+			if cerr := in.signal(ctx, pod.UID, "CONT"); err == nil && cerr != nil && !strings.Contains(cerr.Error(), "no container process") {
+				err = cerr
+			}
+			if err != nil {
+				return r, fmt.Errorf("fault %d: waking %s: %w", i+1, pod.Name, err)
+			}
+		}
+		r.Faults = append(r.Faults, fault)
+		fmt.Printf("chaos: %s: fault %d/%d (%s of %s at %s)\n", r.Scenario, i+1, faults, fault, pod.Name, starts[i].UTC().Format("15:04:05.0"))
+	}
+	if err := in.waitReplicas(ctx); err != nil {
+		return r, fmt.Errorf("waiting for the controller's replicas after the last fault: %w", err)
+	}
+	if err := in.holdFor(ctx, 3*time.Second); err != nil {
+		return r, err
+	}
+	stop()
+	<-done
+	r.Calls, r.Failed, r.ByFault = s.calls, map[string]int{}, map[string]int{}
+	printed := map[int]int{}
+	sort.Slice(s.failed, func(i, j int) bool { return s.failed[i].at.Before(s.failed[j].at) })
+	for _, f := range s.failed {
+		cause := admissionCause(f.err)
+		r.Failed[cause]++
+		after, k := "none", -1
+		for j, start := range starts {
+			if !f.at.Before(start) {
+				after, k = string(r.Faults[j]), j
+			}
+		}
+		r.ByFault[after]++
+		if printed[k]++; printed[k] > 3 {
+			continue // the first few of each fault say when they were sent; the counts say the rest
+		}
+		if k >= 0 {
+			fmt.Printf("chaos:   failed call sent %.1fs after fault %d (%s): %s\n", f.at.Sub(starts[k]).Seconds(), k+1, after, cause)
+		} else {
+			fmt.Printf("chaos:   failed call sent before the first fault: %s\n", cause)
+		}
+		if len(r.Examples) < maxExamples {
+			msg := f.err.Error()
+			if len(msg) > 300 {
+				msg = msg[:300] + "…"
+			}
+			r.Examples = append(r.Examples, fmt.Sprintf("%s: %s", f.at.UTC().Format("15:04:05.0"), msg))
+		}
+	}
+	r.Duration = time.Since(began)
+	return r, nil
+}
+
+// gatedFailures is the number of failed calls that fail a run: those after a pod deletion (a rollout, a drain, an
+// eviction: the replica drains its webhook server while the Service drops it, so no call may fail) and those
+// before any fault. A crash or a freeze fails the calls the apiserver had already sent to that replica, or sends
+// it before its endpoint leaves (the apiserver does not retry an admission call): those are measured, not gated.
+func (r AdmissionResult) gatedFailures() int {
+	return r.ByFault[string(FaultDelete)] + r.ByFault["none"]
+}
+
+// failedCalls is the number of failed calls of a result.
+func (r AdmissionResult) failedCalls() int {
+	n := 0
+	for _, c := range r.Failed {
+		n += c
+	}
+	return n
+}
+
+// admissionObject returns the object the steady client creates for a controller: valid, so that only a webhook
+// that cannot answer makes the call fail.
+func admissionObject(controller, ns string) (func(i int) client.Object, error) {
+	name := func(i int) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: fmt.Sprintf("admission-%d", i), Namespace: ns}
+	}
+	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"chaos": "admission"}},
+		Spec: corev1.PodSpec{NodeSelector: fakeNodeSelector, Tolerations: []corev1.Toleration{fakeNodeToleration},
+			Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10.2"}}}}
+	switch controller {
+	case "daemonset-controller":
+		one := intstr.FromInt32(1)
+		return func(i int) client.Object {
+			return &daemonsetv1alpha1.DaemonSet{ObjectMeta: name(i), Spec: daemonsetv1alpha1.DaemonSetSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: template.Labels}, Template: template,
+				UpdateStrategy: daemonsetv1alpha1.DaemonSetUpdateStrategy{Type: daemonsetv1alpha1.RollingUpdateStrategyType,
+					RollingUpdate: &daemonsetv1alpha1.RollingUpdateDaemonSet{MaxUnavailable: &one}}}}
+		}, nil
+	case "workload-sizer":
+		return func(i int) client.Object {
+			return &sizerv1alpha1.WorkloadSizer{ObjectMeta: name(i), Spec: sizerv1alpha1.WorkloadSizerSpec{
+				TargetRef: &sizerv1alpha1.TargetRef{Kind: "Deployment", Name: fmt.Sprintf("admission-%d", i)},
+				Template:  template.DeepCopy(), Size: ptr.To(int32(2))}}
+		}, nil
+	case "pipeline-controller":
+		return func(i int) client.Object {
+			return &inferencev1alpha1.Pipeline{ObjectMeta: name(i), Spec: inferencev1alpha1.PipelineSpec{
+				ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StorageNFS,
+					CSIParameter: map[string]string{"server": "nfs.chaos.invalid", "share": "/models"}},
+				Steps: []inferencev1alpha1.Step{{Name: "detect", Image: "registry.k8s.io/pause:3.10.2", Model: "models/detect",
+					Location: "kwok-node-0", Tolerations: []corev1.Toleration{fakeNodeToleration}}}}}
+		}, nil
+	}
+	return nil, fmt.Errorf("no admission object for %q", controller)
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/keelson-dev/keelson/tools/internal/audit"
+)
+
+// RestartResult is the control-plane restart scenario's run: etcd and the apiserver restarted in turn while the
+// three controllers work, each controller's invariant sampled throughout.
+type RestartResult struct {
+	Faults []RestartFault `json:"faults"`
+	// ControllerRestarts is how many times each controller's containers restarted during the run: a controller
+	// rides a short outage out by reconnecting; a leader that could not renew its lease for the renew deadline
+	// exits, and its standby leads.
+	ControllerRestarts map[string]int32 `json:"controllerRestarts"`
+	// Samples and Violations add up every workload's invariant checks; ReadErrors are the reads that failed (the
+	// apiserver is down during each fault: they are expected).
+	Samples    int      `json:"samples"`
+	Violations int      `json:"violations"`
+	ReadErrors int      `json:"readErrors"`
+	Examples   []string `json:"examples,omitempty"`
+	// Writes is what each controller wrote from each fault until everything converged, summed; Refused the part
+	// the apiserver refused (a conflict, an object already there: a write repeated on a stale view).
+	Writes  map[string]int `json:"writes"`
+	Refused map[string]int `json:"refused"`
+}
+
+// RestartFault is one restart.
+type RestartFault struct {
+	Process string `json:"process"`
+	// Outage runs from the stop until the apiserver was ready again; Converged from then until every workload
+	// converged.
+	Outage    time.Duration `json:"outage"`
+	Converged time.Duration `json:"converged"`
+}
+
+// restartProcesses are restarted in turn.
+var restartProcesses = []string{"etcd", "kube-apiserver"}
+
+// restartDown is how long a restarted process stays stopped.
+const restartDown = 2 * time.Second
+
+// controlPlaneRestarts runs the scenario: the three workloads set up side by side, then faults restarts, each a
+// moment after asking every workload for work, each once the last converged.
+func controlPlaneRestarts(ctx context.Context, c client.Client, in map[string]*injector, work map[string]workload,
+	binDir, auditLog string, faults int, rng *rand.Rand) (RestartResult, error) {
+	r := RestartResult{ControllerRestarts: map[string]int32{}, Writes: map[string]int{}, Refused: map[string]int{}}
+	for _, name := range controllers {
+		if err := work[name].setUp(ctx); err != nil {
+			return r, fmt.Errorf("setting up the %s workload: %w", name, err)
+		}
+	}
+	before, err := controllerRestarts(ctx, c, in)
+	if err != nil {
+		return r, err
+	}
+	sctx, stop := context.WithCancel(ctx)
+	samplers := map[string]*sampler{}
+	done := make(chan struct{}, len(controllers))
+	for _, name := range controllers {
+		s := &sampler{}
+		samplers[name] = s
+		go func() { s.run(sctx, work[name]); done <- struct{}{} }()
+	}
+	stopped := false
+	stopSampling := func() {
+		if !stopped {
+			stopped = true
+			stop()
+			for range controllers {
+				<-done
+			}
+		}
+	}
+	defer stopSampling()
+
+	began := time.Now()
+	var windows [][2]time.Time
+	for i := range faults {
+		for _, name := range controllers {
+			if err := in[name].waitReplicas(ctx); err != nil {
+				return r, fmt.Errorf("waiting for %s's replicas before fault %d: %w", name, i+1, err)
+			}
+			if err := work[name].change(ctx, i+1); err != nil {
+				return r, fmt.Errorf("asking %s for work before fault %d: %w", name, i+1, err)
+			}
+		}
+		if err := in[controllers[0]].holdFor(ctx, time.Duration(500+rng.IntN(2500))*time.Millisecond); err != nil {
+			return r, err
+		}
+		process := restartProcesses[i%len(restartProcesses)]
+		start := time.Now()
+		out, err := exec.CommandContext(ctx, in[controllers[0]].clusterTool, "restart", "--dir", in[controllers[0]].clusterDir,
+			"--bin-dir", binDir, "--process", process, "--down", restartDown.String()).CombinedOutput()
+		if err != nil {
+			return r, fmt.Errorf("restarting %s: %w: %s", process, err, strings.TrimSpace(string(out)))
+		}
+		ready := time.Now()
+		if err := pollUntil(ctx, 10*time.Minute, func() (bool, error) {
+			for _, name := range controllers {
+				if ok, err := work[name].converged(ctx); !ok || err != nil {
+					return false, nil // reads fail while the apiserver settles: not the scenario's failure
+				}
+			}
+			return true, nil
+		}); err != nil {
+			return r, fmt.Errorf("no convergence after restarting %s: %w", process, err)
+		}
+		f := RestartFault{Process: process, Outage: ready.Sub(start), Converged: time.Since(ready)}
+		r.Faults = append(r.Faults, f)
+		windows = append(windows, [2]time.Time{start, time.Now()})
+		fmt.Printf("chaos: control-plane restart %d/%d (%s): apiserver ready after %s, everything converged %s later\n",
+			i+1, faults, process, seconds(f.Outage), seconds(f.Converged))
+	}
+	// Sampling goes on for a while after the last convergence: a stale write lands late, if at all.
+	if err := in[controllers[0]].holdFor(ctx, afterWatch); err != nil {
+		return r, err
+	}
+	stopSampling()
+	for _, name := range controllers {
+		s := samplers[name]
+		s.sample(ctx, work[name])
+		r.Samples, r.Violations, r.ReadErrors = r.Samples+s.samples, r.Violations+s.violations, r.ReadErrors+s.errors
+		for _, e := range s.examples {
+			r.Examples = append(r.Examples, name+": "+e)
+		}
+	}
+	after, err := controllerRestarts(ctx, c, in)
+	if err != nil {
+		return r, err
+	}
+	for _, name := range controllers {
+		r.ControllerRestarts[name] = after[name] - before[name]
+	}
+	events, err := audit.ReadWritesSince(auditLog, began)
+	if err != nil {
+		return r, err
+	}
+	for _, e := range events {
+		name := controllerOf(e.User)
+		if name == "" || e.Key == "update leases" || e.Key == "create events" || e.Key == "patch events" {
+			continue
+		}
+		for _, w := range windows {
+			if !e.At.Before(w[0]) && e.At.Before(w[1]) {
+				r.Writes[name]++
+				if e.Code == 409 {
+					r.Refused[name]++
+				}
+			}
+		}
+	}
+	return r, nil
+}
+
+// controllerOf is the controller whose ServiceAccount made a request, or "".
+func controllerOf(user string) string {
+	for _, name := range controllers {
+		if strings.HasPrefix(user, "system:serviceaccount:") && strings.HasSuffix(user, "-"+name) {
+			return name
+		}
+	}
+	return ""
+}
+
+// controllerRestarts sums the container restarts of each controller's current pods.
+func controllerRestarts(ctx context.Context, c client.Client, in map[string]*injector) (map[string]int32, error) {
+	out := map[string]int32{}
+	for _, name := range controllers {
+		var d appsv1.Deployment
+		if err := c.Get(ctx, client.ObjectKey{Namespace: in[name].namespace, Name: in[name].deployment}, &d); err != nil {
+			return nil, err
+		}
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(in[name].namespace), client.MatchingLabels(d.Spec.Selector.MatchLabels)); err != nil {
+			return nil, err
+		}
+		if len(pods.Items) != int(ptr.Deref(d.Spec.Replicas, 1)) {
+			return nil, fmt.Errorf("%s has %d pods, want %d: a pod was replaced, restarts cannot be counted", name,
+				len(pods.Items), ptr.Deref(d.Spec.Replicas, 1))
+		}
+		for _, p := range pods.Items {
+			for _, cs := range p.Status.ContainerStatuses {
+				out[name] += cs.RestartCount
+			}
+		}
+	}
+	return out, nil
+}
