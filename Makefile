@@ -244,18 +244,19 @@ bench: ## The full benchmarks (N up to 1000) against the built-in controllers; r
 		--audit-log $(CLUSTER_DIR)/logs/audit.log --release $(RELEASE) --release-namespace $(RELEASE_NAMESPACE) --out docs
 
 # The reliability suite's faults (tools/chaos, docs/reliability.md): the controllers' leaders die mid-work while an
-# invariant is sampled twice a second, and their replicas die one at a time while a client's admission calls are
-# counted. Both need make cluster-up (root); both install the chart with local images.
+# invariant is sampled twice a second; their replicas die one at a time while a client's admission calls are
+# counted; their webhooks are cut off; etcd and the apiserver restart. Both need make cluster-up (root); both
+# install the chart with local images.
 CHAOS_FLAGS = --cluster-tool $(CLUSTER_TOOL) --cluster-dir $(CLUSTER_DIR) --kubeconfig $(LOCAL_KUBECONFIG) \
-	--audit-log $(CLUSTER_DIR)/logs/audit.log --cluster-bin-dir $(ENVTEST_DIR) \
+	--audit-log $(CLUSTER_DIR)/logs/audit.log \
 	--release $(RELEASE) --release-namespace $(RELEASE_NAMESPACE)
 
 .PHONY: chaos chaos-quick
-chaos-quick: $(CLUSTER_TOOL) ## The reliability suite's short form (CI): 3 leader deaths and 2 replica deaths per controller; fails on a broken invariant or a refused admission call.
+chaos-quick: $(CLUSTER_TOOL) ## The reliability suite's short form (CI): leader and replica deaths, webhooks cut off, etcd and apiserver restarts; fails on a broken invariant, a refused admission call or a failed check.
 	$(MAKE) images-local deploy-local
 	go run ./tools/chaos --quick $(CHAOS_FLAGS)
 
-chaos: $(CLUSTER_TOOL) ## The full reliability suite: 20 leader deaths per controller on 200 simulated nodes, 12 replica deaths; rewrites docs/reliability.md's figures.
+chaos: $(CLUSTER_TOOL) ## The full reliability suite (about an hour): every scenario at full size; rewrites docs/reliability.md's figures and docs/reliability/*.json.
 	$(MAKE) images-local deploy-local
 	go run ./tools/chaos --out docs $(CHAOS_FLAGS)
 

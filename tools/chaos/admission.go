@@ -64,10 +64,10 @@ type steadyClient struct {
 	failed []failedCall
 }
 
-// failedCall is a call that failed: when it was sent and what it answered.
+// failedCall is a call that failed: when it was sent, when its answer came, and what it was.
 type failedCall struct {
-	at  time.Time
-	err error
+	at, end time.Time
+	err     error
 }
 
 // run sends calls until ctx ends, then waits for those in flight.
@@ -93,30 +93,52 @@ func (s *steadyClient) call(ctx context.Context, i int) {
 	defer cancel()
 	at := time.Now()
 	err := s.c.Create(cctx, s.object(i), client.DryRunAll)
+	end := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
 	if err != nil {
-		s.failed = append(s.failed, failedCall{at: at, err: err})
+		s.failed = append(s.failed, failedCall{at: at, end: end, err: err})
 	}
 }
 
-// admissionCause sorts a failed call by what it says: the webhook could not be reached, it did not answer in
-// time, or something else.
+// admissionCause sorts a failed call by what it says: the webhook's port refused the connection, the connection
+// broke, or no answer came in time. The apiserver's message quotes the webhook's URL, which ends in
+// "?timeout=10s": a bare "timeout" says nothing.
 func admissionCause(err error) string {
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "connection refused"):
 		return "connection refused"
-	case strings.Contains(msg, "deadline exceeded") || strings.Contains(msg, "timeout") || strings.Contains(msg, "Timeout"):
-		return "timed out"
-	case strings.Contains(msg, "connection reset") || errors.Is(err, context.Canceled) || strings.Contains(msg, "EOF"):
+	case strings.Contains(msg, "EOF") || strings.Contains(msg, "connection reset") || strings.Contains(msg, "broken pipe") ||
+		strings.Contains(msg, "http2: client connection lost") || strings.Contains(msg, "GOAWAY"):
 		return "connection lost"
+	case strings.Contains(msg, "context deadline exceeded") || strings.Contains(msg, "Client.Timeout exceeded") ||
+		strings.Contains(msg, "i/o timeout") || strings.Contains(msg, "TLS handshake timeout") ||
+		errors.Is(err, context.DeadlineExceeded):
+		return "timed out"
 	case strings.Contains(msg, "no endpoints available"):
 		return "no endpoints"
 	default:
 		return "other"
 	}
+}
+
+// faultWindow is the time a fault owns: from its injection until its replica was back and ready, and a second
+// more. A failed call that overlaps it is the fault's; one outside every window fails the run.
+type faultWindow struct {
+	fault      Fault
+	start, end time.Time
+}
+
+// windowOf returns the index of the window a call from at to end overlaps, or -1.
+func windowOf(windows []faultWindow, at, end time.Time) int {
+	for k, w := range windows {
+		if !at.After(w.end) && !end.Before(w.start) {
+			return k
+		}
+	}
+	return -1
 }
 
 // admissionReplicaDeath runs the scenario for one controller: faults deaths of one replica at a time (the
@@ -130,12 +152,12 @@ func admissionReplicaDeath(ctx context.Context, in *injector, object func(i int)
 	go func() { defer close(done); s.run(sctx) }()
 	defer func() { stop(); <-done }()
 
-	var starts []time.Time
+	var windows []faultWindow
 	for i := range faults {
 		if err := in.waitReplicas(ctx); err != nil {
 			return r, fmt.Errorf("waiting for the controller's replicas before fault %d: %w", i+1, err)
 		}
-		// A few seconds of calls between faults: failures then are no fault's.
+		// A few seconds of calls between faults, in no fault's window: a call that fails then fails the run.
 		if err := in.holdFor(ctx, time.Duration(2000+rng.IntN(2000))*time.Millisecond); err != nil {
 			return r, err
 		}
@@ -144,24 +166,25 @@ func admissionReplicaDeath(ctx context.Context, in *injector, object func(i int)
 		if err != nil {
 			return r, err
 		}
-		starts = append(starts, time.Now())
+		leader, _, err := in.leader(ctx)
+		if err != nil {
+			return r, err
+		}
+		w := faultWindow{fault: fault, start: time.Now()}
 		if err := in.injectPod(ctx, fault, pod); err != nil {
 			return r, fmt.Errorf("fault %d: %w", i+1, err)
 		}
-		if fault == FaultStop {
-			err := in.holdFor(ctx, admissionFreeze)
-			if cerr := in.signal(ctx, pod.UID, "CONT"); err == nil && cerr != nil && !strings.Contains(cerr.Error(), "no container process") {
-				err = cerr
-			}
-			if err != nil {
-				return r, fmt.Errorf("fault %d: waking %s: %w", i+1, pod.Name, err)
-			}
+		if err := in.recover(ctx, fault, pod, pod.Name == leader); err != nil {
+			return r, fmt.Errorf("fault %d (%s of %s): %w", i+1, fault, pod.Name, err)
 		}
+		if err := in.holdFor(ctx, time.Second); err != nil {
+			return r, err
+		}
+		w.end = time.Now()
+		windows = append(windows, w)
 		r.Faults = append(r.Faults, fault)
-		fmt.Printf("chaos: %s: fault %d/%d (%s of %s at %s)\n", r.Scenario, i+1, faults, fault, pod.Name, starts[i].UTC().Format("15:04:05.0"))
-	}
-	if err := in.waitReplicas(ctx); err != nil {
-		return r, fmt.Errorf("waiting for the controller's replicas after the last fault: %w", err)
+		fmt.Printf("chaos: %s: fault %d/%d (%s of %s at %s, back after %s)\n", r.Scenario, i+1, faults, fault, pod.Name,
+			w.start.UTC().Format("15:04:05.0"), seconds(w.end.Sub(w.start)))
 	}
 	if err := in.holdFor(ctx, 3*time.Second); err != nil {
 		return r, err
@@ -174,20 +197,18 @@ func admissionReplicaDeath(ctx context.Context, in *injector, object func(i int)
 	for _, f := range s.failed {
 		cause := admissionCause(f.err)
 		r.Failed[cause]++
-		after, k := "none", -1
-		for j, start := range starts {
-			if !f.at.Before(start) {
-				after, k = string(r.Faults[j]), j
-			}
+		after, k := "none", windowOf(windows, f.at, f.end)
+		if k >= 0 {
+			after = string(windows[k].fault)
 		}
 		r.ByFault[after]++
 		if printed[k]++; printed[k] > 3 {
 			continue // the first few of each fault say when they were sent; the counts say the rest
 		}
 		if k >= 0 {
-			fmt.Printf("chaos:   failed call sent %.1fs after fault %d (%s): %s\n", f.at.Sub(starts[k]).Seconds(), k+1, after, cause)
+			fmt.Printf("chaos:   failed call sent %.1fs into fault %d (%s): %s\n", f.at.Sub(windows[k].start).Seconds(), k+1, after, cause)
 		} else {
-			fmt.Printf("chaos:   failed call sent before the first fault: %s\n", cause)
+			fmt.Printf("chaos:   failed call sent at %s, in no fault's window: %s\n", f.at.UTC().Format("15:04:05.0"), cause)
 		}
 		if len(r.Examples) < maxExamples {
 			msg := f.err.Error()
@@ -196,6 +217,15 @@ func admissionReplicaDeath(ctx context.Context, in *injector, object func(i int)
 			}
 			r.Examples = append(r.Examples, fmt.Sprintf("%s: %s", f.at.UTC().Format("15:04:05.0"), msg))
 		}
+	}
+	for k, w := range windows {
+		if printed[k] > 0 {
+			fmt.Printf("chaos:   fault %d (%s of a replica): %d failed calls\n", k+1, w.fault, printed[k])
+		}
+	}
+	// A run whose client hardly got through says nothing about the webhooks.
+	if r.Calls < 10*faults || r.failedCalls()*2 > r.Calls {
+		return r, fmt.Errorf("%d of %d admission calls failed: the client did not get through enough to measure anything", r.failedCalls(), r.Calls)
 	}
 	r.Duration = time.Since(began)
 	return r, nil
@@ -252,4 +282,29 @@ func admissionObject(controller, ns string) (func(i int) client.Object, error) {
 		}, nil
 	}
 	return nil, fmt.Errorf("no admission object for %q", controller)
+}
+
+// recover waits until the replica a fault hit is back: a deleted pod gone (its replacement is the Deployment's),
+// a killed container restarted, a frozen one woken (and, if it led, restarted: it finds its lease taken and
+// exits); then every replica of the Deployment ready.
+func (in *injector) recover(ctx context.Context, fault Fault, pod *corev1.Pod, wasLeader bool) error {
+	var err error
+	switch fault {
+	case FaultDelete:
+		err = in.waitGone(ctx, pod)
+	case FaultKill:
+		err = in.waitRestarted(ctx, pod)
+	case FaultStop:
+		err = in.holdFor(ctx, admissionFreeze)
+		if cerr := in.signal(ctx, pod.UID, "CONT"); err == nil && cerr != nil && !strings.Contains(cerr.Error(), "no container process") {
+			err = cerr // a container its liveness probe had the kubelet kill meanwhile has nothing left to wake
+		}
+		if err == nil && wasLeader {
+			err = in.waitRestarted(ctx, pod)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return in.waitReplicas(ctx)
 }

@@ -165,6 +165,18 @@ func (in *injector) waitRestarted(ctx context.Context, before *corev1.Pod) error
 	})
 }
 
+// waitGone waits until a deleted pod is gone from the apiserver (its graceful termination over).
+func (in *injector) waitGone(ctx context.Context, before *corev1.Pod) error {
+	return wait.Poll(ctx, 500*time.Millisecond, 3*time.Minute, func() (bool, error) {
+		var p corev1.Pod
+		err := in.c.Get(ctx, client.ObjectKeyFromObject(before), &p)
+		if apierrors.IsNotFound(err) || err == nil && p.UID != before.UID {
+			return true, nil
+		}
+		return false, err
+	})
+}
+
 // holdFor waits d (nothing to poll: a frozen process is the point), or until ctx ends.
 func (in *injector) holdFor(ctx context.Context, d time.Duration) error {
 	if d <= 0 {

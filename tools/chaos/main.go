@@ -17,9 +17,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,13 +57,59 @@ func main() {
 	}
 }
 
+// env is what every scenario runs with: the cluster, the release, the plan and the fault timing.
+type env struct {
+	c                            client.Client
+	clusterTool, clusterDir      string
+	release, releaseNS, auditLog string
+	plan                         plan
+	nodeNames                    []string
+	rng                          *rand.Rand
+}
+
+// injector returns the fault injector of one of the release's controllers.
+func (e *env) injector(controller string) *injector {
+	return &injector{c: e.c, clusterTool: e.clusterTool, clusterDir: e.clusterDir, namespace: e.releaseNS,
+		deployment: e.release + "-" + controller, lease: 15 * time.Second}
+}
+
+// outcome gathers what the scenarios found.
+type outcome struct {
+	leaderDeath []Result
+	admission   []AdmissionResult
+	down        *WebhooksDownResult
+	restarts    *RestartResult
+}
+
+// failures says what fails the run: a broken invariant, an admission call refused while no replica crashed or
+// froze, a failed check with the webhooks down.
+func (o outcome) failures() []string {
+	var failed []string
+	for _, r := range o.leaderDeath {
+		if r.Violations > 0 {
+			failed = append(failed, fmt.Sprintf("%s: %d samples broke the invariant", r.Scenario, r.Violations))
+		}
+	}
+	for _, r := range o.admission {
+		if n := r.gatedFailures(); n > 0 {
+			failed = append(failed, fmt.Sprintf("%s: %d admission calls failed while no replica crashed or froze", r.Scenario, n))
+		}
+	}
+	if o.restarts != nil {
+		failed = append(failed, o.restarts.failures()...)
+	}
+	if o.down != nil && o.down.failed() > 0 {
+		failed = append(failed, fmt.Sprintf("webhooks down: %d checks failed", o.down.failed()))
+	}
+	return failed
+}
+
 func run() error {
 	// Its own flag set: a package it imports registers --kubeconfig on the global one.
 	flag := flag.NewFlagSet("chaos", flag.ExitOnError)
 	kubeconfig := flag.String("kubeconfig", ".cluster/kubeconfig", "the local cluster's kubeconfig")
 	clusterTool := flag.String("cluster-tool", "bin/keelson-cluster", "the local cluster tool: resizes the simulated nodes, signals pods")
 	clusterDir := flag.String("cluster-dir", ".cluster", "the cluster's directory")
-	clusterBinDir := flag.String("cluster-bin-dir", "", "the cluster's Kubernetes binaries and etcd (the cluster tool's --bin-dir): restarts start them")
 	release := flag.String("release", "keelson", "the chart's release name")
 	releaseNS := flag.String("release-namespace", "keelson-system", "the chart's namespace")
 	quick := flag.Bool("quick", false, "the short form (CI): fewer faults, fewer nodes; prints the results, writes nothing")
@@ -70,9 +118,9 @@ func run() error {
 			"(admission), no webhook reachable while the controllers run (webhooks-down), etcd and the apiserver "+
 			"restarted while all three work (restarts)")
 	auditLog := flag.String("audit-log", ".cluster/logs/audit.log", "the apiserver's audit log: the writes repeated after a restart")
-	faults := flag.Int("faults", 0, "faults per scenario (leader deaths, replica deaths) instead of the plan's")
+	faults := flag.Int("faults", 0, "faults per scenario (leader deaths, replica deaths, restarts) instead of the plan's")
 	nodes := flag.Int("nodes", 0, "simulated nodes instead of the plan's")
-	out := flag.String("out", "", "write docs/reliability.md's faults section and its JSON under this directory (full runs)")
+	out := flag.String("out", "", "rewrite the figures of the scenarios run in reliability.md, and their JSON, under this directory (full runs)")
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the fault timing")
 	if err := flag.Parse(os.Args[1:]); err != nil {
 		return err
@@ -92,8 +140,12 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
-	rng := rand.New(rand.NewPCG(*seed, 0))
+	// Interrupted (Ctrl-C, a CI timeout), the scenarios' deferred clean-ups still run: webhooks pointed back at
+	// their Services, frozen pods woken, the node pool restored.
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	e := &env{c: c, clusterTool: *clusterTool, clusterDir: *clusterDir, release: *release,
+		releaseNS: *releaseNS, auditLog: *auditLog, plan: p, rng: rand.New(rand.NewPCG(*seed, 0))}
 	fmt.Printf("chaos: seed %d, %d faults per scenario, %d simulated nodes\n", *seed, p.Faults, p.Nodes)
 
 	var pool corev1.NodeList
@@ -109,141 +161,148 @@ func run() error {
 			fmt.Fprintf(os.Stderr, "chaos: restoring %d simulated nodes: %v\n", len(pool.Items), err)
 		}
 	}()
-	nodeNames := make([]string, p.Nodes)
-	for i := range nodeNames {
-		nodeNames[i] = "kwok-node-" + strconv.Itoa(i)
+	e.nodeNames = make([]string, p.Nodes)
+	for i := range e.nodeNames {
+		e.nodeNames[i] = "kwok-node-" + strconv.Itoa(i)
 	}
-	var results []Result
-	var admission []AdmissionResult
-	var down *WebhooksDownResult
-	var restarts *RestartResult
+	var o outcome
 	for _, name := range strings.Split(*scenarios, ",") {
-		ns := "chaos-" + name
-		if err := freshNamespace(ctx, c, ns); err != nil {
-			return err
-		}
-		if name == "restarts" {
-			in, work := map[string]*injector{}, map[string]workload{}
-			for _, controller := range controllers {
-				in[controller] = &injector{c: c, clusterTool: *clusterTool, clusterDir: *clusterDir, namespace: *releaseNS,
-					deployment: *release + "-" + controller}
-			}
-			// Each workload in a namespace of its own, as in the leader-death scenarios.
-			for _, sub := range []string{"daemonset", "sizer", "pipeline"} {
-				if err := freshNamespace(ctx, c, ns+"-"+sub); err != nil {
-					return err
-				}
-			}
-			work["daemonset-controller"] = &daemonSetWork{c: c, ns: ns + "-daemonset", nodes: p.Nodes}
-			work["workload-sizer"] = &sizerWork{c: c, ns: ns + "-sizer", count: p.Sizers}
-			work["pipeline-controller"] = &pipelineWork{c: c, ns: ns + "-pipeline", count: p.Pipelines, nodes: nodeNames}
-			res, err := controlPlaneRestarts(ctx, c, in, work, *clusterBinDir, *auditLog, p.Restarts, rng)
-			if err != nil {
-				return fmt.Errorf("control-plane restarts: %w", err)
-			}
-			fmt.Print(restartsText(res))
-			restarts = &res
-			for _, sub := range []string{"", "-daemonset", "-sizer", "-pipeline"} {
-				if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns + sub}}); client.IgnoreNotFound(err) != nil {
-					return err
-				}
-			}
-			continue
-		}
-		if name == "webhooks-down" {
-			res, err := webhooksDown(ctx, c, ns, *releaseNS, *release, *clusterTool, *clusterDir)
-			if err != nil {
-				return fmt.Errorf("webhooks down: %w", err)
-			}
-			fmt.Print(webhooksDownText(res))
-			down = &res
-			if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreNotFound(err) != nil {
-				return err
-			}
-			continue
-		}
-		if name == "admission" {
-			for _, controller := range controllers {
-				object, err := admissionObject(controller, ns)
-				if err != nil {
-					return err
-				}
-				in := &injector{c: c, clusterTool: *clusterTool, clusterDir: *clusterDir, namespace: *releaseNS,
-					deployment: *release + "-" + controller}
-				r := AdmissionResult{Scenario: controller + ": admission while a replica dies", Controller: controller}
-				res, err := admissionReplicaDeath(ctx, in, object, r, p.AdmissionFaults, rng)
-				if err != nil {
-					return fmt.Errorf("%s: %w", r.Scenario, err)
-				}
-				fmt.Print(admissionText(res))
-				admission = append(admission, res)
-			}
-			if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreNotFound(err) != nil {
-				return err
-			}
-			continue
-		}
-		var w workload
-		r := Result{Scenario: "leader death", Controller: name}
+		var err error
 		switch name {
-		case "daemonset":
-			w = &daemonSetWork{c: c, ns: ns, nodes: p.Nodes}
-			r.Controller, r.Size = "daemonset-controller", fmt.Sprintf("1 DaemonSet on %d nodes, maxSurge 0, maxUnavailable 10%%", p.Nodes)
-			r.Invariant = "no node ever runs two live pods of the DaemonSet"
-		case "sizer":
-			w = &sizerWork{c: c, ns: ns, count: p.Sizers}
-			r.Controller, r.Size = "workload-sizer", fmt.Sprintf("%d WorkloadSizers, sizes 3, 4 and 5 in turn", p.Sizers)
-			r.Invariant = "every Deployment's replicas are one of the last two sizes asked, and its pod template never changes"
-		case "pipeline":
-			w = &pipelineWork{c: c, ns: ns, count: p.Pipelines, nodes: nodeNames}
-			r.Controller, r.Size = "pipeline-controller", fmt.Sprintf("%d two-step Pipelines, every step rolled each round", p.Pipelines)
-			r.Invariant = "no step Deployment, Service or volume is ever deleted or created twice"
+		case "daemonset", "sizer", "pipeline":
+			var r Result
+			r, err = runLeaderDeath(ctx, e, name)
+			o.leaderDeath = append(o.leaderDeath, r)
+		case "admission":
+			o.admission, err = runAdmission(ctx, e)
+		case "webhooks-down":
+			o.down, err = runWebhooksDown(ctx, e)
+		case "restarts":
+			o.restarts, err = runRestarts(ctx, e)
 		default:
-			return fmt.Errorf("--scenarios: unknown scenario %q", name)
+			err = fmt.Errorf("--scenarios: unknown scenario %q", name)
 		}
-		r.Scenario = name + ": leader death"
-		in := &injector{c: c, clusterTool: *clusterTool, clusterDir: *clusterDir, namespace: *releaseNS,
-			deployment: *release + "-" + r.Controller, lease: 15 * time.Second}
-		res, err := leaderDeath(ctx, in, w, r, p.Faults, rng)
 		if err != nil {
-			return fmt.Errorf("%s: %w", r.Scenario, err)
-		}
-		fmt.Print(resultText(res))
-		results = append(results, res)
-		if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreNotFound(err) != nil {
 			return err
 		}
 	}
 	if *out != "" && !*quick {
-		if err := writeResults(*out, results, admission, down, restarts, *seed); err != nil {
+		if err := writeResults(*out, o, *seed); err != nil {
 			return err
 		}
 	}
-	var failed []string
-	for _, r := range results {
-		if r.Violations > 0 {
-			failed = append(failed, fmt.Sprintf("%s: %d samples broke the invariant", r.Scenario, r.Violations))
-		}
-	}
-	for _, r := range admission {
-		if n := r.gatedFailures(); n > 0 {
-			failed = append(failed, fmt.Sprintf("%s: %d admission calls failed while no replica crashed or froze", r.Scenario, n))
-		}
-	}
-	if restarts != nil {
-		// A controller's own restarts are measured, not gated: a leader that could not renew its lease for the renew
-		// deadline (an apiserver down longer) exits by design, and its standby leads.
-		if restarts.Violations > 0 {
-			failed = append(failed, fmt.Sprintf("control-plane restarts: %d samples broke an invariant", restarts.Violations))
-		}
-	}
-	if down != nil && down.failed() > 0 {
-		failed = append(failed, fmt.Sprintf("webhooks down: %d checks failed", down.failed()))
-	}
-	if len(failed) > 0 {
+	if failed := o.failures(); len(failed) > 0 {
 		return errors.New(strings.Join(failed, "; "))
 	}
 	return nil
+}
+
+// inNamespaces runs f with fresh namespaces named "chaos-<name>" and, for each suffix, "chaos-<name>-<suffix>",
+// and deletes them afterwards.
+func inNamespaces[T any](ctx context.Context, c client.Client, name string, suffixes []string, f func(ns string) (T, error)) (T, error) {
+	ns := "chaos-" + name
+	all := []string{ns}
+	for _, s := range suffixes {
+		all = append(all, ns+"-"+s)
+	}
+	var zero T
+	for _, n := range all {
+		if err := freshNamespace(ctx, c, n); err != nil {
+			return zero, err
+		}
+	}
+	res, err := f(ns)
+	if err != nil {
+		return res, err
+	}
+	for _, n := range all {
+		if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); client.IgnoreNotFound(err) != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// runLeaderDeath runs one controller's leader-death scenario (name: daemonset, sizer or pipeline).
+func runLeaderDeath(ctx context.Context, e *env, name string) (Result, error) {
+	return inNamespaces(ctx, e.c, name, nil, func(ns string) (Result, error) {
+		var w workload
+		r := Result{Scenario: name + ": leader death"}
+		switch name {
+		case "daemonset":
+			w = &daemonSetWork{c: e.c, ns: ns, nodes: e.plan.Nodes}
+			r.Controller, r.Size = "daemonset-controller", fmt.Sprintf("1 DaemonSet on %d nodes, maxSurge 0, maxUnavailable 10%%", e.plan.Nodes)
+			r.Invariant = "no node ever runs two live pods of the DaemonSet"
+		case "sizer":
+			w = &sizerWork{c: e.c, ns: ns, count: e.plan.Sizers}
+			r.Controller, r.Size = "workload-sizer", fmt.Sprintf("%d WorkloadSizers, sizes 3, 4 and 5 in turn", e.plan.Sizers)
+			r.Invariant = "every Deployment's replicas are one of the last two sizes asked, and its pod template never changes"
+		case "pipeline":
+			w = &pipelineWork{c: e.c, ns: ns, count: e.plan.Pipelines, nodes: e.nodeNames}
+			r.Controller, r.Size = "pipeline-controller", fmt.Sprintf("%d two-step Pipelines, every step rolled each round", e.plan.Pipelines)
+			r.Invariant = "no step Deployment, Service or volume is ever deleted or created twice"
+		}
+		res, err := leaderDeath(ctx, e.injector(r.Controller), w, r, e.plan.Faults, e.rng)
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", r.Scenario, err)
+		}
+		fmt.Print(resultText(res))
+		return res, nil
+	})
+}
+
+// runAdmission runs the admission scenario for each controller in turn.
+func runAdmission(ctx context.Context, e *env) ([]AdmissionResult, error) {
+	return inNamespaces(ctx, e.c, "admission", nil, func(ns string) ([]AdmissionResult, error) {
+		var out []AdmissionResult
+		for _, controller := range controllers {
+			object, err := admissionObject(controller, ns)
+			if err != nil {
+				return nil, err
+			}
+			r := AdmissionResult{Scenario: controller + ": admission while a replica dies", Controller: controller}
+			res, err := admissionReplicaDeath(ctx, e.injector(controller), object, r, e.plan.AdmissionFaults, e.rng)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", r.Scenario, err)
+			}
+			fmt.Print(admissionText(res))
+			out = append(out, res)
+		}
+		return out, nil
+	})
+}
+
+// runWebhooksDown runs the webhooks-down scenario.
+func runWebhooksDown(ctx context.Context, e *env) (*WebhooksDownResult, error) {
+	return inNamespaces(ctx, e.c, "webhooks-down", nil, func(ns string) (*WebhooksDownResult, error) {
+		res, err := webhooksDown(ctx, e.c, ns, e.releaseNS, e.release, e.clusterTool, e.clusterDir)
+		if err != nil {
+			return nil, fmt.Errorf("webhooks down: %w", err)
+		}
+		fmt.Print(webhooksDownText(res))
+		return &res, nil
+	})
+}
+
+// runRestarts runs the control-plane restart scenario, each controller's workload in a namespace of its own.
+func runRestarts(ctx context.Context, e *env) (*RestartResult, error) {
+	return inNamespaces(ctx, e.c, "restarts", []string{"daemonset", "sizer", "pipeline"}, func(ns string) (*RestartResult, error) {
+		in := map[string]*injector{}
+		for _, controller := range controllers {
+			in[controller] = e.injector(controller)
+		}
+		work := map[string]workload{
+			"daemonset-controller": &daemonSetWork{c: e.c, ns: ns + "-daemonset", nodes: e.plan.Nodes},
+			"workload-sizer":       &sizerWork{c: e.c, ns: ns + "-sizer", count: e.plan.Sizers},
+			"pipeline-controller":  &pipelineWork{c: e.c, ns: ns + "-pipeline", count: e.plan.Pipelines, nodes: e.nodeNames},
+		}
+		res, err := controlPlaneRestarts(ctx, e.c, in, work, e.auditLog, e.plan.Restarts, e.rng)
+		if err != nil {
+			return nil, fmt.Errorf("control-plane restarts: %w", err)
+		}
+		fmt.Print(restartsText(res))
+		return &res, nil
+	})
 }
 
 // freshNamespace makes an empty namespace: an earlier run's is deleted first.
@@ -269,10 +328,9 @@ func pollUntil(ctx context.Context, timeout time.Duration, cond func() (bool, er
 	return wait.Poll(ctx, 500*time.Millisecond, timeout, cond)
 }
 
-// writeResults writes the results as JSON and rewrites their sections of reliability.md under dir: the
-// leader-death figures when leader-death scenarios ran, the admission figures when the admission scenario ran, the
-// webhooks-down checks when that scenario ran.
-func writeResults(dir string, results []Result, admission []AdmissionResult, down *WebhooksDownResult, restarts *RestartResult, seed uint64) error {
+// writeResults writes the results as JSON and rewrites their sections of reliability.md under dir: only those of
+// the scenarios that ran, so a run of one scenario leaves the others' figures as they were.
+func writeResults(dir string, o outcome, seed uint64) error {
 	if err := os.MkdirAll(filepath.Join(dir, "reliability"), 0o755); err != nil {
 		return err
 	}
@@ -282,29 +340,26 @@ func writeResults(dir string, results []Result, admission []AdmissionResult, dow
 		return err
 	}
 	text := string(old)
-	if len(results) > 0 {
-		if err := writeJSON(filepath.Join(dir, "reliability", "faults.json"), seed, results); err != nil {
-			return err
-		}
-		text = replaceSection(text, faultsMarkers, faultsSection(results, seed))
+	type part struct {
+		ran     bool
+		file    string
+		results any
+		markers section
+		text    func() string
 	}
-	if len(admission) > 0 {
-		if err := writeJSON(filepath.Join(dir, "reliability", "admission.json"), seed, admission); err != nil {
+	for _, p := range []part{
+		{len(o.leaderDeath) > 0, "faults.json", o.leaderDeath, faultsMarkers, func() string { return faultsSection(o.leaderDeath, seed) }},
+		{len(o.admission) > 0, "admission.json", o.admission, admissionMarkers, func() string { return admissionSection(o.admission, seed) }},
+		{o.restarts != nil, "restarts.json", o.restarts, restartsMarkers, func() string { return restartsSection(*o.restarts, seed) }},
+		{o.down != nil, "webhooks-down.json", o.down, webhooksDownMarkers, func() string { return webhooksDownSection(*o.down) }},
+	} {
+		if !p.ran {
+			continue
+		}
+		if err := writeJSON(filepath.Join(dir, "reliability", p.file), seed, p.results); err != nil {
 			return err
 		}
-		text = replaceSection(text, admissionMarkers, admissionSection(admission, seed))
-	}
-	if restarts != nil {
-		if err := writeJSON(filepath.Join(dir, "reliability", "restarts.json"), seed, restarts); err != nil {
-			return err
-		}
-		text = replaceSection(text, restartsMarkers, restartsSection(*restarts, seed))
-	}
-	if down != nil {
-		if err := writeJSON(filepath.Join(dir, "reliability", "webhooks-down.json"), seed, down); err != nil {
-			return err
-		}
-		text = replaceSection(text, webhooksDownMarkers, webhooksDownSection(*down))
+		text = replaceSection(text, p.markers, p.text())
 	}
 	return os.WriteFile(doc, []byte(text), 0o644)
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -29,6 +30,8 @@ type RestartResult struct {
 	Samples    int      `json:"samples"`
 	Violations int      `json:"violations"`
 	ReadErrors int      `json:"readErrors"`
+	// SamplesOf is each controller's share of Samples: a workload whose check never read anything proves nothing.
+	SamplesOf map[string]int `json:"samplesOf"`
 	Examples   []string `json:"examples,omitempty"`
 	// Writes is what each controller wrote from each fault until everything converged, summed; Refused the part
 	// the apiserver refused (a conflict, an object already there: a write repeated on a stale view).
@@ -54,8 +57,9 @@ const restartDown = 2 * time.Second
 // controlPlaneRestarts runs the scenario: the three workloads set up side by side, then faults restarts, each a
 // moment after asking every workload for work, each once the last converged.
 func controlPlaneRestarts(ctx context.Context, c client.Client, in map[string]*injector, work map[string]workload,
-	binDir, auditLog string, faults int, rng *rand.Rand) (RestartResult, error) {
-	r := RestartResult{ControllerRestarts: map[string]int32{}, Writes: map[string]int{}, Refused: map[string]int{}}
+	auditLog string, faults int, rng *rand.Rand) (RestartResult, error) {
+	r := RestartResult{ControllerRestarts: map[string]int32{}, Writes: map[string]int{}, Refused: map[string]int{},
+		SamplesOf: map[string]int{}}
 	for _, name := range controllers {
 		if err := work[name].setUp(ctx); err != nil {
 			return r, fmt.Errorf("setting up the %s workload: %w", name, err)
@@ -92,8 +96,14 @@ func controlPlaneRestarts(ctx context.Context, c client.Client, in map[string]*i
 			if err := in[name].waitReplicas(ctx); err != nil {
 				return r, fmt.Errorf("waiting for %s's replicas before fault %d: %w", name, i+1, err)
 			}
-			if err := work[name].change(ctx, i+1); err != nil {
-				return r, fmt.Errorf("asking %s for work before fault %d: %w", name, i+1, err)
+			// Asked again while it fails: a leader that lost its lease in the last outage may exit just now, and
+			// its webhook with it (the admission scenario measures that; this one does not).
+			var last error
+			if err := pollUntil(ctx, time.Minute, func() (bool, error) {
+				last = work[name].change(ctx, i+1)
+				return last == nil, nil
+			}); err != nil {
+				return r, fmt.Errorf("asking %s for work before fault %d: %w (last: %v)", name, i+1, err, last)
 			}
 		}
 		if err := in[controllers[0]].holdFor(ctx, time.Duration(500+rng.IntN(2500))*time.Millisecond); err != nil {
@@ -101,8 +111,13 @@ func controlPlaneRestarts(ctx context.Context, c client.Client, in map[string]*i
 		}
 		process := restartProcesses[i%len(restartProcesses)]
 		start := time.Now()
-		out, err := exec.CommandContext(ctx, in[controllers[0]].clusterTool, "restart", "--dir", in[controllers[0]].clusterDir,
-			"--bin-dir", binDir, "--process", process, "--down", restartDown.String()).CombinedOutput()
+		cmd := exec.CommandContext(ctx, in[controllers[0]].clusterTool, "restart", "--dir", in[controllers[0]].clusterDir,
+			"--process", process, "--down", restartDown.String())
+		// Interrupted, the restart is asked to finish (it starts the process again before it returns), not killed
+		// in the middle with the process stopped.
+		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+		cmd.WaitDelay = 3 * time.Minute
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			return r, fmt.Errorf("restarting %s: %w: %s", process, err, strings.TrimSpace(string(out)))
 		}
@@ -132,6 +147,7 @@ func controlPlaneRestarts(ctx context.Context, c client.Client, in map[string]*i
 		s := samplers[name]
 		s.sample(ctx, work[name])
 		r.Samples, r.Violations, r.ReadErrors = r.Samples+s.samples, r.Violations+s.violations, r.ReadErrors+s.errors
+		r.SamplesOf[name] = s.samples
 		for _, e := range s.examples {
 			r.Examples = append(r.Examples, name+": "+e)
 		}
@@ -197,4 +213,30 @@ func controllerRestarts(ctx context.Context, c client.Client, in map[string]*inj
 		}
 	}
 	return out, nil
+}
+
+// renewDeadline is the chart's leaderElection.renewDeadline: a leader that cannot renew its lease for that long
+// gives it up and exits.
+const renewDeadline = 10 * time.Second
+
+// failures says what fails the run: a broken invariant, a workload never sampled, and a controller that restarted
+// although no outage lasted its renew deadline (it should have ridden them out by reconnecting).
+func (r RestartResult) failures() []string {
+	var out []string
+	if r.Violations > 0 {
+		out = append(out, fmt.Sprintf("control-plane restarts: %d samples broke an invariant", r.Violations))
+	}
+	longest := time.Duration(0)
+	for _, f := range r.Faults {
+		longest = max(longest, f.Outage)
+	}
+	for _, name := range controllers {
+		if r.SamplesOf[name] == 0 {
+			out = append(out, fmt.Sprintf("control-plane restarts: %s's invariant was never sampled", name))
+		}
+		if n := r.ControllerRestarts[name]; n > 0 && longest < renewDeadline {
+			out = append(out, fmt.Sprintf("control-plane restarts: %s restarted %d times, though no outage lasted %s", name, n, renewDeadline))
+		}
+	}
+	return out
 }

@@ -175,19 +175,16 @@ func healthy(ctx context.Context, cs *kubernetes.Clientset) bool {
 var restartable = map[string]bool{"etcd": true, "kube-apiserver": true}
 
 // Restart stops one control-plane process (SIGTERM, then SIGKILL after 10 s), keeps it down for down, starts it
-// again with the same flags, and waits until the apiserver answers /readyz. It returns the time from the stop until
-// then.
+// again with the very command line it ran with (read from /proc before the stop, so no flag can differ from what
+// `up` gave it), appending to its log, and waits until the apiserver answers /readyz. It returns the time from the
+// stop until then.
 func (c *Cluster) Restart(ctx context.Context, name string, down time.Duration) (time.Duration, error) {
 	if !restartable[name] {
 		return 0, fmt.Errorf("--process: %q is not one of etcd, kube-apiserver", name)
 	}
-	if _, ok := c.L.Running(name); !ok {
-		return 0, fmt.Errorf("%s is not running (make cluster-up)", name)
-	}
-	// The binary must be there before the process is stopped: a restart that cannot start it again would leave
-	// the cluster without its store or its apiserver.
-	if _, err := exec.LookPath(c.procs()[name].Path); err != nil {
-		return 0, fmt.Errorf("%s cannot be started again (--bin-dir?): %w", name, err)
+	p, err := c.L.RunningProc(name)
+	if err != nil {
+		return 0, err
 	}
 	start := time.Now()
 	if err := c.L.Stop(name, 10*time.Second); err != nil {
@@ -200,7 +197,7 @@ func (c *Cluster) Restart(ctx context.Context, name string, down time.Duration) 
 	case <-t.C:
 	}
 	// Started even when ctx ended meanwhile: a restart never leaves the cluster without its process.
-	if err := c.L.Start(c.procs()[name]); err != nil {
+	if err := c.L.start(p, os.O_APPEND); err != nil {
 		return 0, fmt.Errorf("starting %s: %w", name, err)
 	}
 	cs, err := c.client()

@@ -32,15 +32,18 @@ func (l Layout) pidFile(name string) string { return filepath.Join(l.PIDsDir(), 
 func (l Layout) logFile(name string) string { return filepath.Join(l.LogsDir(), name+".log") }
 
 // Start runs p detached from this process (its own session, so it outlives the command and a Ctrl-C of make
-// does not reach it), output in its log, and records its PID.
-func (l Layout) Start(p Proc) error {
+// does not reach it), output in its log (a fresh one), and records its PID.
+func (l Layout) Start(p Proc) error { return l.start(p, os.O_TRUNC) }
+
+// start is Start with the log opened with mode: os.O_TRUNC for a fresh log, os.O_APPEND to keep the last run's.
+func (l Layout) start(p Proc, mode int) error {
 	if err := os.MkdirAll(l.PIDsDir(), 0o755); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(l.LogsDir(), 0o755); err != nil {
 		return err
 	}
-	log, err := os.OpenFile(l.logFile(p.Name), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	log, err := os.OpenFile(l.logFile(p.Name), os.O_CREATE|os.O_WRONLY|mode, 0o644)
 	if err != nil {
 		return err
 	}
@@ -89,6 +92,29 @@ func (l Layout) Running(name string) (int, bool) {
 		return 0, false
 	}
 	return pid, processRuns(pid, binary)
+}
+
+// RunningProc returns the named process as it runs: the binary its PID file records and the arguments of its
+// command line (/proc/<pid>/cmdline), so that it can be started again exactly as it was.
+func (l Layout) RunningProc(name string) (Proc, error) {
+	pid, ok := l.Running(name)
+	if !ok {
+		return Proc{}, fmt.Errorf("%s is not running (make cluster-up)", name)
+	}
+	b, err := os.ReadFile(l.pidFile(name))
+	if err != nil {
+		return Proc{}, err
+	}
+	_, binary, err := ParsePIDFile(b)
+	if err != nil {
+		return Proc{}, err
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return Proc{}, err
+	}
+	args := strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00")
+	return Proc{Name: name, Path: binary, Args: args[1:]}, nil
 }
 
 // processRuns says whether pid is alive, not a zombie, and runs binary.

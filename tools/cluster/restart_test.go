@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -25,25 +26,24 @@ func TestRestartRefusesOtherProcessesAndStoppedOnes(t *testing.T) {
 	}
 }
 
-// A process whose binary is missing is not stopped: it could not be started again.
-func TestRestartNeedsTheBinaryFirst(t *testing.T) {
-	c := &Cluster{L: Layout{Dir: t.TempDir(), BinDir: t.TempDir()}, S: DefaultSettings("192.0.2.1"), Logf: t.Logf}
-	// A running process recorded as etcd: this test's own, so Running says yes.
+// A running process is read back as it runs: its recorded binary and its arguments, ready to start again.
+func TestRunningProcReadsTheCommandLine(t *testing.T) {
+	l := Layout{Dir: t.TempDir()}
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(c.L.PIDsDir(), 0o755); err != nil {
+	if err := os.MkdirAll(l.PIDsDir(), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(c.L.pidFile("etcd"), fmt.Appendf(nil, "%d %s\n", os.Getpid(), self), 0o644); err != nil {
+	if err := os.WriteFile(l.pidFile("etcd"), fmt.Appendf(nil, "%d %s\n", os.Getpid(), self), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Restart(context.Background(), "etcd", 0)
-	if err == nil || !strings.Contains(err.Error(), "cannot be started again") {
-		t.Fatalf("Restart with no etcd binary = %v, want a refusal before the stop", err)
+	p, err := l.RunningProc("etcd")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, ok := c.L.Running("etcd"); !ok {
-		t.Fatal("the process was stopped although it could not be started again")
+	if p.Name != "etcd" || p.Path != self || !slices.Equal(p.Args, os.Args[1:]) {
+		t.Fatalf("RunningProc = %+v, want %s with %v", p, self, os.Args[1:])
 	}
 }

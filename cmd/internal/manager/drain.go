@@ -23,7 +23,10 @@ import (
 // is not rerouted when the endpoint leaves the Service), and would go on sending on them until the server closes
 // them at the end of the drain, where a request sent just then fails. So while draining, every answer carries
 // "Connection: close": an HTTP/1.1 connection closes after it, an HTTP/2 one gets a graceful GOAWAY, and the
-// apiserver's next call opens a new connection, which the Service sends to a replica that stays.
+// apiserver's next call opens a new connection, which the Service sends to a replica that stays. The drain
+// begins once controller-runtime stops its webhook runnables, after the controllers and caches have stopped; the
+// server answers throughout. A connection that carries no call during the whole drain is still closed at its
+// end, and a call racing that close can fail: at the apiserver's call rates, such a connection is idle.
 type drainingServer struct {
 	webhook.Server
 	drain time.Duration
@@ -67,6 +70,7 @@ type closingWhileDraining struct {
 	inner    http.Handler
 }
 
+// ServeHTTP answers the request with the inner handler, after setting "Connection: close" while draining.
 func (h closingWhileDraining) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.draining.Load() {
 		w.Header().Set("Connection", "close")
