@@ -27,12 +27,12 @@ type RestartResult struct {
 	ControllerRestarts map[string]int32 `json:"controllerRestarts"`
 	// Samples and Violations add up every workload's invariant checks; ReadErrors are the reads that failed (the
 	// apiserver is down during each fault: they are expected).
-	Samples    int      `json:"samples"`
-	Violations int      `json:"violations"`
-	ReadErrors int      `json:"readErrors"`
+	Samples    int `json:"samples"`
+	Violations int `json:"violations"`
+	ReadErrors int `json:"readErrors"`
 	// SamplesOf is each controller's share of Samples: a workload whose check never read anything proves nothing.
 	SamplesOf map[string]int `json:"samplesOf"`
-	Examples   []string `json:"examples,omitempty"`
+	Examples  []string       `json:"examples,omitempty"`
 	// Writes is what each controller wrote from each fault until everything converged, summed; Refused the part
 	// the apiserver refused (a conflict, an object already there: a write repeated on a stale view).
 	Writes  map[string]int `json:"writes"`
