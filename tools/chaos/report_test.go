@@ -105,3 +105,23 @@ func TestControllerOf(t *testing.T) {
 		}
 	}
 }
+
+// A controller's restarts fail the run only when no outage could have cost its leader the lease; a workload never
+// sampled always does.
+func TestRestartFailures(t *testing.T) {
+	samples := map[string]int{"daemonset-controller": 3, "workload-sizer": 3, "pipeline-controller": 3}
+	short := RestartResult{Faults: []RestartFault{{Process: "etcd", Outage: 5 * time.Second}}, SamplesOf: samples,
+		ControllerRestarts: map[string]int32{"workload-sizer": 1}}
+	if got := short.failures(); len(got) != 1 || !strings.Contains(got[0], "workload-sizer restarted 1 times") {
+		t.Errorf("a restart after a 5 s outage: %v", got)
+	}
+	long := short
+	long.Faults = []RestartFault{{Process: "kube-apiserver", Outage: 14 * time.Second}}
+	if got := long.failures(); len(got) != 0 {
+		t.Errorf("a restart after a 14 s outage (the lease was lost by design): %v", got)
+	}
+	long.SamplesOf = map[string]int{"daemonset-controller": 3}
+	if got := long.failures(); len(got) != 2 {
+		t.Errorf("two workloads never sampled: %v", got)
+	}
+}
