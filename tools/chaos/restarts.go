@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
@@ -103,7 +104,7 @@ func controlPlaneRestarts(ctx context.Context, c client.Client, in map[string]*i
 				last = work[name].change(ctx, i+1)
 				return last == nil, nil
 			}); err != nil {
-				return r, fmt.Errorf("asking %s for work before fault %d: %w (last: %v)", name, i+1, err, last)
+				return r, fmt.Errorf("asking %s for work before fault %d: %w", name, i+1, errors.Join(err, last))
 			}
 		}
 		if err := in[controllers[0]].holdFor(ctx, time.Duration(500+rng.IntN(2500))*time.Millisecond); err != nil {
