@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -31,6 +32,8 @@ type AdmissionResult struct {
 	// Calls is how many admission calls the client made, Failed how many of them failed, by cause.
 	Calls  int            `json:"calls"`
 	Failed map[string]int `json:"failed"`
+	// Other is how many failed calls had a cause no replica's death explains (a denial, a certificate error).
+	Other int `json:"other"`
 	// ByFault is how many failed calls followed each kind of fault (a call counts for the last fault started before
 	// it was sent); before the first fault, under "none".
 	ByFault map[string]int `json:"byFault"`
@@ -131,10 +134,15 @@ type faultWindow struct {
 	start, end time.Time
 }
 
-// windowOf returns the index of the window a call from at to end overlaps, or -1.
+// windowSlack is how long before a fault a call may have been sent and still be that fault's: one in flight when
+// the replica died. A call that hung for longer before a fault was not hung by it.
+const windowSlack = time.Second
+
+// windowOf returns the index of the window a call from at to end overlaps, or -1. A call sent before a window
+// opened counts for it only if sent within windowSlack of its start.
 func windowOf(windows []faultWindow, at, end time.Time) int {
 	for k, w := range windows {
-		if !at.After(w.end) && !end.Before(w.start) {
+		if !at.After(w.end) && !end.Before(w.start) && w.start.Sub(at) <= windowSlack {
 			return k
 		}
 	}
@@ -201,6 +209,9 @@ func admissionReplicaDeath(ctx context.Context, in *injector, object func(i int)
 		if k >= 0 {
 			after = string(windows[k].fault)
 		}
+		if cause == "other" {
+			r.Other++ // a denial, a certificate error, a 500: no replica's death explains it
+		}
 		r.ByFault[after]++
 		if printed[k]++; printed[k] > 3 {
 			continue // the first few of each fault say when they were sent; the counts say the rest
@@ -233,10 +244,10 @@ func admissionReplicaDeath(ctx context.Context, in *injector, object func(i int)
 
 // gatedFailures is the number of failed calls that fail a run: those after a pod deletion (a rollout, a drain, an
 // eviction: the replica drains its webhook server while the Service drops it, so no call may fail) and those
-// before any fault. A crash or a freeze fails the calls the apiserver had already sent to that replica, or sends
+// in no fault's window, and any whose cause no replica's death explains. A crash or a freeze fails the calls the apiserver had already sent to that replica, or sends
 // it before its endpoint leaves (the apiserver does not retry an admission call): those are measured, not gated.
 func (r AdmissionResult) gatedFailures() int {
-	return r.ByFault[string(FaultDelete)] + r.ByFault["none"]
+	return r.ByFault[string(FaultDelete)] + r.ByFault["none"] + r.Other
 }
 
 // failedCalls is the number of failed calls of a result.
@@ -251,26 +262,31 @@ func (r AdmissionResult) failedCalls() int {
 // admissionObject returns the object the steady client creates for a controller: valid, so that only a webhook
 // that cannot answer makes the call fail.
 func admissionObject(controller, ns string) (func(i int) client.Object, error) {
+	// Everything is built anew for each call: the client decodes the answer into the object it sent, and calls run
+	// side by side, so no map, slice or pointer may be shared between them.
 	name := func(i int) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: fmt.Sprintf("admission-%d", i), Namespace: ns}
 	}
-	template := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"chaos": "admission"}},
-		Spec: corev1.PodSpec{NodeSelector: fakeNodeSelector, Tolerations: []corev1.Toleration{fakeNodeToleration},
-			Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10.2"}}}}
+	template := func() corev1.PodTemplateSpec {
+		return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"chaos": "admission"}},
+			Spec: corev1.PodSpec{NodeSelector: maps.Clone(fakeNodeSelector), Tolerations: []corev1.Toleration{fakeNodeToleration},
+				Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10.2"}}}}
+	}
 	switch controller {
 	case "daemonset-controller":
-		one := intstr.FromInt32(1)
 		return func(i int) client.Object {
+			one := intstr.FromInt32(1)
 			return &daemonsetv1alpha1.DaemonSet{ObjectMeta: name(i), Spec: daemonsetv1alpha1.DaemonSetSpec{
-				Selector: &metav1.LabelSelector{MatchLabels: template.Labels}, Template: template,
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"chaos": "admission"}}, Template: template(),
 				UpdateStrategy: daemonsetv1alpha1.DaemonSetUpdateStrategy{Type: daemonsetv1alpha1.RollingUpdateStrategyType,
 					RollingUpdate: &daemonsetv1alpha1.RollingUpdateDaemonSet{MaxUnavailable: &one}}}}
 		}, nil
 	case "workload-sizer":
 		return func(i int) client.Object {
+			t := template()
 			return &sizerv1alpha1.WorkloadSizer{ObjectMeta: name(i), Spec: sizerv1alpha1.WorkloadSizerSpec{
 				TargetRef: &sizerv1alpha1.TargetRef{Kind: "Deployment", Name: fmt.Sprintf("admission-%d", i)},
-				Template:  template.DeepCopy(), Size: ptr.To(int32(2))}}
+				Template:  &t, Size: ptr.To(int32(2))}}
 		}, nil
 	case "pipeline-controller":
 		return func(i int) client.Object {
@@ -296,7 +312,8 @@ func (in *injector) recover(ctx context.Context, fault Fault, pod *corev1.Pod, w
 		err = in.waitRestarted(ctx, pod)
 	case FaultStop:
 		err = in.holdFor(ctx, admissionFreeze)
-		if cerr := in.signal(ctx, pod.UID, "CONT"); err == nil && cerr != nil && !strings.Contains(cerr.Error(), "no container process") {
+		// Woken even when the run was interrupted meanwhile: a pod is never left frozen.
+		if cerr := in.signal(context.WithoutCancel(ctx), pod.UID, "CONT"); err == nil && cerr != nil && !strings.Contains(cerr.Error(), "no container process") {
 			err = cerr // a container its liveness probe had the kubelet kill meanwhile has nothing left to wake
 		}
 		if err == nil && wasLeader {

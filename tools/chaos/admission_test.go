@@ -35,7 +35,8 @@ func TestWindowOf(t *testing.T) {
 		want           int
 	}{
 		{12, 13, 0},  // inside the first
-		{8, 18, 0},   // sent before it, answered within: in flight when the replica died
+		{10, 18, 0},  // sent as it began, answered within: in flight when the replica died
+		{8, 18, -1},  // sent 2 s before it and hung until then: not hung by it
 		{22, 25, -1}, // between two faults
 		{29, 31, 1},  // across the second's start
 		{41, 42, -1}, // after the last

@@ -92,7 +92,8 @@ func (in *injector) inject(ctx context.Context, fault Fault) (start time.Time, h
 	if fault == FaultStop {
 		// Frozen past its lease, then woken: what it does then is what the invariant watches.
 		err = in.holdFor(ctx, in.lease+5*time.Second-time.Since(start))
-		if cerr := in.signal(ctx, p.UID, "CONT"); err == nil && cerr != nil && !strings.Contains(cerr.Error(), "no container process") {
+		// Woken even when the run was interrupted meanwhile: a pod is never left frozen.
+		if cerr := in.signal(context.WithoutCancel(ctx), p.UID, "CONT"); err == nil && cerr != nil && !strings.Contains(cerr.Error(), "no container process") {
 			err = cerr // a container its liveness probe had the kubelet kill meanwhile has nothing left to wake
 		}
 		if err == nil {
@@ -155,7 +156,8 @@ func (in *injector) waitRestarted(ctx context.Context, before *corev1.Pod) error
 		return n
 	}
 	was := restarts(before)
-	return wait.Poll(ctx, 500*time.Millisecond, 3*time.Minute, func() (bool, error) {
+	// As long as waitReplicas: the kubelet's restart back-off can keep a container down for five minutes.
+	return wait.Poll(ctx, 500*time.Millisecond, 10*time.Minute, func() (bool, error) {
 		var p corev1.Pod
 		err := in.c.Get(ctx, client.ObjectKeyFromObject(before), &p)
 		if apierrors.IsNotFound(err) || err == nil && (p.UID != before.UID || restarts(&p) > was) {

@@ -126,6 +126,18 @@ func run() error {
 		return err
 	}
 
+	// The leader-death figures are one table of the three controllers: a run that rewrites it runs all three.
+	if *out != "" && !*quick {
+		n := 0
+		for _, name := range strings.Split(*scenarios, ",") {
+			if name == "daemonset" || name == "sizer" || name == "pipeline" {
+				n++
+			}
+		}
+		if n != 0 && n != 3 {
+			return fmt.Errorf("--out with --scenarios %s: the leader-death figures need daemonset, sizer and pipeline together", *scenarios)
+		}
+	}
 	p := fullPlan
 	if *quick {
 		p = quickPlan
@@ -144,6 +156,7 @@ func run() error {
 	// their Services, frozen pods woken, the node pool restored.
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
+	go func() { <-ctx.Done(); cancel() }() // a second Ctrl-C then stops the process at once
 	e := &env{c: c, clusterTool: *clusterTool, clusterDir: *clusterDir, release: *release,
 		releaseNS: *releaseNS, auditLog: *auditLog, plan: p, rng: rand.New(rand.NewPCG(*seed, 0))}
 	fmt.Printf("chaos: seed %d, %d faults per scenario, %d simulated nodes\n", *seed, p.Faults, p.Nodes)
@@ -157,7 +170,7 @@ func run() error {
 	}
 	// The pool goes back to what it was: what runs next on the cluster (CI's crash test) expects it.
 	defer func() {
-		if err := localcluster.ResizePool(ctx, c, *clusterTool, *clusterDir, len(pool.Items)); err != nil {
+		if err := localcluster.ResizePool(context.WithoutCancel(ctx), c, *clusterTool, *clusterDir, len(pool.Items)); err != nil {
 			fmt.Fprintf(os.Stderr, "chaos: restoring %d simulated nodes: %v\n", len(pool.Items), err)
 		}
 	}()

@@ -217,11 +217,11 @@ func controllerRestarts(ctx context.Context, c client.Client, in map[string]*inj
 }
 
 // renewDeadline is the chart's leaderElection.renewDeadline: a leader that cannot renew its lease for that long
-// gives it up and exits. Its last renewal may have come up to a retry period (2 s) before the outage began, so an
-// outage from renewDeadline less that period on may cost the lease.
+// gives it up and exits. Its last renewal may have come up to a retry period (the chart's leaderElection.retryPeriod,
+// 1 s) before the outage began, so an outage from renewDeadline less that period on may cost the lease.
 const (
 	renewDeadline = 10 * time.Second
-	retryPeriod   = 2 * time.Second
+	retryPeriod   = 1 * time.Second
 )
 
 // failures says what fails the run: a broken invariant, a workload never sampled, and a controller that restarted

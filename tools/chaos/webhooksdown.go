@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -227,8 +228,8 @@ func daemonSetFollowsANewNode(ctx context.Context, c client.Client, ds *daemonse
 		check.Seen = fmt.Sprintf("after a minute the status says %d desired, %d available, want %d: %v",
 			cur.Status.DesiredNumberScheduled, cur.Status.NumberAvailable, want, err)
 	}
-	// The pool goes back to its size: the next scenario counts on it.
-	if err := localcluster.ResizePool(ctx, c, clusterTool, clusterDir, len(pool.Items)); err != nil {
+	// The pool goes back to its size, also on an interrupted run: the next scenario counts on it.
+	if err := localcluster.ResizePool(context.WithoutCancel(ctx), c, clusterTool, clusterDir, len(pool.Items)); err != nil {
 		check.Passed = false
 		check.Seen += fmt.Sprintf("; shrinking the pool back to %d nodes: %v", len(pool.Items), err)
 	}
@@ -265,35 +266,44 @@ func deletedThroughFinalizer(ctx context.Context, c client.Client, obj client.Ob
 func setWebhookPort(ctx context.Context, c client.Client, configs []string, port int32) error {
 	for _, name := range configs {
 		for _, obj := range []client.Object{&admissionregistrationv1.MutatingWebhookConfiguration{}, &admissionregistrationv1.ValidatingWebhookConfiguration{}} {
-			if err := c.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
-				return err
-			}
-			base := obj.DeepCopyObject().(client.Object)
-			switch o := obj.(type) {
-			case *admissionregistrationv1.MutatingWebhookConfiguration:
-				for i := range o.Webhooks {
-					if svc := o.Webhooks[i].ClientConfig.Service; svc != nil {
-						svc.Port = ptr.To(port)
-					}
-				}
-			case *admissionregistrationv1.ValidatingWebhookConfiguration:
-				for i := range o.Webhooks {
-					if svc := o.Webhooks[i].ClientConfig.Service; svc != nil {
-						svc.Port = ptr.To(port)
-					}
-				}
-			}
 			// Guarded by the resourceVersion: the list of webhooks is replaced whole, and a CA bundle the controller
 			// injected since the read must not be undone. On a conflict, read again.
-			if err := c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-				if apierrors.IsConflict(err) {
-					return setWebhookPort(ctx, c, configs, port)
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				if err := c.Get(ctx, client.ObjectKey{Name: name}, obj); err != nil {
+					return err
 				}
+				base := obj.DeepCopyObject().(client.Object)
+				for _, svc := range webhookServices(obj) {
+					svc.Port = ptr.To(port)
+				}
+				return c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+			})
+			if err != nil {
 				return fmt.Errorf("%T %s: %w", obj, name, err)
 			}
 		}
 	}
 	return nil
+}
+
+// webhookServices returns the Service references of a webhook configuration's webhooks, to change in place.
+func webhookServices(obj client.Object) []*admissionregistrationv1.ServiceReference {
+	var out []*admissionregistrationv1.ServiceReference
+	switch o := obj.(type) {
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		for i := range o.Webhooks {
+			if svc := o.Webhooks[i].ClientConfig.Service; svc != nil {
+				out = append(out, svc)
+			}
+		}
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		for i := range o.Webhooks {
+			if svc := o.Webhooks[i].ClientConfig.Service; svc != nil {
+				out = append(out, svc)
+			}
+		}
+	}
+	return out
 }
 
 // webhookName is the name of a controller's mutating webhook, the first the apiserver calls.

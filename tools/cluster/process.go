@@ -109,11 +109,23 @@ func (l Layout) RunningProc(name string) (Proc, error) {
 	if err != nil {
 		return Proc{}, err
 	}
+	// The binary must still be there, the one that runs: a restart that could not start it again, or would start
+	// another, would leave the cluster without its store or its apiserver.
+	if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil || exe != binary {
+		return Proc{}, fmt.Errorf("%s runs %q, not %s as recorded: it cannot be started again as it is", name, exe, binary)
+	}
+	if _, err := exec.LookPath(binary); err != nil {
+		return Proc{}, fmt.Errorf("%s cannot be started again: %w", name, err)
+	}
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
 		return Proc{}, err
 	}
 	args := strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00")
+	// Read from a process that is still the one recorded (it did not exit meanwhile and leave an empty line).
+	if len(args) == 0 || args[0] == "" || !processRuns(pid, binary) {
+		return Proc{}, fmt.Errorf("%s exited while its command line was read", name)
+	}
 	return Proc{Name: name, Path: binary, Args: args[1:]}, nil
 }
 
