@@ -311,11 +311,7 @@ func (in *injector) recover(ctx context.Context, fault Fault, pod *corev1.Pod, w
 	case FaultKill:
 		err = in.waitRestarted(ctx, pod)
 	case FaultStop:
-		err = in.holdFor(ctx, admissionFreeze)
-		// Woken even when the run was interrupted meanwhile: a pod is never left frozen.
-		if cerr := in.signal(context.WithoutCancel(ctx), pod.UID, "CONT"); err == nil && cerr != nil && !strings.Contains(cerr.Error(), "no container process") {
-			err = cerr // a container its liveness probe had the kubelet kill meanwhile has nothing left to wake
-		}
+		err = errors.Join(in.holdFor(ctx, admissionFreeze), in.wake(ctx, pod.UID))
 		if err == nil && wasLeader {
 			err = in.waitRestarted(ctx, pod)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"sort"
@@ -91,11 +92,7 @@ func (in *injector) inject(ctx context.Context, fault Fault) (start time.Time, h
 	handover = time.Since(start)
 	if fault == FaultStop {
 		// Frozen past its lease, then woken: what it does then is what the invariant watches.
-		err = in.holdFor(ctx, in.lease+5*time.Second-time.Since(start))
-		// Woken even when the run was interrupted meanwhile: a pod is never left frozen.
-		if cerr := in.signal(context.WithoutCancel(ctx), p.UID, "CONT"); err == nil && cerr != nil && !strings.Contains(cerr.Error(), "no container process") {
-			err = cerr // a container its liveness probe had the kubelet kill meanwhile has nothing left to wake
-		}
+		err = errors.Join(in.holdFor(ctx, in.lease+5*time.Second-time.Since(start)), in.wake(ctx, p.UID))
 		if err == nil {
 			err = in.waitRestarted(ctx, &p)
 		}
@@ -192,6 +189,16 @@ func (in *injector) holdFor(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// wake sends SIGCONT to a frozen pod, even when the run was interrupted meanwhile: a pod is never left frozen. A
+// container its liveness probe had the kubelet kill meanwhile has nothing left to wake, and that is no error.
+func (in *injector) wake(ctx context.Context, uid types.UID) error {
+	err := in.signal(context.WithoutCancel(ctx), uid, "CONT")
+	if err != nil && strings.Contains(err.Error(), "no container process") {
+		return nil
+	}
+	return err
 }
 
 // signal sends sig to the container processes of the pod through the cluster tool, which finds them by the pod's

@@ -306,10 +306,10 @@ func webhookServices(obj client.Object) []*admissionregistrationv1.ServiceRefere
 	return out
 }
 
-// webhookName is the name of a controller's mutating webhook, the first the apiserver calls.
+// webhookName is the name of a controller's mutating webhook, the first the apiserver calls: "m", its kind in
+// lower case, ".keelson.dev", as the webhooks' markers name them.
 func webhookName(controller string) string {
-	return map[string]string{"daemonset-controller": "mdaemonset.keelson.dev", "workload-sizer": "mworkloadsizer.keelson.dev",
-		"pipeline-controller": "mpipeline.keelson.dev"}[controller]
+	return "m" + strings.ToLower(kindOf(controller)) + ".keelson.dev"
 }
 
 // kindOf is the kind a controller serves.
