@@ -7,6 +7,8 @@ import (
 	"net/http"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/keelson-dev/keelson/tools/internal/metrics"
 )
 
 // The apiserver's own counters of its audit pipeline: events it generated, and events a backend failed to take
@@ -46,14 +48,14 @@ func auditCounters(ctx context.Context, cfg *rest.Config) (events, errors float6
 // parseAuditCounters sums the audit event and error counters of a metrics text over their labels. The error
 // counter has no sample until the first error, so its absence is zero; the event counter's absence is an error.
 func parseAuditCounters(text string) (events, errors float64, err error) {
-	ev := SumCounter(text, auditEventMetric)
+	ev := metrics.SumCounter(text, auditEventMetric)
 	if len(ev) == 0 {
 		return 0, 0, fmt.Errorf("the apiserver exposes no %s: auditing is off, so no write could be counted", auditEventMetric)
 	}
 	for _, v := range ev {
 		events += v
 	}
-	for _, v := range SumCounter(text, auditErrorMetric) {
+	for _, v := range metrics.SumCounter(text, auditErrorMetric) {
 		errors += v
 	}
 	return events, errors, nil

@@ -330,22 +330,6 @@ func TestBareDeployment(t *testing.T) {
 	}
 }
 
-// The reconcile counter is summed per controller over its result series; lookalike names and comments are skipped.
-func TestSumCounter(t *testing.T) {
-	text := `# HELP controller_runtime_reconcile_total Total number of reconciliations per controller
-# TYPE controller_runtime_reconcile_total counter
-controller_runtime_reconcile_total{controller="daemonset",result="error"} 2
-controller_runtime_reconcile_total{controller="daemonset",result="success"} 1.5e+03
-controller_runtime_reconcile_total{controller="node",result="success"} 7
-controller_runtime_reconcile_total_extra{controller="daemonset"} 99
-controller_runtime_reconcile_errors_total{controller="daemonset"} 2
-`
-	got := SumCounter(text, reconcileMetric)
-	if len(got) != 2 || got["daemonset"] != 1502 || got["node"] != 7 {
-		t.Fatalf("SumCounter = %v, want daemonset 1502 and node 7", got)
-	}
-}
-
 // The idle window waits for the newest write of the measured users only; other users' writes do not hold it.
 func TestLastWriteBy(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -27,6 +27,7 @@ import (
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 	"github.com/keelson-dev/keelson/tools/internal/audit"
 	"github.com/keelson-dev/keelson/tools/internal/localcluster"
+	"github.com/keelson-dev/keelson/tools/internal/metrics"
 )
 
 // binaryNames are Keelson's controllers, as their binaries, pods and service accounts are named.
@@ -159,7 +160,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	scr, err := newScraper(ctx, c, dsNS, *releaseNS, *release)
+	scr, err := metrics.NewScraper(ctx, c, dsNS, *releaseNS, *release)
 	if err != nil {
 		return err
 	}
@@ -324,7 +325,7 @@ func reset(ctx context.Context, c client.Client) error {
 			return err
 		}
 	}
-	if err := deleteMetricsReader(ctx, c); err != nil {
+	if err := metrics.DeleteReader(ctx, c); err != nil {
 		return err
 	}
 	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "keelson-bench-models"}}

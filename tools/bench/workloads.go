@@ -15,6 +15,7 @@ import (
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
 	"github.com/keelson-dev/keelson/tools/internal/audit"
+	"github.com/keelson-dev/keelson/tools/internal/metrics"
 	"github.com/keelson-dev/keelson/tools/internal/workers"
 )
 
@@ -173,7 +174,7 @@ const sizerPoolNodes = 100
 
 // exploreSizers runs the WorkloadSizer benchmark alone with n sizers and prints the time to Sized and the sizer's
 // writes by resource and verb up to then, so a change to the sizer can be measured without the whole run.
-func exploreSizers(ctx context.Context, c client.Client, scr *scraper, clusterTool, clusterDir, auditLog string,
+func exploreSizers(ctx context.Context, c client.Client, scr *metrics.Scraper, clusterTool, clusterDir, auditLog string,
 	ns func(string) (string, error), user string, n int, idleFor time.Duration) error {
 	if err := resizePool(ctx, c, clusterTool, clusterDir, sizerPoolNodes); err != nil {
 		return err
