@@ -256,7 +256,7 @@ chaos-quick: $(CLUSTER_TOOL) ## The reliability suite's short form (CI): leader 
 	$(MAKE) images-local deploy-local
 	go run ./tools/chaos --quick $(CHAOS_FLAGS)
 
-chaos: $(CLUSTER_TOOL) ## The full reliability suite (about an hour): every scenario at full size; rewrites docs/reliability.md's figures and docs/reliability/*.json.
+chaos: $(CLUSTER_TOOL) ## The full reliability suite (about 100 minutes): every scenario at full size, nodes flapping and a 30-minute soak included; rewrites docs/reliability.md's figures and docs/reliability/*.json.
 	$(MAKE) images-local deploy-local
 	go run ./tools/chaos --out docs $(CHAOS_FLAGS)
 

@@ -24,6 +24,16 @@ type daemonSetWork struct {
 	c     client.Client
 	ns    string
 	nodes int
+	// name is the DaemonSet's name and its pods' "chaos" label; daemonSetName when empty.
+	name string
+}
+
+// dsName is the DaemonSet's name.
+func (w *daemonSetWork) dsName() string {
+	if w.name == "" {
+		return daemonSetName
+	}
+	return w.name
 }
 
 // fakeNodeSelector and fakeNodeToleration put a pod on the simulated nodes only.
@@ -34,16 +44,21 @@ var (
 
 const daemonSetName = "chaos"
 
-func (w *daemonSetWork) setUp(ctx context.Context) error {
+// object is the DaemonSet: on every simulated node, maxSurge 0, maxUnavailable 10%.
+func (w *daemonSetWork) object() *daemonsetv1alpha1.DaemonSet {
 	tenPercent, zero := intstr.FromString("10%"), intstr.FromInt32(0)
-	ds := &daemonsetv1alpha1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: daemonSetName, Namespace: w.ns},
+	return &daemonsetv1alpha1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: w.dsName(), Namespace: w.ns},
 		Spec: daemonsetv1alpha1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"chaos": daemonSetName}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"chaos": daemonSetName}},
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"chaos": w.dsName()}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"chaos": w.dsName()}},
 				Spec: corev1.PodSpec{NodeSelector: fakeNodeSelector, Tolerations: []corev1.Toleration{fakeNodeToleration},
 					Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10.2"}}}},
 			UpdateStrategy: daemonsetv1alpha1.DaemonSetUpdateStrategy{Type: daemonsetv1alpha1.RollingUpdateStrategyType,
 				RollingUpdate: &daemonsetv1alpha1.RollingUpdateDaemonSet{MaxUnavailable: &tenPercent, MaxSurge: &zero}}}}
+}
+
+func (w *daemonSetWork) setUp(ctx context.Context) error {
+	ds := w.object()
 	if err := w.c.Create(ctx, ds); err != nil {
 		return err
 	}
@@ -53,7 +68,7 @@ func (w *daemonSetWork) setUp(ctx context.Context) error {
 // change rolls the DaemonSet to a new template.
 func (w *daemonSetWork) change(ctx context.Context, round int) error {
 	var ds daemonsetv1alpha1.DaemonSet
-	if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: daemonSetName}, &ds); err != nil {
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: w.dsName()}, &ds); err != nil {
 		return err
 	}
 	base := ds.DeepCopy()
@@ -91,7 +106,7 @@ func (w *daemonSetWork) check(ctx context.Context) ([]string, error) {
 // pods lists the DaemonSet's pods from the apiserver (not a cache: the sampler must see what is, not what was).
 func (w *daemonSetWork) pods(ctx context.Context) ([]corev1.Pod, error) {
 	var list corev1.PodList
-	err := w.c.List(ctx, &list, client.InNamespace(w.ns), client.MatchingLabels{"chaos": daemonSetName})
+	err := w.c.List(ctx, &list, client.InNamespace(w.ns), client.MatchingLabels{"chaos": w.dsName()})
 	return list.Items, err
 }
 
@@ -99,7 +114,7 @@ func (w *daemonSetWork) pods(ctx context.Context) ([]corev1.Pod, error) {
 // exactly one live pod, of the current revision.
 func (w *daemonSetWork) converged(ctx context.Context) (bool, error) {
 	var ds daemonsetv1alpha1.DaemonSet
-	if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: daemonSetName}, &ds); err != nil {
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: w.dsName()}, &ds); err != nil {
 		return false, err
 	}
 	n := int32(w.nodes)

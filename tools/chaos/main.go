@@ -27,9 +27,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/keelson-dev/keelson/tools/internal/localcluster"
+	"github.com/keelson-dev/keelson/tools/internal/metrics"
 	"github.com/keelson-dev/keelson/tools/internal/wait"
 )
 
@@ -40,11 +42,25 @@ type plan struct {
 	AdmissionFaults int
 	// Restarts is how many control-plane restarts (etcd and the apiserver in turn) the restart scenario injects.
 	Restarts int
+	// FlapNodes of the simulated nodes flap for FlapFor, one flap every FlapEvery.
+	FlapNodes          int
+	FlapFor, FlapEvery time.Duration
+	// SoakNodes is the pool the soak churns for SoakFor.
+	SoakNodes int
+	SoakFor   time.Duration
 }
 
 var (
-	fullPlan  = plan{Nodes: 200, Faults: 20, Sizers: 50, Pipelines: 10, AdmissionFaults: 12, Restarts: 6}
-	quickPlan = plan{Nodes: 100, Faults: 3, Sizers: 20, Pipelines: 5, AdmissionFaults: 2, Restarts: 2}
+	fullPlan = plan{Nodes: 200, Faults: 20, Sizers: 50, Pipelines: 10, AdmissionFaults: 12, Restarts: 6,
+		FlapNodes: 50, FlapFor: 5 * time.Minute, FlapEvery: 200 * time.Millisecond, SoakNodes: 500, SoakFor: 30 * time.Minute}
+	quickPlan = plan{Nodes: 100, Faults: 3, Sizers: 20, Pipelines: 5, AdmissionFaults: 2, Restarts: 2,
+		FlapNodes: 20, FlapFor: time.Minute, FlapEvery: 200 * time.Millisecond, SoakNodes: 150, SoakFor: 3 * time.Minute}
+)
+
+// The scenarios each form runs by default: the short form (CI) leaves out the long ones.
+const (
+	quickScenarios = "daemonset,sizer,pipeline,admission,webhooks-down,restarts"
+	fullScenarios  = quickScenarios + ",flapping,soak"
 )
 
 // controllers are the chart's three controllers, the names of their Deployments and leases after the release's.
@@ -60,6 +76,7 @@ func main() {
 // env is what every scenario runs with: the cluster, the release, the plan and the fault timing.
 type env struct {
 	c                            client.Client
+	cfg                          *rest.Config
 	clusterTool, clusterDir      string
 	release, releaseNS, auditLog string
 	plan                         plan
@@ -73,12 +90,23 @@ func (e *env) injector(controller string) *injector {
 		deployment: e.release + "-" + controller, lease: 15 * time.Second}
 }
 
+// injectors returns the fault injectors of the three controllers, by name.
+func (e *env) injectors() map[string]*injector {
+	in := map[string]*injector{}
+	for _, name := range controllers {
+		in[name] = e.injector(name)
+	}
+	return in
+}
+
 // outcome gathers what the scenarios found.
 type outcome struct {
 	leaderDeath []Result
 	admission   []AdmissionResult
 	down        *WebhooksDownResult
 	restarts    *RestartResult
+	flapping    *FlappingResult
+	soak        *SoakResult
 }
 
 // failures says what fails the run: a broken invariant, an admission call refused while no replica crashed or
@@ -98,6 +126,12 @@ func (o outcome) failures() []string {
 	if o.restarts != nil {
 		failed = append(failed, o.restarts.failures()...)
 	}
+	if o.flapping != nil {
+		failed = append(failed, o.flapping.failures()...)
+	}
+	if o.soak != nil {
+		failed = append(failed, o.soak.failures()...)
+	}
 	if o.down != nil && o.down.failed() > 0 {
 		failed = append(failed, fmt.Sprintf("webhooks down: %d checks failed", o.down.failed()))
 	}
@@ -113,11 +147,14 @@ func run() error {
 	release := flag.String("release", "keelson", "the chart's release name")
 	releaseNS := flag.String("release-namespace", "keelson-system", "the chart's namespace")
 	quick := flag.Bool("quick", false, "the short form (CI): fewer faults, fewer nodes; prints the results, writes nothing")
-	scenarios := flag.String("scenarios", "daemonset,sizer,pipeline,admission,webhooks-down,restarts",
+	scenarios := flag.String("scenarios", "",
 		"the scenarios to run: each controller's leader death (daemonset, sizer, pipeline), admission while replicas die "+
 			"(admission), no webhook reachable while the controllers run (webhooks-down), etcd and the apiserver "+
-			"restarted while all three work (restarts)")
+			"restarted while all three work (restarts), simulated nodes flapping (flapping), a long run of mixed churn "+
+			"(soak); the short form runs the first six, the full form all")
 	auditLog := flag.String("audit-log", ".cluster/logs/audit.log", "the apiserver's audit log: the writes repeated after a restart")
+	flapFor := flag.Duration("flap-for", 0, "how long nodes flap instead of the plan's")
+	soakFor := flag.Duration("soak-for", 0, "how long the soak churns instead of the plan's")
 	faults := flag.Int("faults", 0, "faults per scenario (leader deaths, replica deaths, restarts) instead of the plan's")
 	nodes := flag.Int("nodes", 0, "simulated nodes instead of the plan's")
 	out := flag.String("out", "", "rewrite the figures of the scenarios run in reliability.md, and their JSON, under this directory (full runs)")
@@ -148,7 +185,19 @@ func run() error {
 	if *nodes > 0 {
 		p.Nodes = *nodes
 	}
-	c, _, err := localcluster.Client(*kubeconfig, 100, 200)
+	if *flapFor > 0 {
+		p.FlapFor = *flapFor
+	}
+	if *soakFor > 0 {
+		p.SoakFor = *soakFor
+	}
+	if *scenarios == "" {
+		*scenarios = quickScenarios
+		if !*quick {
+			*scenarios = fullScenarios
+		}
+	}
+	c, cfg, err := localcluster.Client(*kubeconfig, 100, 200)
 	if err != nil {
 		return err
 	}
@@ -157,7 +206,7 @@ func run() error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	go func() { <-ctx.Done(); cancel() }() // a second Ctrl-C then stops the process at once
-	e := &env{c: c, clusterTool: *clusterTool, clusterDir: *clusterDir, release: *release,
+	e := &env{c: c, cfg: cfg, clusterTool: *clusterTool, clusterDir: *clusterDir, release: *release,
 		releaseNS: *releaseNS, auditLog: *auditLog, plan: p, rng: rand.New(rand.NewPCG(*seed, 0))}
 	fmt.Printf("chaos: seed %d, %d faults per scenario, %d simulated nodes\n", *seed, p.Faults, p.Nodes)
 
@@ -174,10 +223,7 @@ func run() error {
 			fmt.Fprintf(os.Stderr, "chaos: restoring %d simulated nodes: %v\n", len(pool.Items), err)
 		}
 	}()
-	e.nodeNames = make([]string, p.Nodes)
-	for i := range e.nodeNames {
-		e.nodeNames[i] = "kwok-node-" + strconv.Itoa(i)
-	}
+	e.nodeNames = nodeNames(p.Nodes)
 	var o outcome
 	for _, name := range strings.Split(*scenarios, ",") {
 		var err error
@@ -192,6 +238,10 @@ func run() error {
 			o.down, err = runWebhooksDown(ctx, e)
 		case "restarts":
 			o.restarts, err = runRestarts(ctx, e)
+		case "flapping":
+			o.flapping, err = runFlapping(ctx, e)
+		case "soak":
+			o.soak, err = runSoak(ctx, e)
 		default:
 			err = fmt.Errorf("--scenarios: unknown scenario %q", name)
 		}
@@ -300,10 +350,7 @@ func runWebhooksDown(ctx context.Context, e *env) (*WebhooksDownResult, error) {
 // runRestarts runs the control-plane restart scenario, each controller's workload in a namespace of its own.
 func runRestarts(ctx context.Context, e *env) (*RestartResult, error) {
 	return inNamespaces(ctx, e.c, "restarts", []string{"daemonset", "sizer", "pipeline"}, func(ns string) (*RestartResult, error) {
-		in := map[string]*injector{}
-		for _, controller := range controllers {
-			in[controller] = e.injector(controller)
-		}
+		in := e.injectors()
 		work := map[string]workload{
 			"daemonset-controller": &daemonSetWork{c: e.c, ns: ns + "-daemonset", nodes: e.plan.Nodes},
 			"workload-sizer":       &sizerWork{c: e.c, ns: ns + "-sizer", count: e.plan.Sizers},
@@ -316,6 +363,60 @@ func runRestarts(ctx context.Context, e *env) (*RestartResult, error) {
 		fmt.Print(restartsText(res))
 		return &res, nil
 	})
+}
+
+// runFlapping runs the node-flapping scenario, with its own reader of the controllers' metrics.
+func runFlapping(ctx context.Context, e *env) (*FlappingResult, error) {
+	return inNamespaces(ctx, e.c, "flapping", nil, func(ns string) (*FlappingResult, error) {
+		scr, err := metrics.NewScraper(ctx, e.c, ns, e.releaseNS, e.release)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = metrics.DeleteReader(context.WithoutCancel(ctx), e.c) }()
+		res, err := flapping(ctx, e, ns, scr)
+		if err != nil {
+			return nil, fmt.Errorf("node flapping: %w", err)
+		}
+		fmt.Print(flappingText(res))
+		return &res, nil
+	})
+}
+
+// runSoak runs the soak on a pool of SoakNodes, then puts the pool back to the plan's size.
+func runSoak(ctx context.Context, e *env) (*SoakResult, error) {
+	soakEnv := *e
+	soakEnv.plan.Nodes = e.plan.SoakNodes
+	soakEnv.nodeNames = nodeNames(e.plan.SoakNodes)
+	if err := localcluster.ResizePool(ctx, e.c, e.clusterTool, e.clusterDir, e.plan.SoakNodes); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := localcluster.ResizePool(context.WithoutCancel(ctx), e.c, e.clusterTool, e.clusterDir, e.plan.Nodes); err != nil {
+			fmt.Printf("chaos: restoring %d simulated nodes after the soak: %v\n", e.plan.Nodes, err)
+		}
+	}()
+	return inNamespaces(ctx, e.c, "soak", nil, func(ns string) (*SoakResult, error) {
+		scr, err := metrics.NewScraper(ctx, e.c, ns, e.releaseNS, e.release)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = metrics.DeleteReader(context.WithoutCancel(ctx), e.c) }()
+		res, err := soak(ctx, &soakEnv, ns, scr)
+		if err != nil {
+			return nil, fmt.Errorf("soak: %w", err)
+		}
+		fmt.Print(soakText(res))
+		return &res, nil
+	})
+}
+
+// nodeNames are the names of a pool of n simulated nodes.
+func nodeNames(n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = "kwok-node-" + strconv.Itoa(i)
+	}
+	return names
 }
 
 // freshNamespace makes an empty namespace: an earlier run's is deleted first.
@@ -364,6 +465,8 @@ func writeResults(dir string, o outcome, seed uint64) error {
 		{len(o.leaderDeath) > 0, "faults.json", o.leaderDeath, faultsMarkers, func() string { return faultsSection(o.leaderDeath, seed) }},
 		{len(o.admission) > 0, "admission.json", o.admission, admissionMarkers, func() string { return admissionSection(o.admission, seed) }},
 		{o.restarts != nil, "restarts.json", o.restarts, restartsMarkers, func() string { return restartsSection(*o.restarts, seed) }},
+		{o.flapping != nil, "flapping.json", o.flapping, flappingMarkers, func() string { return flappingSection(*o.flapping, seed) }},
+		{o.soak != nil, "soak.json", o.soak, soakMarkers, func() string { return soakSection(*o.soak, seed) }},
 		{o.down != nil, "webhooks-down.json", o.down, webhooksDownMarkers, func() string { return webhooksDownSection(*o.down) }},
 	} {
 		if !p.ran {

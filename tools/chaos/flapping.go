@@ -1,0 +1,515 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+	dscontroller "github.com/keelson-dev/keelson/controllers/daemonset"
+	"github.com/keelson-dev/keelson/tools/internal/metrics"
+)
+
+// FlappingResult is the node-flapping scenario's run: simulated nodes toggling Ready/NotReady and taints while
+// two DaemonSets and a set of Pipelines run on them.
+type FlappingResult struct {
+	// Nodes flapped, out of PoolNodes the DaemonSets run on; Duration of the flapping; Flaps by kind.
+	Nodes     int            `json:"nodes"`
+	PoolNodes int            `json:"poolNodes"`
+	Duration  time.Duration  `json:"duration"`
+	Flaps     map[string]int `json:"flaps"`
+	// PodCreates and PodDeletes are the steady DaemonSet's (never rolled): the taints require at most one delete
+	// per NoExecute taint added and one create per pod deleted, on each node; ExcessChurn is what went beyond.
+	PodCreates    int      `json:"podCreates"`
+	PodDeletes    int      `json:"podDeletes"`
+	NoExecuteAdds int      `json:"noExecuteAdds"`
+	ExcessChurn   int      `json:"excessChurn"`
+	ChurnExamples []string `json:"churnExamples,omitempty"`
+	// Events is what the controllers were told while flapping (node and pod changes); ReconcilesPerSecond what
+	// each controller did meanwhile; QuietReconcilesPerSecond what it did once all nodes were back and converged.
+	NodeEvents               int                `json:"nodeEvents"`
+	PodEvents                int                `json:"podEvents"`
+	ReconcilesPerSecond      map[string]float64 `json:"reconcilesPerSecond"`
+	QuietReconcilesPerSecond map[string]float64 `json:"quietReconcilesPerSecond"`
+	// BaselineRollout is the rolling DaemonSet's rollout before any flap, Rollouts those during the flapping:
+	// each until every node that never flapped runs an updated, ready pod. RolloutLimit is what counts as stalled.
+	BaselineRollout time.Duration   `json:"baselineRollout"`
+	Rollouts        []time.Duration `json:"rollouts"`
+	RolloutLimit    time.Duration   `json:"rolloutLimit"`
+	StalledRollouts int             `json:"stalledRollouts"`
+	// Samples and Violations are the Pipelines' invariant (no step Deployment, Service or volume deleted or
+	// duplicated), steps pinned to flapping nodes.
+	Samples    int      `json:"samples"`
+	Violations int      `json:"violations"`
+	Examples   []string `json:"examples,omitempty"`
+	// Recovery runs from the last flap (every node restored) until both DaemonSets and every Pipeline converged.
+	Recovery time.Duration `json:"recovery"`
+}
+
+// Flap kinds: the node's Ready condition, a NoSchedule taint and a NoExecute taint, each toggled.
+const (
+	flapNotReady    = "NotReady"
+	flapReady       = "Ready again"
+	flapNoSchedule  = "NoSchedule taint added"
+	flapScheduling  = "NoSchedule taint removed"
+	flapNoExecute   = "NoExecute taint added"
+	flapExecuteBack = "NoExecute taint removed"
+)
+
+// flapKinds is the order the report lists the kinds in.
+var flapKinds = []string{flapNotReady, flapReady, flapNoSchedule, flapScheduling, flapNoExecute, flapExecuteBack}
+
+// The taints the scenario toggles; neither DaemonSet nor any step tolerates them.
+var (
+	flapNoScheduleTaint = corev1.Taint{Key: "chaos.keelson.dev/flap", Value: "noschedule", Effect: corev1.TaintEffectNoSchedule}
+	flapNoExecuteTaint  = corev1.Taint{Key: "chaos.keelson.dev/flap-evict", Value: "noexecute", Effect: corev1.TaintEffectNoExecute}
+)
+
+// kwokAnnotation marks the nodes kwok keeps Ready; a node without it gets no heartbeat and keeps the status it is
+// given. Taking it away, then writing Ready=False, is how a simulated node goes NotReady.
+const kwokAnnotation = "kwok.x-k8s.io/node"
+
+// flapState is what the scenario did to one node.
+type flapState struct{ notReady, noSchedule, noExecute bool }
+
+// flapper toggles the flapping nodes and records what it did.
+type flapper struct {
+	c     client.Client
+	nodes []string
+	state map[string]*flapState
+	mu    sync.Mutex
+	flaps map[string]int
+	// noExecuteAdds counts, per node, the NoExecute taints added: each allows one pod deletion.
+	noExecuteAdds map[string]int
+}
+
+func newFlapper(c client.Client, nodes []string) *flapper {
+	f := &flapper{c: c, nodes: nodes, state: map[string]*flapState{}, flaps: map[string]int{}, noExecuteAdds: map[string]int{}}
+	for _, n := range nodes {
+		f.state[n] = &flapState{}
+	}
+	return f
+}
+
+// flapOnce toggles one thing on one random node: its readiness half the time, else one of the two taints.
+func (f *flapper) flapOnce(ctx context.Context, rng *rand.Rand) error {
+	node := f.nodes[rng.IntN(len(f.nodes))]
+	s := f.state[node]
+	var err error
+	var kind string
+	switch k := rng.IntN(4); {
+	case k < 2:
+		kind = map[bool]string{false: flapNotReady, true: flapReady}[s.notReady]
+		err = f.setReady(ctx, node, s.notReady)
+		s.notReady = !s.notReady
+	case k == 2:
+		kind = map[bool]string{false: flapNoSchedule, true: flapScheduling}[s.noSchedule]
+		err = f.setTaint(ctx, node, flapNoScheduleTaint, !s.noSchedule)
+		s.noSchedule = !s.noSchedule
+	default:
+		kind = map[bool]string{false: flapNoExecute, true: flapExecuteBack}[s.noExecute]
+		err = f.setTaint(ctx, node, flapNoExecuteTaint, !s.noExecute)
+		s.noExecute = !s.noExecute
+	}
+	if err != nil {
+		return fmt.Errorf("%s on %s: %w", kind, node, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.flaps[kind]++
+	if kind == flapNoExecute {
+		f.noExecuteAdds[node]++
+	}
+	return nil
+}
+
+// restore brings every flapping node back: Ready, neither taint. It runs past an interrupt: a node left NotReady or
+// tainted would break whatever runs next on the cluster.
+func (f *flapper) restore(ctx context.Context) error {
+	ctx = context.WithoutCancel(ctx)
+	for _, n := range f.nodes {
+		if err := f.setReady(ctx, n, true); err != nil {
+			return err
+		}
+		for _, t := range []corev1.Taint{flapNoScheduleTaint, flapNoExecuteTaint} {
+			if err := f.setTaint(ctx, n, t, false); err != nil {
+				return err
+			}
+		}
+		*f.state[n] = flapState{}
+	}
+	return nil
+}
+
+// setReady hands the node back to kwok (which marks it Ready at once), or takes it from kwok and writes
+// Ready=False, as a node whose kubelet reports a failure would.
+func (f *flapper) setReady(ctx context.Context, name string, ready bool) error {
+	value := "fake"
+	if !ready {
+		value = "flapping"
+	}
+	var node corev1.Node
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := f.c.Get(ctx, client.ObjectKey{Name: name}, &node); err != nil {
+			return err
+		}
+		if node.Annotations[kwokAnnotation] == value {
+			return nil
+		}
+		node.Annotations[kwokAnnotation] = value
+		return f.c.Update(ctx, &node)
+	}); err != nil || ready {
+		return err
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := f.c.Get(ctx, client.ObjectKey{Name: name}, &node); err != nil {
+			return err
+		}
+		now := metav1.Now()
+		for i, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				node.Status.Conditions[i] = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse,
+					Reason: "KubeletNotReady", Message: "the reliability suite flaps this node", LastHeartbeatTime: now,
+					LastTransitionTime: now}
+			}
+		}
+		return f.c.Status().Update(ctx, &node)
+	})
+}
+
+// setTaint adds or removes one taint, with an optimistic lock: the node lifecycle controller writes taints too.
+func (f *flapper) setTaint(ctx context.Context, name string, taint corev1.Taint, on bool) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var node corev1.Node
+		if err := f.c.Get(ctx, client.ObjectKey{Name: name}, &node); err != nil {
+			return err
+		}
+		kept := node.Spec.Taints[:0:0]
+		for _, t := range node.Spec.Taints {
+			if t.Key != taint.Key {
+				kept = append(kept, t)
+			}
+		}
+		if on {
+			kept = append(kept, taint)
+		}
+		if len(kept) == len(node.Spec.Taints) && !on {
+			return nil
+		}
+		node.Spec.Taints = kept
+		return f.c.Update(ctx, &node)
+	})
+}
+
+// excessChurn compares a DaemonSet's pod creates and deletes on each node with what the taints allowed: a delete
+// per NoExecute taint added, a create per pod deleted. It returns the excess and examples of it.
+func excessChurn(creates, deletes, allowed map[string]int) (int, []string) {
+	nodes := map[string]bool{}
+	for _, m := range []map[string]int{creates, deletes} {
+		for n := range m {
+			nodes[n] = true
+		}
+	}
+	names := make([]string, 0, len(nodes))
+	for n := range nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	excess := 0
+	var examples []string
+	for _, n := range names {
+		over := max(0, deletes[n]-allowed[n]) + max(0, creates[n]-deletes[n])
+		if over > 0 {
+			excess += over
+			if len(examples) < maxExamples {
+				examples = append(examples, fmt.Sprintf("node %s: %d pods created and %d deleted, %d NoExecute taints added",
+					n, creates[n], deletes[n], allowed[n]))
+			}
+		}
+	}
+	return excess, examples
+}
+
+// flapping is the scenario: two DaemonSets on the whole pool and Pipelines pinned to the flapping nodes; a rollout
+// before any flap as the baseline; then flapFor of flaps, one every flapEvery, with two rollouts of the rolling
+// DaemonSet in it; then every node restored and everything converged.
+func flapping(ctx context.Context, e *env, ns string, scr *metrics.Scraper) (FlappingResult, error) {
+	flapNodes := e.nodeNames[:min(e.plan.FlapNodes, len(e.nodeNames))]
+	r := FlappingResult{Nodes: len(flapNodes), PoolNodes: e.plan.Nodes, Duration: e.plan.FlapFor}
+	steady := &daemonSetWork{c: e.c, ns: ns, nodes: e.plan.Nodes, name: "steady"}
+	rolling := &daemonSetWork{c: e.c, ns: ns, nodes: e.plan.Nodes, name: "rolling"}
+	pipelines := &pipelineWork{c: e.c, ns: ns, count: min(e.plan.Pipelines, len(flapNodes)/2), nodes: flapNodes}
+	for _, w := range []workload{steady, rolling, pipelines} {
+		if err := w.setUp(ctx); err != nil {
+			return r, fmt.Errorf("setting up: %w", err)
+		}
+	}
+	stable := map[string]bool{}
+	for _, n := range e.nodeNames[len(flapNodes):] {
+		stable[n] = true
+	}
+	var err error
+	if r.BaselineRollout, err = rollOut(ctx, rolling, 1, stable, 10*time.Minute); err != nil {
+		return r, fmt.Errorf("the baseline rollout: %w", err)
+	}
+	r.RolloutLimit = 3*r.BaselineRollout + 30*time.Second
+
+	f := newFlapper(e.c, flapNodes)
+	defer func() {
+		if err := f.restore(ctx); err != nil {
+			fmt.Printf("chaos: restoring the flapped nodes: %v\n", err)
+		}
+	}()
+	events, err := watchEvents(ctx, e.cfg, ns, "chaos="+steady.dsName())
+	if err != nil {
+		return r, err
+	}
+	defer func() { _ = events.stop() }()
+	before, err := reconcileTotals(ctx, scr)
+	if err != nil {
+		return r, err
+	}
+	sctx, stopSampling := context.WithCancel(ctx)
+	s := &sampler{}
+	sampled := make(chan struct{})
+	go func() { defer close(sampled); s.run(sctx, pipelines) }()
+	defer func() { stopSampling(); <-sampled }()
+
+	// Two rollouts while flapping: a moment in, and half-way.
+	type rollouts struct {
+		took    []time.Duration
+		stalled int
+		err     error
+	}
+	rolled := make(chan rollouts, 1)
+	began := time.Now()
+	go func() {
+		var out rollouts
+		defer func() { rolled <- out }()
+		for i, at := range []time.Duration{e.plan.FlapFor / 10, e.plan.FlapFor / 2} {
+			if out.err = sleepUntil(ctx, began.Add(at)); out.err != nil {
+				return
+			}
+			took, err := rollOut(ctx, rolling, i+2, stable, r.RolloutLimit)
+			if err != nil && ctx.Err() != nil {
+				out.err = err
+				return
+			}
+			if err != nil {
+				out.stalled++
+				took = r.RolloutLimit
+			}
+			out.took = append(out.took, took)
+		}
+	}()
+	tick := time.NewTicker(e.plan.FlapEvery)
+	for time.Since(began) < e.plan.FlapFor {
+		if err := f.flapOnce(ctx, e.rng); err != nil {
+			tick.Stop()
+			return r, err
+		}
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-tick.C:
+		}
+	}
+	tick.Stop()
+	flapped := time.Since(began)
+	after, err := reconcileTotals(ctx, scr)
+	if err != nil {
+		return r, err
+	}
+	r.ReconcilesPerSecond = perSecond(before, after, flapped)
+	ro := <-rolled
+	if ro.err != nil {
+		return r, ro.err
+	}
+	r.Rollouts, r.StalledRollouts = ro.took, ro.stalled
+	r.NodeEvents, r.PodEvents = events.nodeEvents(), events.podEvents()
+
+	if err := f.restore(ctx); err != nil {
+		return r, fmt.Errorf("restoring the flapped nodes: %w", err)
+	}
+	restored := time.Now()
+	if err := pollUntil(ctx, 10*time.Minute, func() (bool, error) {
+		for _, w := range []workload{steady, rolling, pipelines} {
+			if ok, err := w.converged(ctx); !ok || err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	}); err != nil {
+		return r, fmt.Errorf("no convergence once the nodes were back: %w", err)
+	}
+	r.Recovery = time.Since(restored)
+	stopSampling()
+	<-sampled
+	r.Samples, r.Violations, r.Examples = s.samples, s.violations, s.examples
+	if s.errors*10 > s.samples+s.errors {
+		return r, fmt.Errorf("%d of %d reads of the invariant failed (last: %w)", s.errors, s.samples+s.errors, s.err)
+	}
+	if err := events.stop(); err != nil {
+		return r, fmt.Errorf("watching pods and nodes: %w", err)
+	}
+	creates, deletes := events.churn()
+	for _, n := range creates {
+		r.PodCreates += n
+	}
+	for _, n := range deletes {
+		r.PodDeletes += n
+	}
+	for _, n := range f.noExecuteAdds {
+		r.NoExecuteAdds += n
+	}
+	r.Flaps = f.flaps
+	r.ExcessChurn, r.ChurnExamples = excessChurn(creates, deletes, f.noExecuteAdds)
+
+	// A quiet stretch: no flap, nothing to converge; a controller still busy now is looping.
+	quietFrom, err := reconcileTotals(ctx, scr)
+	if err != nil {
+		return r, err
+	}
+	if err := sleepUntil(ctx, time.Now().Add(quietFor)); err != nil {
+		return r, err
+	}
+	quietTo, err := reconcileTotals(ctx, scr)
+	if err != nil {
+		return r, err
+	}
+	r.QuietReconcilesPerSecond = perSecond(quietFrom, quietTo, quietFor)
+	return r, nil
+}
+
+// quietFor is how long the controllers' reconciles are counted once everything converged after the flapping.
+const quietFor = 30 * time.Second
+
+// quietReconcilesPerSecond is the most a controller may reconcile per second while nothing changes.
+const quietReconcilesPerSecond = 1.0
+
+// failures says what fails the flapping scenario: churn the taints did not require, a stalled rollout, a broken
+// Pipeline invariant, a controller reconciling more than the events it got, or busy while nothing changes.
+func (r FlappingResult) failures() []string {
+	var out []string
+	if r.ExcessChurn > 0 {
+		out = append(out, fmt.Sprintf("node flapping: %d pod creates or deletes beyond what the taints required", r.ExcessChurn))
+	}
+	if r.StalledRollouts > 0 {
+		out = append(out, fmt.Sprintf("node flapping: %d rollouts did not reach the nodes that never flapped within %s",
+			r.StalledRollouts, seconds(r.RolloutLimit)))
+	}
+	if r.Violations > 0 {
+		out = append(out, fmt.Sprintf("node flapping: %d samples broke the Pipelines' invariant", r.Violations))
+	}
+	for _, name := range controllers {
+		if r.busyWhileFlapping(name) {
+			out = append(out, fmt.Sprintf("node flapping: %s reconciled %.1f times a second, more than twice the %.1f "+
+				"events a second it was sent", name, r.ReconcilesPerSecond[name], r.eventsPerSecond()))
+		}
+	}
+	for _, name := range controllers {
+		if v := r.QuietReconcilesPerSecond[name]; v > quietReconcilesPerSecond {
+			out = append(out, fmt.Sprintf("node flapping: %s reconciled %.1f times a second once nothing changed", name, v))
+		}
+	}
+	return out
+}
+
+// eventsPerSecond is how many node and pod changes a second the controllers were told of while nodes flapped.
+func (r FlappingResult) eventsPerSecond() float64 {
+	return float64(r.NodeEvents+r.PodEvents) / r.Duration.Seconds()
+}
+
+// busyWhileFlapping reports whether a controller reconciled more than the events could ask of it: each event can
+// wake each of the two DaemonSets once (a Pipeline step's node or pod wakes one Pipeline). The sizer watches no
+// node and none of these pods: any reconcile of it counts against the same bound.
+func (r FlappingResult) busyWhileFlapping(name string) bool {
+	return r.ReconcilesPerSecond[name] > 2*r.eventsPerSecond()
+}
+
+// rollOut changes the DaemonSet's template (round) and waits until every node in nodes runs exactly one live pod,
+// ready and of the new revision; it returns how long that took, or an error after limit.
+func rollOut(ctx context.Context, w *daemonSetWork, round int, nodes map[string]bool, limit time.Duration) (time.Duration, error) {
+	start := time.Now()
+	if err := w.change(ctx, round); err != nil {
+		return 0, err
+	}
+	err := pollUntil(ctx, limit, func() (bool, error) { return rolledOn(ctx, w, nodes) })
+	return time.Since(start), err
+}
+
+// rolledOn reports whether every node in nodes runs exactly one live pod of the DaemonSet, ready and of the
+// revision of its current template.
+func rolledOn(ctx context.Context, w *daemonSetWork, nodes map[string]bool) (bool, error) {
+	var ds daemonsetv1alpha1.DaemonSet
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: w.dsName()}, &ds); err != nil {
+		return false, err
+	}
+	if ds.Status.ObservedGeneration < ds.Generation || ds.Status.UpdateRevision == "" {
+		return false, nil
+	}
+	pods, err := w.pods(ctx)
+	if err != nil {
+		return false, err
+	}
+	updated := map[string]int{}
+	others := map[string]int{}
+	for _, p := range pods {
+		node := dscontroller.PodNode(&p)
+		switch {
+		case !live(&p) || !nodes[node]:
+		case p.Labels[dscontroller.RevisionLabel] == ds.Status.UpdateRevision && podReady(&p):
+			updated[node]++
+		default:
+			others[node]++
+		}
+	}
+	for n := range nodes {
+		if updated[n] != 1 || others[n] != 0 {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// reconcileTotals reads each controller's reconcile counter.
+func reconcileTotals(ctx context.Context, scr *metrics.Scraper) (map[string]float64, error) {
+	out := map[string]float64{}
+	for _, name := range controllers {
+		v, err := scr.ReconcileTotal(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+// perSecond is each counter's growth from before to after over d.
+func perSecond(before, after map[string]float64, d time.Duration) map[string]float64 {
+	out := map[string]float64{}
+	for name, v := range after {
+		out[name] = (v - before[name]) / d.Seconds()
+	}
+	return out
+}
+
+// sleepUntil waits until t or the end of ctx.
+func sleepUntil(ctx context.Context, t time.Time) error {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// The slope is fitted over the second half of the run only: a process that grew while filling its caches and then
+// stayed flat is flat; one that keeps growing is not.
+func TestSeriesOf(t *testing.T) {
+	d := time.Hour
+	samples := map[string][]processSample{}
+	for i := 0; i <= 60; i++ {
+		at := time.Duration(i) * time.Minute
+		warm := 100.0
+		if at < d/2 {
+			warm = 50 + float64(i)
+		}
+		samples["flat"] = append(samples["flat"], processSample{controller: "c", at: at, memoryMiB: warm, goroutines: 100})
+		samples["leak"] = append(samples["leak"], processSample{controller: "c", at: at, memoryMiB: 100 + float64(i), goroutines: 100 + 2*float64(i)})
+	}
+	series := seriesOf(samples, d)
+	if len(series) != 2 || series[0].Pod != "flat" || series[1].Pod != "leak" {
+		t.Fatalf("series = %+v", series)
+	}
+	flat, leak := series[0], series[1]
+	if math.Abs(flat.MemorySlope) > 1e-6 || !flat.memoryFlat() || !flat.goroutinesFlat() {
+		t.Errorf("flat: memory slope %v MiB/h, flat %v/%v", flat.MemorySlope, flat.memoryFlat(), flat.goroutinesFlat())
+	}
+	if math.Abs(leak.MemorySlope-60) > 1e-6 || leak.memoryFlat() || leak.goroutinesFlat() {
+		t.Errorf("leak: memory slope %v MiB/h (want 60), flat %v/%v", leak.MemorySlope, leak.memoryFlat(), leak.goroutinesFlat())
+	}
+	if f := (SoakResult{Processes: series}).failures(); len(f) != 2 {
+		t.Errorf("failures = %q, want the leak's memory and goroutines", f)
+	}
+}
