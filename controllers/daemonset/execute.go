@@ -99,6 +99,9 @@ func (r *Reconciler) createPods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 			pod := newPod(ds, template, c.hash, c.node)
 			if err := r.Create(ctx, pod); err != nil {
 				r.expectations.CreationObserved(key) // a failed creation will never be observed
+				if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+					return err // no event: it could not be written in a namespace being deleted either
+				}
 				r.Recorder.Eventf(eventSubject(ds), nil, corev1.EventTypeWarning, eventFailedCreate, "Create",
 					"Creating a pod for node %s failed: %v", c.node, err)
 				return fmt.Errorf("creating a pod for node %s: %w", c.node, err)

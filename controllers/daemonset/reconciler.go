@@ -105,6 +105,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("daemonset", klog.KObj(ds)))
 
 	result, status, err := r.reconcile(ctx, ds)
+	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		// The namespace is being deleted: nothing created in it stays, and its deletion removes this DaemonSet too.
+		// As an error the pass would be retried, refused and logged again and again until then.
+		log.FromContext(ctx).V(1).Info("Creating nothing: the namespace is being deleted", "refused", err.Error())
+		err = nil
+	}
 	// A status equal to the stored one is not written again. The stored status is the one this process wrote last
 	// when it wrote any (the cache may not have seen that write, or may still show an older one: comparing with the
 	// cache then would skip a needed write), else the cached one.

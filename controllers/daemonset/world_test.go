@@ -47,6 +47,8 @@ type world struct {
 	// step is how far the clock moves before each pass.
 	step time.Duration
 	uids int
+	// createErr, when set, is what the apiserver answers every create with.
+	createErr error
 }
 
 const worldNamespace = "ns"
@@ -77,6 +79,9 @@ func newWorld(t *testing.T, nodes ...string) *world {
 		WithIndex(&appsv1.ControllerRevision{}, ownerIndex, ownerOf).
 		WithIndex(&corev1.Pod{}, orphanIndex, orphanOf).
 		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if w.createErr != nil {
+				return w.createErr
+			}
 			// The apiserver gives every object a UID; the fake client does not, and pods are told apart by it.
 			w.uids++
 			obj.SetUID(types.UID(fmt.Sprintf("uid-%d", w.uids)))

@@ -63,7 +63,12 @@ func (w *EventWriter) Eventf(regarding, related runtime.Object, eventtype, reaso
 // EventfContext is Eventf bounded by ctx: a cancelled ctx (the manager stopping, the pass's event budget spent)
 // ends the write at once.
 func (w *EventWriter) EventfContext(ctx context.Context, regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
-	if err := w.write(ctx, regarding, related, eventtype, reason, action, fmt.Sprintf(note, args...)); err != nil {
+	err := w.write(ctx, regarding, related, eventtype, reason, action, fmt.Sprintf(note, args...))
+	switch {
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		// Every pass in a namespace being deleted would log one until it is gone: no error worth a line.
+		log.FromContext(ctx).V(1).Info("Not recording an event: the namespace is being deleted", "reason", reason)
+	case err != nil:
 		log.FromContext(ctx).Error(err, "Recording an event", "reason", reason)
 	}
 }

@@ -102,7 +102,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if controllerutil.AddFinalizer(p, Finalizer) {
 		if err := r.Update(ctx, p); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
+			return passResult(fmt.Errorf("adding the finalizer: %w", err))
 		}
 	}
 
@@ -162,9 +162,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 const conflictRequeue = 100 * time.Millisecond
 
 // passResult turns a pass's errors into its result: errors that are all conflicts are a short requeue, not an error.
+// A create refused because the namespace is being deleted is nothing to retry: the namespace's deletion removes
+// the Pipeline too, and until then every retry would be refused and logged again.
 func passResult(err error) (ctrl.Result, error) {
-	if allConflicts(err) {
+	switch {
+	case allConflicts(err):
 		return ctrl.Result{RequeueAfter: conflictRequeue}, nil
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{}, err
 }

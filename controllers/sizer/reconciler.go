@@ -118,7 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if controllerutil.AddFinalizer(wls, Finalizer) {
 		if err := r.Update(ctx, wls); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
+			return passResult(fmt.Errorf("adding the finalizer: %w", err))
 		}
 	}
 
@@ -130,13 +130,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	p := &pass{wls: wls, status: wls.Status.DeepCopy()}
 	err := r.reconcile(ctx, p)
 	var result ctrl.Result
-	if apierrors.IsConflict(err) && conflictMessage(err) == "" {
-		// A write raced with another writer (optimistic lock): nothing is wrong, read again soon.
-		err, result.RequeueAfter = nil, time.Second
-	} else if err == nil {
+	if err == nil {
 		// observedGeneration moves only with a pass that did all it was asked: a failed one leaves it, so a
 		// client waiting for the generation does not take an error for success.
 		p.status.ObservedGeneration = wls.Generation
+	} else {
+		result, err = passResult(err)
 	}
 	setConflict(p.status, wls.Generation, p.conflicts)
 	setReady(p.status, wls, p.problem)
@@ -167,6 +166,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	return result, err
+}
+
+// conflictRequeue is how soon a pass whose write raced another writer (optimistic lock) looks again.
+const conflictRequeue = time.Second
+
+// passResult turns a pass's error into its result. A write that raced another writer (optimistic lock; not a
+// field owned by another manager, which the status reports) is a short requeue, not an error. A create refused
+// because the namespace is being deleted is nothing to retry: the namespace's deletion removes the sizer too, and
+// until then every retry would be refused and logged again.
+func passResult(err error) (ctrl.Result, error) {
+	switch {
+	case apierrors.IsConflict(err) && conflictMessage(err) == "":
+		return ctrl.Result{RequeueAfter: conflictRequeue}, nil
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, err
 }
 
 // writeStatus writes the status as a merge patch against the sizer as read: it carries only what changed and no

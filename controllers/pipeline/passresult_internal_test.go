@@ -1,0 +1,115 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+)
+
+// namespaceTerminating is the apiserver's answer to a create in a namespace being deleted.
+func namespaceTerminating(resource string) error {
+	err := apierrors.NewForbidden(schema.GroupResource{Resource: resource}, "",
+		errors.New("unable to create new content in namespace ns because it is being terminated"))
+	err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
+		Type: corev1.NamespaceTerminatingCause, Message: "namespace ns is being terminated", Field: "metadata.namespace"})
+	return err
+}
+
+// A pass's errors become its result: conflicts (a write that raced another, the finalizer's included) are a short
+// requeue; a namespace being deleted, which will remove the Pipeline too, is nothing to retry; anything else is an
+// error, retried with backoff.
+func TestPassResult(t *testing.T) {
+	conflict := apierrors.NewConflict(schema.GroupResource{Group: "inference.keelson.dev", Resource: "pipelines"}, "p",
+		errors.New("the object has been modified"))
+	other := errors.New("boom")
+	for _, tc := range []struct {
+		name      string
+		err       error
+		requeue   time.Duration
+		wantError bool
+	}{
+		{"none", nil, 0, false},
+		{"a conflict adding the finalizer", fmt.Errorf("adding the finalizer: %w", conflict), conflictRequeue, false},
+		{"only conflicts", errors.Join(conflict, fmt.Errorf("writing status: %w", conflict)), conflictRequeue, false},
+		{"the namespace being deleted", fmt.Errorf("creating Deployment p-a: %w", namespaceTerminating("deployments")), 0, false},
+		{"a conflict and another error", errors.Join(conflict, other), 0, true},
+		{"another error", other, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := passResult(tc.err)
+			if (err != nil) != tc.wantError || res.RequeueAfter != tc.requeue {
+				t.Fatalf("passResult = %+v, %v; want requeue %s, error %v", res, err, tc.requeue, tc.wantError)
+			}
+		})
+	}
+}
+
+// An event refused because its namespace is being deleted is no error worth a log line: every pass of every
+// Pipeline there would log one until the namespace is gone.
+func TestEventsRefusedInANamespaceBeingDeletedAreNotErrors(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := inferencev1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
+			return namespaceTerminating("events")
+		}}).Build()
+	var errorLines []string
+	logger := funcr.New(func(prefix, args string) {
+		if strings.Contains(args, `"error"`) {
+			errorLines = append(errorLines, args)
+		}
+	}, funcr.Options{})
+	ctx := log.IntoContext(context.Background(), logger)
+	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid"}}
+	NewEventWriter(c, c, "pipeline").EventfContext(ctx, p, nil, corev1.EventTypeNormal, "Ready", "Ready", "ready")
+	if len(errorLines) != 0 {
+		t.Fatalf("logged as errors: %q", errorLines)
+	}
+	// Any other refusal is still an error line.
+	c = fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
+			return apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "", errors.New("no"))
+		}}).Build()
+	NewEventWriter(c, c, "pipeline").EventfContext(ctx, p, nil, corev1.EventTypeNormal, "Ready", "Ready", "ready")
+	if len(errorLines) != 1 {
+		t.Fatalf("a refusal for another reason logged %d error lines, want 1", len(errorLines))
+	}
+}
+
+// A pass that adds the finalizer while another writer moved the Pipeline (a user's edit right after the create)
+// looks again in a moment; it is no error, logged and backed off.
+func TestAFinalizerConflictIsARequeue(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := inferencev1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(p).WithInterceptorFuncs(interceptor.Funcs{
+		Update: func(context.Context, client.WithWatch, client.Object, ...client.UpdateOption) error {
+			return apierrors.NewConflict(schema.GroupResource{Group: "inference.keelson.dev", Resource: "pipelines"}, "p",
+				errors.New("the object has been modified"))
+		}}).Build()
+	res, err := (&Reconciler{Client: c}).Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)})
+	if err != nil || res.RequeueAfter != conflictRequeue {
+		t.Fatalf("Reconcile = %+v, %v; want a requeue after %s and no error", res, err, conflictRequeue)
+	}
+}
