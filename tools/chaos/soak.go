@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -40,8 +41,10 @@ type SoakResult struct {
 	ErrorsPeakMinute map[string]int `json:"errorsPeakMinute"`
 	// ControllerRestarts is each controller's container restarts during the run.
 	ControllerRestarts map[string]int32 `json:"controllerRestarts"`
-	// Converged runs from the end of the churn (the pool back to Nodes) until every object converged.
+	// Converged runs from the end of the churn (the pool back to Nodes) until every object converged; Teardown is
+	// how long the namespace then took to go, with everything in it. The error logs cover both.
 	Converged time.Duration `json:"converged"`
+	Teardown  time.Duration `json:"teardown"`
 }
 
 // ProcessSeries is one controller pod's resident memory (MiB) and goroutines over the soak: first and last
@@ -253,7 +256,7 @@ func (s *soakChurn) converged(ctx context.Context) (bool, error) {
 
 // soak is the scenario: churn for SoakFor (a DaemonSet action every 30 s, a sizer action every 2 s, a Pipeline
 // action every 5 s, a pool resize every minute), the controllers' processes sampled every soakSample; then the
-// pool restored and everything converged, and the controllers' logs read.
+// pool restored and everything converged, the namespace deleted, and the controllers' logs read.
 func soak(ctx context.Context, e *env, ns string, scr *metrics.Scraper) (SoakResult, error) {
 	r := SoakResult{Nodes: e.plan.Nodes, Duration: e.plan.SoakFor}
 	s := &soakChurn{c: e.c, ns: ns, e: e, rng: e.rng, rounds: map[string]int{}, live: map[string][]string{},
@@ -309,6 +312,19 @@ func soak(ctx context.Context, e *env, ns string, scr *metrics.Scraper) (SoakRes
 	for name, n := range restartsAfter {
 		r.ControllerRestarts[name] = n - restartsBefore[name]
 	}
+	// The namespace goes, with everything in it: a controller that keeps creating into a namespace being deleted
+	// logs its refusals, so the logs are read once it is gone.
+	deleting := time.Now()
+	if err := e.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return r, err
+	}
+	if err := pollUntil(ctx, 10*time.Minute, func() (bool, error) {
+		err := e.c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	}); err != nil {
+		return r, fmt.Errorf("deleting the namespace: %w", err)
+	}
+	r.Teardown = time.Since(deleting)
 	r.ErrorLines, r.ErrorsPeakMinute, err = errorLogs(ctx, e, began)
 	return r, err
 }
