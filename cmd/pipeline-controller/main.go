@@ -1,9 +1,14 @@
 // Command pipeline-controller runs Keelson's Pipeline controller: multi-step model-inference pipelines.
 //
 // Run it with --help for its flags. In a cluster it is installed by the keelson Helm chart.
+//
+// pipeline-controller fetch-model fetches a step's model into the node's model cache instead (a step's init
+// container runs it, from this same image); --help lists its flags.
 package main
 
 import (
+	"os"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -11,10 +16,14 @@ import (
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/cmd/internal/manager"
 	"github.com/keelson-dev/keelson/controllers/pipeline"
+	"github.com/keelson-dev/keelson/controllers/pipeline/modelfetch"
 	inferencewebhook "github.com/keelson-dev/keelson/webhooks/inference"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == modelfetch.Command {
+		os.Exit(modelfetch.Main(os.Args[2:], os.Stdout))
+	}
 	manager.Main(manager.Binary{
 		Name:            "pipeline-controller",
 		AddToScheme:     []func(*runtime.Scheme) error{inferencev1alpha1.AddToScheme},

@@ -1,0 +1,123 @@
+package modelfetch
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Options are where the cache is and how sources are reached.
+type Options struct {
+	// CacheDir is the cache's root on the node; MaxBytes bounds the models it holds (0: no bound).
+	CacheDir string
+	MaxBytes int64
+	// HTTPClient fetches http(s) models (http.DefaultClient when nil).
+	HTTPClient *http.Client
+	// S3 reaches s3 models.
+	S3 S3Config
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Fetch makes the model at uri available in the cache and returns where, and how it got there. A failed fetch
+// returns a Result whose Reason says why, and the error.
+func Fetch(ctx context.Context, uri string, o Options) (Result, error) {
+	src, err := Parse(uri)
+	if err != nil {
+		return Result{URI: uri, Reason: ReasonInvalidURI, Message: err.Error()}, err
+	}
+	res, err := fetch(ctx, src, o)
+	if err != nil {
+		res.Reason, res.Message = ReasonOf(err), err.Error()
+	}
+	return res, err
+}
+
+func fetch(ctx context.Context, src Source, o Options) (Result, error) {
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	c := &cache{root: o.CacheDir, maxBytes: o.MaxBytes, now: now}
+	res := Result{URI: src.URI}
+	unlock, err := c.lock()
+	if err != nil {
+		return res, fmt.Errorf("locking the cache %s: %w", o.CacheDir, err)
+	}
+	defer unlock()
+
+	// A model pinned to its digest needs no question to its source once the cache holds it.
+	if src.Digest != "" {
+		if e, ok := c.pinned(src); ok {
+			return hit(c, e, res, "")
+		}
+	}
+	var cached *entry
+	if src.Digest == "" {
+		cached, _ = c.newest(src)
+	}
+	r, err := remoteFor(src, o)
+	if err != nil {
+		return res, err
+	}
+	staged, err := c.stage()
+	if err != nil {
+		return res, err
+	}
+	defer func() { _ = os.RemoveAll(staged) }() // nothing left once installed: the rename moved it
+	unchanged, d, err := r.fetch(ctx, cached, filepath.Join(staged, modelDir))
+	switch {
+	case err != nil && cached != nil && ReasonOf(err) == ReasonUnreachable:
+		// The source cannot be asked (a network down, an air-gapped node): the copy the cache holds serves.
+		return hit(c, cached, res, fmt.Sprintf("the source could not be reached (%v): the cached copy is used", err))
+	case err != nil:
+		return res, err
+	case unchanged:
+		return hit(c, cached, res, "")
+	case src.Digest != "" && d.digest != src.Digest:
+		return res, failed(ReasonChecksumMismatch, fmt.Errorf("%s: content digest %s, but the URI pins %s", src.URI, d.digest, src.Digest))
+	}
+	size, err := dirSize(filepath.Join(staged, modelDir))
+	if err != nil {
+		return res, err
+	}
+	t := now()
+	e := &entry{URI: src.URI, Digest: d.digest, Size: size, Validators: d.validators, Fetched: t, LastUsed: t}
+	if err := writeEntryFile(staged, e); err != nil {
+		return res, err
+	}
+	if e, err = c.install(staged, e, src); err != nil {
+		return res, err
+	}
+	if _, err := c.evict(e); err != nil {
+		return res, fmt.Errorf("evicting old models: %w", err)
+	}
+	res.Digest, res.Size, res.Path = e.Digest, e.Size, e.modelPath()
+	return res, nil
+}
+
+// hit is a result served from the cache.
+func hit(c *cache, e *entry, res Result, message string) (Result, error) {
+	if err := c.touch(e); err != nil {
+		return res, err
+	}
+	res.Digest, res.Size, res.Path, res.CacheHit, res.Message = e.Digest, e.Size, e.modelPath(), true, message
+	return res, nil
+}
+
+// remoteFor is the source of a model.
+func remoteFor(src Source, o Options) (remote, error) {
+	switch src.Scheme {
+	case SchemeS3:
+		return newS3Remote(o.S3, src)
+	default:
+		client := o.HTTPClient
+		if client == nil {
+			client = http.DefaultClient
+		}
+		return httpRemote{client: client, src: src}, nil
+	}
+}

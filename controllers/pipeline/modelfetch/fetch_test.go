@@ -1,0 +1,303 @@
+package modelfetch
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// modelServer serves files over HTTP with an ETag of their content and answers conditional requests; it counts
+// the bodies it sent.
+type modelServer struct {
+	mu     sync.Mutex
+	files  map[string][]byte
+	status map[string]int
+	// announce adds a Repr-Digest header with this digest instead of the content's.
+	announce map[string][]byte
+	bodies   atomic.Int32
+}
+
+func newModelServer(t *testing.T) (*modelServer, *httptest.Server) {
+	s := &modelServer{files: map[string][]byte{}, status: map[string]int{}, announce: map[string][]byte{}}
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	return s, ts
+}
+
+func (s *modelServer) set(name string, body []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.files[name] = body
+}
+
+func (s *modelServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	body, ok := s.files[r.URL.Path]
+	status := s.status[r.URL.Path]
+	announce := s.announce[r.URL.Path]
+	s.mu.Unlock()
+	if status != 0 {
+		w.WriteHeader(status)
+		return
+	}
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	sum := sha256.Sum256(body)
+	etag := `"` + hex.EncodeToString(sum[:8]) + `"`
+	if r.Header.Get("If-None-Match") == etag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.Header().Set("ETag", etag)
+	if announce == nil {
+		announce = sum[:]
+	}
+	w.Header().Set("Repr-Digest", "sha-256=:"+base64.StdEncoding.EncodeToString(announce)+":")
+	s.bodies.Add(1)
+	_, _ = w.Write(body)
+}
+
+func digestOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func readModel(t *testing.T, res Result, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(res.Path, name))
+	if err != nil {
+		t.Fatalf("the model's %s: %v", name, err)
+	}
+	return string(b)
+}
+
+// An archive is downloaded once, unpacked into the cache; the next fetch asks the server whether it changed and
+// downloads nothing; a changed model is fetched beside the old one.
+func TestHTTPModelIsCachedAndRevalidated(t *testing.T) {
+	srv, ts := newModelServer(t)
+	v1 := tarGz(t, file{name: "weights.bin", body: "v1"})
+	srv.set("/models/m.tar.gz", v1)
+	o := Options{CacheDir: t.TempDir()}
+	uri := ts.URL + "/models/m.tar.gz"
+
+	first, err := Fetch(context.Background(), uri, o)
+	if err != nil || first.CacheHit || first.Digest != digestOf(v1) || first.Size != 2 {
+		t.Fatalf("first fetch = %+v, %v", first, err)
+	}
+	if readModel(t, first, "weights.bin") != "v1" {
+		t.Fatal("unpacked wrong")
+	}
+	second, err := Fetch(context.Background(), uri, o)
+	if err != nil || !second.CacheHit || second.Path != first.Path || srv.bodies.Load() != 1 {
+		t.Fatalf("second fetch = %+v, %v; %d bodies sent, want 1", second, err, srv.bodies.Load())
+	}
+
+	v2 := tarGz(t, file{name: "weights.bin", body: "v2"})
+	srv.set("/models/m.tar.gz", v2)
+	third, err := Fetch(context.Background(), uri, o)
+	if err != nil || third.CacheHit || third.Digest != digestOf(v2) || third.Path == first.Path {
+		t.Fatalf("after a change = %+v, %v", third, err)
+	}
+	if readModel(t, third, "weights.bin") != "v2" || readModel(t, first, "weights.bin") != "v1" {
+		t.Fatal("the new model must sit beside the old one")
+	}
+}
+
+// A URI pinned to its digest is served from the cache without a question to the server; the server down, an
+// unpinned model is served from the cache, and says why.
+func TestCacheHitsWithoutTheSource(t *testing.T) {
+	srv, ts := newModelServer(t)
+	body := []byte("onnx")
+	srv.set("/m.onnx", body)
+	o := Options{CacheDir: t.TempDir()}
+	pinned := ts.URL + "/m.onnx#sha256=" + strings.TrimPrefix(digestOf(body), "sha256:")
+	if _, err := Fetch(context.Background(), pinned, o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Fetch(context.Background(), ts.URL+"/m.onnx", o); err != nil {
+		t.Fatal(err)
+	}
+	ts.Close()
+	res, err := Fetch(context.Background(), pinned, o)
+	if err != nil || !res.CacheHit || readModel(t, res, "m.onnx") != "onnx" {
+		t.Fatalf("pinned, server down = %+v, %v", res, err)
+	}
+	res, err = Fetch(context.Background(), ts.URL+"/m.onnx", o)
+	if err != nil || !res.CacheHit || !strings.Contains(res.Message, "could not be reached") {
+		t.Fatalf("unpinned, server down = %+v, %v", res, err)
+	}
+}
+
+// Each failure says why, in the reason the step's status shows; nothing is cached from a failed fetch.
+func TestHTTPFailures(t *testing.T) {
+	srv, ts := newModelServer(t)
+	srv.set("/m.onnx", []byte("onnx"))
+	srv.set("/bad.onnx", []byte("tampered"))
+	srv.announce["/bad.onnx"] = bytes.Repeat([]byte{1}, 32)
+	srv.status["/secret.onnx"] = http.StatusForbidden
+	srv.set("/evil.tar.gz", tarGz(t, file{name: "../../etc/cron.d/x", body: "x"}))
+	o := Options{CacheDir: t.TempDir()}
+	for _, tc := range []struct{ uri, reason string }{
+		{ts.URL + "/missing.onnx", ReasonNotFound},
+		{ts.URL + "/secret.onnx", ReasonForbidden},
+		{ts.URL + "/m.onnx#sha256=" + strings.Repeat("0", 64), ReasonChecksumMismatch},
+		{ts.URL + "/bad.onnx", ReasonChecksumMismatch},
+		{ts.URL + "/evil.tar.gz", ReasonUnsafeArchive},
+		{"ftp://host/m.onnx", ReasonInvalidURI},
+		{"http://127.0.0.1:1/m.onnx", ReasonUnreachable},
+	} {
+		res, err := Fetch(context.Background(), tc.uri, o)
+		if err == nil || res.Reason != tc.reason || res.Message == "" {
+			t.Errorf("%s: %+v, %v; want reason %s", tc.uri, res, err, tc.reason)
+		}
+	}
+	entries, _ := filepath.Glob(filepath.Join(o.CacheDir, "*", "*", entryFile))
+	if len(entries) != 0 {
+		t.Errorf("failed fetches left entries: %v", entries)
+	}
+	if tmp, _ := os.ReadDir(filepath.Join(o.CacheDir, tmpDir)); len(tmp) != 0 {
+		t.Errorf("failed fetches left downloads: %d", len(tmp))
+	}
+}
+
+// Two steps starting at once on one node with the same model download it once.
+func TestConcurrentFetchesDownloadOnce(t *testing.T) {
+	srv, ts := newModelServer(t)
+	srv.set("/m.onnx", []byte("onnx"))
+	o := Options{CacheDir: t.TempDir()}
+	var wg sync.WaitGroup
+	results := make([]Result, 4)
+	for i := range results {
+		wg.Go(func() {
+			var err error
+			if results[i], err = Fetch(context.Background(), ts.URL+"/m.onnx", o); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	hits := 0
+	for _, r := range results {
+		if r.CacheHit {
+			hits++
+		}
+		if r.Path != results[0].Path {
+			t.Fatalf("paths differ: %+v", results)
+		}
+	}
+	if srv.bodies.Load() != 1 || hits != 3 {
+		t.Fatalf("%d downloads and %d hits, want 1 and 3", srv.bodies.Load(), hits)
+	}
+}
+
+// Past its bound the cache evicts the least recently used models, never the one just fetched.
+func TestEvictionIsLeastRecentlyUsed(t *testing.T) {
+	srv, ts := newModelServer(t)
+	for _, n := range []string{"a", "b", "c"} {
+		srv.set("/"+n+".bin", bytes.Repeat([]byte(n), 100))
+	}
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	o := Options{CacheDir: t.TempDir(), MaxBytes: 250, Now: func() time.Time { clock = clock.Add(time.Minute); return clock }}
+	fetch := func(n string) Result {
+		t.Helper()
+		res, err := Fetch(context.Background(), ts.URL+"/"+n+".bin", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	a, b := fetch("a"), fetch("b")
+	fetch("a") // a used after b
+	fetch("c") // over the bound: b goes
+	if _, err := os.Stat(b.Path); !os.IsNotExist(err) {
+		t.Errorf("b, least recently used, is still cached: %v", err)
+	}
+	if _, err := os.Stat(a.Path); err != nil {
+		t.Errorf("a, used since, was evicted: %v", err)
+	}
+	tiny := o
+	tiny.MaxBytes = 10
+	if res, err := Fetch(context.Background(), ts.URL+"/b.bin", tiny); err != nil || res.CacheHit {
+		t.Fatalf("a model larger than the bound = %+v, %v", res, err)
+	} else if _, err := os.Stat(res.Path); err != nil {
+		t.Errorf("the model just fetched was evicted: %v", err)
+	}
+}
+
+// An S3 prefix is fetched as a directory of its objects (not its siblings sharing the prefix's letters), revalidated
+// by the objects' ETags, and fetched anew when one changes; a single object that is an archive is unpacked.
+func TestS3Model(t *testing.T) {
+	ts := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
+	t.Cleanup(ts.Close)
+	endpoint := strings.TrimPrefix(ts.URL, "http://")
+	cfg := S3Config{Endpoint: endpoint, Insecure: true, Region: "us-east-1", AccessKey: "key", SecretKey: "secret"}
+	mc, err := minio.New(endpoint, &minio.Options{Creds: credentials.NewStaticV4("key", "secret", ""), Region: "us-east-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := mc.MakeBucket(ctx, "models", minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	put := func(key, body string) {
+		t.Helper()
+		if _, err := mc.PutObject(ctx, "models", key, strings.NewReader(body), int64(len(body)), minio.PutObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("resnet/weights/a.bin", "AAA")
+	put("resnet/config.json", "{}")
+	put("resnet-old/config.json", "old")
+	put("single.tar.gz", string(tarGz(t, file{name: "w.bin", body: "W"})))
+
+	o := Options{CacheDir: t.TempDir(), S3: cfg}
+	first, err := Fetch(ctx, "s3://models/resnet", o)
+	if err != nil || first.CacheHit || first.Size != 5 { // a.bin and config.json; not resnet-old's config.json
+		t.Fatalf("first = %+v, %v", first, err)
+	}
+	if readModel(t, first, "weights/a.bin") != "AAA" || readModel(t, first, "config.json") != "{}" {
+		t.Fatal("wrong files")
+	}
+	if slash, err := Fetch(ctx, "s3://models/resnet/", o); err != nil || slash.Digest != first.Digest {
+		t.Fatalf("the prefix with a slash = %+v, %v; want the same content", slash, err)
+	}
+	second, err := Fetch(ctx, "s3://models/resnet", o)
+	if err != nil || !second.CacheHit {
+		t.Fatalf("second = %+v, %v", second, err)
+	}
+	put("resnet/config.json", `{"v":2}`)
+	third, err := Fetch(ctx, "s3://models/resnet", o)
+	if err != nil || third.CacheHit || third.Digest == first.Digest || readModel(t, third, "config.json") != `{"v":2}` {
+		t.Fatalf("after a change = %+v, %v", third, err)
+	}
+	single, err := Fetch(ctx, "s3://models/single.tar.gz", o)
+	if err != nil || readModel(t, single, "w.bin") != "W" {
+		t.Fatalf("single archive = %+v, %v", single, err)
+	}
+	for uri, reason := range map[string]string{"s3://models/nothing-here": ReasonNotFound, "s3://no-bucket/x": ReasonNotFound} {
+		if res, err := Fetch(ctx, uri, o); err == nil || res.Reason != reason {
+			t.Errorf("%s = %+v, %v; want %s", uri, res, err, reason)
+		}
+	}
+	if res, err := Fetch(ctx, "s3://models/resnet", Options{CacheDir: t.TempDir()}); err == nil || res.Reason != ReasonInvalidURI {
+		t.Errorf("no endpoint = %+v, %v", res, err)
+	}
+}

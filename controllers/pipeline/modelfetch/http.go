@@ -1,0 +1,139 @@
+package modelfetch
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// download is what a completed download produced.
+type download struct {
+	// digest of the content ("sha256:<hex>"); validators as the source gave them.
+	digest     string
+	validators map[string]string
+}
+
+// remote is a model's source.
+type remote interface {
+	// fetch downloads the model into dir unless the source still matches cached (nil when there is none to ask
+	// about): unchanged then, and nothing written.
+	fetch(ctx context.Context, cached *entry, dir string) (unchanged bool, d download, err error)
+}
+
+// httpRemote is a model served over HTTP(S): a file, or an archive that is unpacked.
+type httpRemote struct {
+	client *http.Client
+	src    Source
+}
+
+func (h httpRemote) fetch(ctx context.Context, cached *entry, dir string) (bool, download, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.src.URI, nil)
+	if err != nil {
+		return false, download{}, failed(ReasonInvalidURI, err)
+	}
+	if cached != nil {
+		// A conditional request: an unchanged model costs an answer, not a download.
+		if v := cached.Validators["etag"]; v != "" {
+			req.Header.Set("If-None-Match", v)
+		}
+		if v := cached.Validators["last-modified"]; v != "" {
+			req.Header.Set("If-Modified-Since", v)
+		}
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return false, download{}, failed(ReasonUnreachable, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	switch {
+	case resp.StatusCode == http.StatusNotModified && cached != nil:
+		return true, download{}, nil
+	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
+		return false, download{}, failed(ReasonNotFound, fmt.Errorf("%s: %s", h.src.URI, resp.Status))
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return false, download{}, failed(ReasonForbidden, fmt.Errorf("%s: %s", h.src.URI, resp.Status))
+	case resp.StatusCode != http.StatusOK:
+		return false, download{}, failed(ReasonFailed, fmt.Errorf("%s: %s", h.src.URI, resp.Status))
+	}
+	want, wantHash, err := announcedDigest(resp.Header)
+	if err != nil {
+		return false, download{}, failed(ReasonFailed, err)
+	}
+	file := filepath.Join(filepath.Dir(dir), "download")
+	sum, err := saveHashing(file, resp.Body, wantHash)
+	if err != nil {
+		return false, download{}, err
+	}
+	if want != nil && !bytes.Equal(want, wantHash.Sum(nil)) {
+		return false, download{}, failed(ReasonChecksumMismatch, fmt.Errorf("%s: the content does not match the digest the server announced", h.src.URI))
+	}
+	if err := place(file, h.src.name(), dir); err != nil {
+		return false, download{}, err
+	}
+	v := map[string]string{}
+	if etag := resp.Header.Get("ETag"); etag != "" {
+		v["etag"] = etag
+	}
+	if lm := resp.Header.Get("Last-Modified"); lm != "" {
+		v["last-modified"] = lm
+	}
+	return false, download{digest: "sha256:" + hex.EncodeToString(sum), validators: v}, nil
+}
+
+// announcedDigest reads the SHA-256 digest a server announces for the content (Repr-Digest, RFC 9530, or the
+// older Digest header), and a hash to check it with; none when it announces none.
+func announcedDigest(h http.Header) ([]byte, hash.Hash, error) {
+	for _, header := range []string{"Repr-Digest", "Digest"} {
+		for _, part := range strings.Split(h.Get(header), ",") {
+			alg, val, ok := strings.Cut(strings.TrimSpace(part), "=")
+			if !ok || !strings.EqualFold(alg, "sha-256") {
+				continue
+			}
+			b, err := base64.StdEncoding.DecodeString(strings.Trim(val, ":"))
+			if err != nil || len(b) != sha256.Size {
+				return nil, nil, fmt.Errorf("the server's %s header is malformed: %q", header, part)
+			}
+			return b, sha256.New(), nil
+		}
+	}
+	return nil, sha256.New(), nil
+}
+
+// saveHashing writes r into file and returns its SHA-256; also writes it into also (another hash to check).
+func saveHashing(file string, r io.Reader, also hash.Hash) ([]byte, error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(f, sum, also), r); err != nil {
+		_ = f.Close()
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return nil, failed(ReasonUnreachable, err)
+		}
+		return nil, err
+	}
+	return sum.Sum(nil), f.Close()
+}
+
+// place puts a downloaded file into the model directory: unpacked when its name says it is an archive, else as
+// it is, under its name.
+func place(file, name, dir string) error {
+	if kind := archiveKind(name); kind != "" {
+		if err := unpack(kind, file, dir); err != nil {
+			return err
+		}
+		return os.Remove(file)
+	}
+	return os.Rename(file, filepath.Join(dir, name))
+}

@@ -1,0 +1,75 @@
+package modelfetch
+
+import (
+	"context"
+	"errors"
+	"net"
+	"syscall"
+)
+
+// Reasons a fetch fails with, as the step's status shows them.
+const (
+	ReasonNotFound         = "NotFound"
+	ReasonForbidden        = "Forbidden"
+	ReasonChecksumMismatch = "ChecksumMismatch"
+	ReasonDiskFull         = "DiskFull"
+	ReasonUnreachable      = "Unreachable"
+	ReasonUnsafeArchive    = "UnsafeArchive"
+	ReasonCorruptArchive   = "CorruptArchive"
+	ReasonInvalidURI       = "InvalidURI"
+	ReasonFailed           = "FetchFailed"
+)
+
+// Result is what a fetch did: where the model came from, what it is, and whether the cache had it. The fetch-model
+// command writes it as JSON into its termination message, where the controller reads it for the step's status.
+type Result struct {
+	// URI is the model's URI, without its digest fragment.
+	URI string `json:"uri"`
+	// Digest is the content's digest ("sha256:<hex>"): of the file or archive downloaded, or, for an S3 prefix,
+	// of the sorted list of its objects' names and digests.
+	Digest string `json:"digest,omitempty"`
+	// Size is the model's size on the node, in bytes.
+	Size int64 `json:"size,omitempty"`
+	// CacheHit: nothing was downloaded.
+	CacheHit bool `json:"cacheHit"`
+	// Path is the model's directory in the cache.
+	Path string `json:"path,omitempty"`
+	// Reason and Message say why a fetch failed.
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// fetchError is a failure with the reason the step's status shows.
+type fetchError struct {
+	reason string
+	err    error
+}
+
+func (e *fetchError) Error() string { return e.err.Error() }
+func (e *fetchError) Unwrap() error { return e.err }
+
+// failed wraps err with a reason.
+func failed(reason string, err error) error { return &fetchError{reason: reason, err: err} }
+
+// ReasonOf is the reason a fetch failed with: the one given where the failure was met, else what the error shows
+// (a full disk, a network that does not answer, an unsafe or corrupt archive).
+func ReasonOf(err error) string {
+	var fe *fetchError
+	var ne net.Error
+	var op *net.OpError
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return ReasonDiskFull // before any other: a full disk also breaks a download or an unpacking midway
+	case errors.As(err, &fe):
+		return fe.reason
+	case errors.Is(err, errUnsafeArchive):
+		return ReasonUnsafeArchive
+	case errors.Is(err, errCorruptArchive):
+		return ReasonCorruptArchive
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &op), errors.As(err, &ne):
+		return ReasonUnreachable
+	}
+	return ReasonFailed
+}

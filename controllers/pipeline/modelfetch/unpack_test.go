@@ -1,0 +1,129 @@
+package modelfetch
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// file is one archive entry: a regular file unless link is set.
+type file struct {
+	name, body, link string
+	dir              bool
+}
+
+func tarGz(t *testing.T, files ...file) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, f := range files {
+		h := &tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body)), Typeflag: tar.TypeReg}
+		switch {
+		case f.dir:
+			h.Typeflag, h.Size = tar.TypeDir, 0
+		case f.link != "":
+			h.Typeflag, h.Linkname, h.Size = tar.TypeSymlink, f.link, 0
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := tw.Write([]byte(f.body)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func zipOf(t *testing.T, files ...file) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, f := range files {
+		w, err := zw.Create(f.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte(f.body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// unpackBytes writes an archive to a file and unpacks it into a fresh directory.
+func unpackBytes(t *testing.T, kind string, b []byte) (string, error) {
+	t.Helper()
+	tmp := t.TempDir()
+	file := filepath.Join(tmp, "archive")
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "model")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, unpack(kind, file, dir)
+}
+
+func TestUnpack(t *testing.T) {
+	for kind, archive := range map[string][]byte{
+		"tar.gz": tarGz(t, file{name: "weights/", dir: true}, file{name: "weights/a.bin", body: "AAA"}, file{name: "./config.json", body: "{}"}),
+		"zip":    zipOf(t, file{name: "weights/a.bin", body: "AAA"}, file{name: "config.json", body: "{}"}),
+	} {
+		dir, err := unpackBytes(t, kind, archive)
+		if err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+		for name, want := range map[string]string{"weights/a.bin": "AAA", "config.json": "{}"} {
+			if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != want {
+				t.Errorf("%s: %s = %q, %v; want %q", kind, name, b, err, want)
+			}
+		}
+	}
+}
+
+// An archive with an entry that would land outside the model's directory, or a link, is refused whole, and
+// nothing lands outside.
+func TestUnpackRefusesUnsafeArchives(t *testing.T) {
+	for name, tc := range map[string]struct {
+		kind    string
+		archive []byte
+	}{
+		"tar: parent":           {"tar.gz", tarGz(t, file{name: "ok.txt", body: "x"}, file{name: "../escaped.txt", body: "x"})},
+		"tar: nested parent":    {"tar.gz", tarGz(t, file{name: "a/../../escaped.txt", body: "x"})},
+		"tar: absolute":         {"tar.gz", tarGz(t, file{name: "/tmp/escaped.txt", body: "x"})},
+		"tar: symlink":          {"tar.gz", tarGz(t, file{name: "link", link: "/etc/passwd"})},
+		"tar: duplicate":        {"tar.gz", tarGz(t, file{name: "a", body: "x"}, file{name: "a", body: "y"})},
+		"zip: parent":           {"zip", zipOf(t, file{name: "../escaped.txt", body: "x"})},
+		"zip: windows parent":   {"zip", zipOf(t, file{name: "..\\escaped.txt", body: "x"})},
+		"zip: windows absolute": {"zip", zipOf(t, file{name: "C:/escaped.txt", body: "x"})},
+	} {
+		dir, err := unpackBytes(t, tc.kind, tc.archive)
+		if !errors.Is(err, errUnsafeArchive) || ReasonOf(err) != ReasonUnsafeArchive {
+			t.Errorf("%s: err = %v, want an unsafe archive", name, err)
+		}
+		if _, err := os.Stat(filepath.Join(filepath.Dir(dir), "escaped.txt")); err == nil {
+			t.Errorf("%s: a file landed outside the model's directory", name)
+		}
+	}
+	if _, err := unpackBytes(t, "tar.gz", []byte("not gzip")); ReasonOf(err) != ReasonCorruptArchive {
+		t.Errorf("a corrupt archive: %v", err)
+	}
+}

@@ -1,0 +1,97 @@
+package modelfetch
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"path"
+	"strings"
+)
+
+// Schemes a model URI may have.
+const (
+	SchemeHTTP  = "http"
+	SchemeHTTPS = "https"
+	SchemeS3    = "s3"
+)
+
+// Source is a parsed model URI.
+type Source struct {
+	// URI is the URI without its digest fragment: what the cache keys entries of the same model by.
+	URI    string
+	Scheme string
+	// Host is the HTTP host, or the S3 bucket.
+	Host string
+	// Path is the HTTP path, or the S3 key prefix (no leading "/").
+	Path string
+	// Digest is the pinned content digest ("sha256:<hex>"), or "" when the URI pins none.
+	Digest string
+}
+
+// IsURI reports whether a step's model is a URI rather than a path on the pipeline's storage.
+func IsURI(model string) bool { return strings.Contains(model, "://") }
+
+// Parse reads a model URI: http(s)://host/path or s3://bucket/prefix, optionally pinned to its content with a
+// fragment #sha256=<64 hex digits>. Its errors say what is wrong in words a user can act on.
+func Parse(raw string) (Source, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return Source{}, fmt.Errorf("not a URI: %w", err)
+	}
+	s := Source{Scheme: u.Scheme, Host: u.Host}
+	switch u.Scheme {
+	case SchemeHTTP, SchemeHTTPS:
+		if u.Host == "" {
+			return Source{}, fmt.Errorf("%s URI without a host", u.Scheme)
+		}
+		if u.User != nil {
+			return Source{}, fmt.Errorf("credentials in the URI would show in the pod spec: serve the model without them")
+		}
+		s.Path = u.EscapedPath()
+		if s.Path == "" || strings.HasSuffix(s.Path, "/") {
+			return Source{}, fmt.Errorf("%s URI must name a file or archive, not a directory", u.Scheme)
+		}
+	case SchemeS3:
+		if u.Host == "" {
+			return Source{}, fmt.Errorf("s3 URI without a bucket: s3://bucket/prefix")
+		}
+		if u.RawQuery != "" || u.User != nil {
+			return Source{}, fmt.Errorf("s3 URI takes no query or credentials: name a Secret for the endpoint and keys")
+		}
+		s.Path = strings.TrimPrefix(u.Path, "/")
+	case "":
+		return Source{}, fmt.Errorf("no scheme: use http://, https:// or s3://")
+	default:
+		return Source{}, fmt.Errorf("unsupported scheme %q: use http, https or s3", u.Scheme)
+	}
+	if u.Fragment != "" {
+		hexDigest, ok := strings.CutPrefix(u.Fragment, "sha256=")
+		if b, err := hex.DecodeString(hexDigest); !ok || err != nil || len(b) != sha256.Size {
+			return Source{}, fmt.Errorf("fragment %q: the only fragment is #sha256=<64 hex digits>, the model's digest", u.Fragment)
+		}
+		s.Digest = "sha256:" + strings.ToLower(hexDigest)
+	}
+	u.Fragment, u.RawFragment = "", ""
+	s.URI = u.String()
+	return s, nil
+}
+
+// key is the cache directory of a URI's entries.
+func (s Source) key() string {
+	sum := sha256.Sum256([]byte(s.URI))
+	return hex.EncodeToString(sum[:16])
+}
+
+// name is the file a single downloaded file is stored as: the last segment of its path, unescaped unless that
+// would make it a path of its own ("%2F", "..").
+func (s Source) name() string {
+	n := path.Base(s.Path)
+	if un, err := url.PathUnescape(n); err == nil && !strings.ContainsAny(un, "/\\") && un != ".." && un != "." {
+		n = un
+	}
+	if n == "." || n == "/" || n == "" || n == ".." {
+		return "model"
+	}
+	return n
+}
