@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/internal/passerr"
 )
 
 // Event reasons.
@@ -99,7 +100,7 @@ func (r *Reconciler) createPods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 			pod := newPod(ds, template, c.hash, c.node)
 			if err := r.Create(ctx, pod); err != nil {
 				r.expectations.CreationObserved(key) // a failed creation will never be observed
-				if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+				if passerr.NamespaceTerminating(err) {
 					return err // no event: it could not be written in a namespace being deleted either
 				}
 				r.Recorder.Eventf(eventSubject(ds), nil, corev1.EventTypeWarning, eventFailedCreate, "Create",

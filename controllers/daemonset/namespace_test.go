@@ -1,25 +1,14 @@
 package daemonset
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
-)
 
-// namespaceTerminating is the apiserver's answer to a create in a namespace being deleted.
-func namespaceTerminating(resource string) error {
-	err := apierrors.NewForbidden(schema.GroupResource{Resource: resource}, "",
-		errors.New("unable to create new content in namespace ns because it is being terminated"))
-	err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
-		Type: corev1.NamespaceTerminatingCause, Message: "namespace ns is being terminated", Field: "metadata.namespace"})
-	return err
-}
+	"github.com/keelson-dev/keelson/controllers/internal/passerr"
+)
 
 // Once its namespace is being deleted, a DaemonSet's missing pods and revisions can no longer be created, and the
 // namespace's deletion will remove the DaemonSet too. A pass that meets that refusal is no error: as an error it
@@ -47,9 +36,12 @@ func TestANamespaceBeingDeletedIsNoError(t *testing.T) {
 			tc.before(w)
 			recorder := events.NewFakeRecorder(100)
 			w.r.Recorder = recorder
-			w.createErr = namespaceTerminating(tc.resource)
+			w.createErr = passerr.NewNamespaceTerminating(tc.resource, worldNamespace)
 			if _, err := w.reconcile(); err != nil {
 				t.Fatalf("a pass in a namespace being deleted failed: %v", err)
+			}
+			if w.refusedCreates == 0 {
+				t.Fatal("the pass tried no create: it proves nothing")
 			}
 			close(recorder.Events)
 			for e := range recorder.Events {

@@ -28,6 +28,7 @@ import (
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/internal/expectations"
+	"github.com/keelson-dev/keelson/controllers/internal/passerr"
 	"github.com/keelson-dev/keelson/controllers/internal/statuspace"
 )
 
@@ -105,9 +106,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("daemonset", klog.KObj(ds)))
 
 	result, status, err := r.reconcile(ctx, ds)
-	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-		// The namespace is being deleted: nothing created in it stays, and its deletion removes this DaemonSet too.
-		// As an error the pass would be retried, refused and logged again and again until then.
+	if err != nil && len(passerr.Remaining(err)) == 0 {
+		// Only creates refused because the namespace is being deleted: nothing created in it would stay, and its
+		// deletion removes this DaemonSet too. As an error the pass would be retried, refused and logged again and
+		// again until then.
 		log.FromContext(ctx).V(1).Info("Creating nothing: the namespace is being deleted", "refused", err.Error())
 		err = nil
 	}

@@ -47,8 +47,9 @@ type world struct {
 	// step is how far the clock moves before each pass.
 	step time.Duration
 	uids int
-	// createErr, when set, is what the apiserver answers every create with.
-	createErr error
+	// createErr, when set, is what the apiserver answers every create with; refusedCreates counts those answers.
+	createErr      error
+	refusedCreates int
 }
 
 const worldNamespace = "ns"
@@ -80,6 +81,7 @@ func newWorld(t *testing.T, nodes ...string) *world {
 		WithIndex(&corev1.Pod{}, orphanIndex, orphanOf).
 		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if w.createErr != nil {
+				w.refusedCreates++
 				return w.createErr
 			}
 			// The apiserver gives every object a UID; the fake client does not, and pods are told apart by it.

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/tools/reference"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/keelson-dev/keelson/controllers/internal/passerr"
 )
 
 // eventWriteTimeout bounds one event write: an event is worth a short wait, never a stuck reconcile.
@@ -65,7 +67,7 @@ func (w *EventWriter) Eventf(regarding, related runtime.Object, eventtype, reaso
 func (w *EventWriter) EventfContext(ctx context.Context, regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
 	err := w.write(ctx, regarding, related, eventtype, reason, action, fmt.Sprintf(note, args...))
 	switch {
-	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+	case passerr.NamespaceTerminating(err):
 		// Every pass in a namespace being deleted would log one until it is gone: no error worth a line.
 		log.FromContext(ctx).V(1).Info("Not recording an event: the namespace is being deleted", "reason", reason)
 	case err != nil:

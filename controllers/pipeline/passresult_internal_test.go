@@ -21,16 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/internal/passerr"
 )
-
-// namespaceTerminating is the apiserver's answer to a create in a namespace being deleted.
-func namespaceTerminating(resource string) error {
-	err := apierrors.NewForbidden(schema.GroupResource{Resource: resource}, "",
-		errors.New("unable to create new content in namespace ns because it is being terminated"))
-	err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
-		Type: corev1.NamespaceTerminatingCause, Message: "namespace ns is being terminated", Field: "metadata.namespace"})
-	return err
-}
 
 // A pass's errors become its result: conflicts (a write that raced another, the finalizer's included) are a short
 // requeue; a namespace being deleted, which will remove the Pipeline too, is nothing to retry; anything else is an
@@ -48,8 +40,10 @@ func TestPassResult(t *testing.T) {
 		{"none", nil, 0, false},
 		{"a conflict adding the finalizer", fmt.Errorf("adding the finalizer: %w", conflict), conflictRequeue, false},
 		{"only conflicts", errors.Join(conflict, fmt.Errorf("writing status: %w", conflict)), conflictRequeue, false},
-		{"the namespace being deleted", fmt.Errorf("creating Deployment p-a: %w", namespaceTerminating("deployments")), 0, false},
+		{"the namespace being deleted", fmt.Errorf("creating Deployment p-a: %w", passerr.NewNamespaceTerminating("deployments", "ns")), 0, false},
 		{"a conflict and another error", errors.Join(conflict, other), 0, true},
+		{"the namespace being deleted and a conflict", errors.Join(conflict, passerr.NewNamespaceTerminating("services", "ns")), conflictRequeue, false},
+		{"the namespace being deleted and another error", errors.Join(passerr.NewNamespaceTerminating("services", "ns"), other), 0, true},
 		{"another error", other, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -70,7 +64,7 @@ func TestEventsRefusedInANamespaceBeingDeletedAreNotErrors(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{
 		Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
-			return namespaceTerminating("events")
+			return passerr.NewNamespaceTerminating("events", "ns")
 		}}).Build()
 	var errorLines []string
 	logger := funcr.New(func(prefix, args string) {

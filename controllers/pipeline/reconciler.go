@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/internal/passerr"
 )
 
 const (
@@ -161,30 +162,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // conflictRequeue is how soon a pass that met a conflict (a write or read raced another) looks again.
 const conflictRequeue = 100 * time.Millisecond
 
-// passResult turns a pass's errors into its result: errors that are all conflicts are a short requeue, not an error.
-// A create refused because the namespace is being deleted is nothing to retry: the namespace's deletion removes
-// the Pipeline too, and until then every retry would be refused and logged again.
+// passResult turns a pass's errors into its result, looking at each error the pass joined. Creates refused because
+// the namespace is being deleted are nothing to retry: the namespace's deletion removes the Pipeline too, and until
+// then every retry would be refused and logged again. What is left, if only conflicts (a write that raced another),
+// is a short requeue, not an error.
 func passResult(err error) (ctrl.Result, error) {
+	rest := passerr.Remaining(err)
 	switch {
-	case allConflicts(err):
-		return ctrl.Result{RequeueAfter: conflictRequeue}, nil
-	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+	case len(rest) == 0:
 		return ctrl.Result{}, nil
+	case passerr.All(rest, apierrors.IsConflict):
+		return ctrl.Result{RequeueAfter: conflictRequeue}, nil
 	}
 	return ctrl.Result{}, err
-}
-
-// allConflicts reports whether err is a conflict, or joins only conflicts.
-func allConflicts(err error) bool {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, e := range j.Unwrap() {
-			if !allConflicts(e) {
-				return false
-			}
-		}
-		return len(j.Unwrap()) > 0
-	}
-	return apierrors.IsConflict(err)
 }
 
 // observe reads what status is computed from.

@@ -3,9 +3,9 @@ package sizer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/internal/passerr"
 )
 
 // A pass that adds the finalizer while another writer moved the sizer (an edit right after the create) looks again
@@ -38,17 +39,29 @@ func TestAFinalizerConflictIsARequeue(t *testing.T) {
 }
 
 // A create refused because the namespace is being deleted is nothing to retry: the namespace's deletion removes the
-// sizer too, and until then every retry would be refused and logged again.
+// sizer too, and until then every retry would be refused and logged again. Every error the pass joined is looked
+// at: a refusal beside a real error leaves the error, beside a conflict a requeue.
 func TestANamespaceBeingDeletedIsNoError(t *testing.T) {
-	refused := apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "",
-		errors.New("unable to create new content in namespace ns because it is being terminated"))
-	refused.ErrStatus.Details.Causes = append(refused.ErrStatus.Details.Causes, metav1.StatusCause{
-		Type: corev1.NamespaceTerminatingCause, Message: "namespace ns is being terminated", Field: "metadata.namespace"})
-	if res, err := passResult(refused); err != nil || res.RequeueAfter != 0 {
-		t.Fatalf("passResult = %+v, %v; want nothing to retry", res, err)
-	}
+	refused := passerr.NewNamespaceTerminating("deployments", "ns")
+	conflict := apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "deployments"}, "d", errors.New("modified"))
 	other := errors.New("boom")
-	if _, err := passResult(other); !errors.Is(err, other) {
-		t.Fatalf("another error became %v", err)
+	for _, tc := range []struct {
+		name        string
+		err         error
+		requeue     bool
+		terminating bool
+		wantErr     bool
+	}{
+		{"refused", fmt.Errorf("creating the Deployment: %w", refused), false, true, false},
+		{"refused and a conflict", errors.Join(conflict, refused), true, false, false},
+		{"refused and another error", errors.Join(refused, other), false, false, true},
+		{"another error", other, false, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, terminating, err := passResult(tc.err)
+			if (res.RequeueAfter > 0) != tc.requeue || terminating != tc.terminating || (err != nil) != tc.wantErr {
+				t.Fatalf("passResult = %+v, %v, %v", res, terminating, err)
+			}
+		})
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/internal/passerr"
 	"github.com/keelson-dev/keelson/controllers/internal/statuspace"
 )
 
@@ -118,7 +119,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if controllerutil.AddFinalizer(wls, Finalizer) {
 		if err := r.Update(ctx, wls); err != nil {
-			return passResult(fmt.Errorf("adding the finalizer: %w", err))
+			result, _, err := passResult(fmt.Errorf("adding the finalizer: %w", err))
+			return result, err
 		}
 	}
 
@@ -135,7 +137,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// client waiting for the generation does not take an error for success.
 		p.status.ObservedGeneration = wls.Generation
 	} else {
-		result, err = passResult(err)
+		var terminating bool
+		if result, terminating, err = passResult(err); terminating {
+			return result, nil // the namespace is going: no status worth writing, nothing to look at again
+		}
 	}
 	setConflict(p.status, wls.Generation, p.conflicts)
 	setReady(p.status, wls, p.problem)
@@ -171,18 +176,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // conflictRequeue is how soon a pass whose write raced another writer (optimistic lock) looks again.
 const conflictRequeue = time.Second
 
-// passResult turns a pass's error into its result. A write that raced another writer (optimistic lock; not a
-// field owned by another manager, which the status reports) is a short requeue, not an error. A create refused
-// because the namespace is being deleted is nothing to retry: the namespace's deletion removes the sizer too, and
-// until then every retry would be refused and logged again.
-func passResult(err error) (ctrl.Result, error) {
+// passResult turns a pass's error into its result, looking at each error the pass joined. Creates refused because
+// the namespace is being deleted are nothing to retry (terminating): the namespace's deletion removes the sizer
+// too, and until then every retry would be refused and logged again. What is left, if only writes that raced
+// another writer (optimistic lock; not a field owned by another manager, which the status reports), is a short
+// requeue, not an error.
+func passResult(err error) (result ctrl.Result, terminating bool, _ error) {
+	rest := passerr.Remaining(err)
 	switch {
-	case apierrors.IsConflict(err) && conflictMessage(err) == "":
-		return ctrl.Result{RequeueAfter: conflictRequeue}, nil
-	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-		return ctrl.Result{}, nil
+	case len(rest) == 0:
+		return ctrl.Result{}, err != nil, nil
+	case passerr.All(rest, func(e error) bool { return apierrors.IsConflict(e) && conflictMessage(e) == "" }):
+		return ctrl.Result{RequeueAfter: conflictRequeue}, false, nil
 	}
-	return ctrl.Result{}, err
+	return ctrl.Result{}, false, err
 }
 
 // writeStatus writes the status as a merge patch against the sizer as read: it carries only what changed and no
