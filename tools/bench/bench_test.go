@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/keelson-dev/keelson/tools/internal/audit"
+	"github.com/keelson-dev/keelson/tools/internal/metrics"
 )
 
 func TestSummarize(t *testing.T) {
@@ -105,7 +106,7 @@ func sampleResults() Results {
 	r := Results{Plan: quickPlan, Started: time.Unix(0, 0), Machine: Machine{CPUs: 2, MemoryGiB: 24},
 		Setup: clusterSetup{AuditMode: "blocking"}, RSS: all(50 << 20), MemoryRequest: all(64 << 20), MemoryLimit: all(256 << 20),
 		FirstCounts: FirstCounts(2, []string{implKeelson, implBuiltin}),
-		Steady: steadyResult{Window: idleWindow{From: time.Unix(100, 0), To: time.Unix(120, 0),
+		Steady: steadyResult{Window: metrics.Window{From: time.Unix(100, 0), To: time.Unix(120, 0),
 			ReconcilesPerSecond: map[string]float64{"daemonset-controller": 0.25, "workload-sizer": 0, "pipeline-controller": 0}},
 			Held:   map[string]int{"daemonset-controller": 1, "workload-sizer": 100, "pipeline-controller": 12, builtinDaemonSet: 1},
 			Writes: map[string]map[string]int{"workload-sizer": {"patch deployments": 3}}},

@@ -231,7 +231,7 @@ func run() error {
 	if _, err := settle(ctx, *auditLog, steadyUsers, settleQuiet, 5*time.Minute); err != nil {
 		return err
 	}
-	if res.Steady.Window, err = idle(ctx, scr, binaryNames, plan.Idle); err != nil {
+	if res.Steady.Window, err = scr.Idle(ctx, binaryNames, plan.Idle); err != nil {
 		return err
 	}
 	res.Steady.Missable = missablePeriods(plan.Idle, periodicRequeues)

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/keelson-dev/keelson/tools/internal/metrics"
 )
 
 // steadyResult is the idle window at the end of the run: every controller holds objects (a DaemonSet of each
 // kind on every node, the sizers, the pipelines and their bare twins) and the harness changes nothing.
 type steadyResult struct {
-	Window idleWindow `json:"window"`
+	Window metrics.Window `json:"window"`
 	// Held is how many objects each controller held in the window.
 	Held map[string]int `json:"held"`
 	// Writes are the writes each controller's user made in the window, by kind of write.

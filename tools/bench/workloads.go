@@ -188,7 +188,7 @@ func exploreSizers(ctx context.Context, c client.Client, scr *metrics.Scraper, c
 	if err != nil {
 		return err
 	}
-	w, err := idle(ctx, scr, []string{"workload-sizer"}, idleFor)
+	w, err := scr.Idle(ctx, []string{"workload-sizer"}, idleFor)
 	if err != nil {
 		return err
 	}

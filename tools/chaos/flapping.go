@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -21,7 +22,7 @@ import (
 // FlappingResult is the node-flapping scenario's run: simulated nodes toggling Ready/NotReady and taints while
 // two DaemonSets and a set of Pipelines run on them.
 type FlappingResult struct {
-	// Nodes flapped, out of PoolNodes the DaemonSets run on; Duration of the flapping; Flaps by kind.
+	// Nodes flapped, out of PoolNodes the DaemonSets run on; Duration of the flapping (as it ran); Flaps by kind.
 	Nodes     int            `json:"nodes"`
 	PoolNodes int            `json:"poolNodes"`
 	Duration  time.Duration  `json:"duration"`
@@ -50,7 +51,8 @@ type FlappingResult struct {
 	Samples    int      `json:"samples"`
 	Violations int      `json:"violations"`
 	Examples   []string `json:"examples,omitempty"`
-	// Recovery runs from the last flap (every node restored) until both DaemonSets and every Pipeline converged.
+	// Recovery runs from the end of the flapping, once every node was restored, until both DaemonSets and every
+	// Pipeline converged.
 	Recovery time.Duration `json:"recovery"`
 }
 
@@ -73,8 +75,10 @@ var (
 	flapNoExecuteTaint  = corev1.Taint{Key: "chaos.keelson.dev/flap-evict", Value: "noexecute", Effect: corev1.TaintEffectNoExecute}
 )
 
-// kwokAnnotation marks the nodes kwok keeps Ready; a node without it gets no heartbeat and keeps the status it is
-// given. Taking it away, then writing Ready=False, is how a simulated node goes NotReady.
+// kwokAnnotation marks the nodes kwok plays node stages on: with it, kwok marks a node that is not Ready Ready
+// again at once. Taking it away, then writing Ready=False, makes a simulated node report NotReady the way a kubelet
+// whose runtime or network failed reports it: kwok goes on renewing the node's lease and running its pods, so the
+// node is NotReady, not unreachable (its lease never lapses).
 const kwokAnnotation = "kwok.x-k8s.io/node"
 
 // flapState is what the scenario did to one node.
@@ -131,22 +135,23 @@ func (f *flapper) flapOnce(ctx context.Context, rng *rand.Rand) error {
 	return nil
 }
 
-// restore brings every flapping node back: Ready, neither taint. It runs past an interrupt: a node left NotReady or
-// tainted would break whatever runs next on the cluster.
+// restore brings every flapping node back: Ready, neither taint. It goes on past a node it cannot restore, and past
+// an interrupt: a node left NotReady or tainted would break whatever runs next on the cluster.
 func (f *flapper) restore(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx)
+	var errs []error
 	for _, n := range f.nodes {
-		if err := f.setReady(ctx, n, true); err != nil {
-			return err
-		}
+		err := f.setReady(ctx, n, true)
 		for _, t := range []corev1.Taint{flapNoScheduleTaint, flapNoExecuteTaint} {
-			if err := f.setTaint(ctx, n, t, false); err != nil {
-				return err
-			}
+			err = errors.Join(err, f.setTaint(ctx, n, t, false))
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("node %s: %w", n, err))
+			continue
 		}
 		*f.state[n] = flapState{}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // setReady hands the node back to kwok (which marks it Ready at once), or takes it from kwok and writes
@@ -244,6 +249,16 @@ func excessChurn(creates, deletes, allowed map[string]int) (int, []string) {
 func flapping(ctx context.Context, e *env, ns string, scr *metrics.Scraper) (FlappingResult, error) {
 	flapNodes := e.nodeNames[:min(e.plan.FlapNodes, len(e.nodeNames))]
 	r := FlappingResult{Nodes: len(flapNodes), PoolNodes: e.plan.Nodes, Duration: e.plan.FlapFor}
+	f := newFlapper(e.c, flapNodes)
+	// A run interrupted hard may have left nodes flapped: every node starts as the flapper believes it is.
+	if err := f.restore(ctx); err != nil {
+		return r, fmt.Errorf("bringing the nodes to flap back to Ready: %w", err)
+	}
+	defer func() {
+		if err := f.restore(ctx); err != nil {
+			fmt.Printf("chaos: restoring the flapped nodes: %v\n", err)
+		}
+	}()
 	steady := &daemonSetWork{c: e.c, ns: ns, nodes: e.plan.Nodes, name: "steady"}
 	rolling := &daemonSetWork{c: e.c, ns: ns, nodes: e.plan.Nodes, name: "rolling"}
 	pipelines := &pipelineWork{c: e.c, ns: ns, count: min(e.plan.Pipelines, len(flapNodes)/2), nodes: flapNodes}
@@ -256,24 +271,26 @@ func flapping(ctx context.Context, e *env, ns string, scr *metrics.Scraper) (Fla
 	for _, n := range e.nodeNames[len(flapNodes):] {
 		stable[n] = true
 	}
-	var err error
-	if r.BaselineRollout, err = rollOut(ctx, rolling, 1, stable, 10*time.Minute); err != nil {
+	baseline, done, err := rollOut(ctx, rolling, 1, stable, 10*time.Minute)
+	switch {
+	case err != nil:
 		return r, fmt.Errorf("the baseline rollout: %w", err)
+	case !done:
+		return r, errors.New("the baseline rollout, before any flap, did not finish in 10 minutes")
 	}
+	r.BaselineRollout = baseline
 	r.RolloutLimit = 3*r.BaselineRollout + 30*time.Second
 
-	f := newFlapper(e.c, flapNodes)
-	defer func() {
-		if err := f.restore(ctx); err != nil {
-			fmt.Printf("chaos: restoring the flapped nodes: %v\n", err)
-		}
-	}()
 	events, err := watchEvents(ctx, e.cfg, ns, "chaos="+steady.dsName())
 	if err != nil {
 		return r, err
 	}
 	defer func() { _ = events.stop() }()
-	before, err := reconcileTotals(ctx, scr)
+	restartsBefore, err := controllerRestarts(ctx, e.c, e.injectors())
+	if err != nil {
+		return r, err
+	}
+	before, err := scr.ReconcileTotals(ctx, controllers)
 	if err != nil {
 		return r, err
 	}
@@ -283,29 +300,30 @@ func flapping(ctx context.Context, e *env, ns string, scr *metrics.Scraper) (Fla
 	go func() { defer close(sampled); s.run(sctx, pipelines) }()
 	defer func() { stopSampling(); <-sampled }()
 
-	// Two rollouts while flapping: a moment in, and half-way.
+	// Two rollouts while flapping: a moment in, and half-way. They stop with the scenario, whatever ends it.
 	type rollouts struct {
 		took    []time.Duration
 		stalled int
 		err     error
 	}
 	rolled := make(chan rollouts, 1)
+	rctx, stopRollouts := context.WithCancel(ctx)
+	defer stopRollouts()
 	began := time.Now()
 	go func() {
 		var out rollouts
 		defer func() { rolled <- out }()
 		for i, at := range []time.Duration{e.plan.FlapFor / 10, e.plan.FlapFor / 2} {
-			if out.err = sleepUntil(ctx, began.Add(at)); out.err != nil {
+			if out.err = sleepUntil(rctx, began.Add(at)); out.err != nil {
 				return
 			}
-			took, err := rollOut(ctx, rolling, i+2, stable, r.RolloutLimit)
-			if err != nil && ctx.Err() != nil {
-				out.err = err
-				return
-			}
+			took, done, err := rollOut(rctx, rolling, i+2, stable, r.RolloutLimit)
 			if err != nil {
+				out.err = fmt.Errorf("rollout %d: %w", i+1, err)
+				return
+			}
+			if !done {
 				out.stalled++
-				took = r.RolloutLimit
 			}
 			out.took = append(out.took, took)
 		}
@@ -323,18 +341,29 @@ func flapping(ctx context.Context, e *env, ns string, scr *metrics.Scraper) (Fla
 		}
 	}
 	tick.Stop()
-	flapped := time.Since(began)
-	after, err := reconcileTotals(ctx, scr)
+	// The reconciles and the events they answer are read at the same instant, over the same stretch.
+	r.Duration = time.Since(began).Round(100 * time.Millisecond)
+	after, err := scr.ReconcileTotals(ctx, controllers)
 	if err != nil {
 		return r, err
 	}
-	r.ReconcilesPerSecond = perSecond(before, after, flapped)
+	r.NodeEvents, r.PodEvents = events.nodeEvents(), events.podEvents()
+	r.ReconcilesPerSecond = metrics.PerSecond(before, after, r.Duration)
 	ro := <-rolled
 	if ro.err != nil {
 		return r, ro.err
 	}
 	r.Rollouts, r.StalledRollouts = ro.took, ro.stalled
-	r.NodeEvents, r.PodEvents = events.nodeEvents(), events.podEvents()
+	// A controller that restarted meanwhile started its counters again: its rate would read low.
+	restartsAfter, err := controllerRestarts(ctx, e.c, e.injectors())
+	if err != nil {
+		return r, err
+	}
+	for name, n := range restartsAfter {
+		if n != restartsBefore[name] {
+			return r, fmt.Errorf("%s restarted while the nodes flapped: its reconcile rate cannot be read", name)
+		}
+	}
 
 	if err := f.restore(ctx); err != nil {
 		return r, fmt.Errorf("restoring the flapped nodes: %w", err)
@@ -374,18 +403,11 @@ func flapping(ctx context.Context, e *env, ns string, scr *metrics.Scraper) (Fla
 	r.ExcessChurn, r.ChurnExamples = excessChurn(creates, deletes, f.noExecuteAdds)
 
 	// A quiet stretch: no flap, nothing to converge; a controller still busy now is looping.
-	quietFrom, err := reconcileTotals(ctx, scr)
+	quiet, err := scr.Idle(ctx, controllers, quietFor)
 	if err != nil {
 		return r, err
 	}
-	if err := sleepUntil(ctx, time.Now().Add(quietFor)); err != nil {
-		return r, err
-	}
-	quietTo, err := reconcileTotals(ctx, scr)
-	if err != nil {
-		return r, err
-	}
-	r.QuietReconcilesPerSecond = perSecond(quietFrom, quietTo, quietFor)
+	r.QuietReconcilesPerSecond = quiet.ReconcilesPerSecond
 	return r, nil
 }
 
@@ -436,14 +458,27 @@ func (r FlappingResult) busyWhileFlapping(name string) bool {
 }
 
 // rollOut changes the DaemonSet's template (round) and waits until every node in nodes runs exactly one live pod,
-// ready and of the new revision; it returns how long that took, or an error after limit.
-func rollOut(ctx context.Context, w *daemonSetWork, round int, nodes map[string]bool, limit time.Duration) (time.Duration, error) {
+// ready and of the new revision. It returns how long that took, or done false once limit passed (a stall); err is
+// a failed write or read.
+func rollOut(ctx context.Context, w *daemonSetWork, round int, nodes map[string]bool, limit time.Duration) (took time.Duration, done bool, err error) {
 	start := time.Now()
 	if err := w.change(ctx, round); err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	err := pollUntil(ctx, limit, func() (bool, error) { return rolledOn(ctx, w, nodes) })
-	return time.Since(start), err
+	for {
+		ok, err := rolledOn(ctx, w, nodes)
+		switch {
+		case err != nil:
+			return 0, false, err
+		case ok:
+			return time.Since(start), true, nil
+		case time.Since(start) > limit:
+			return limit, false, nil
+		}
+		if err := sleepUntil(ctx, time.Now().Add(samplePeriod)); err != nil {
+			return 0, false, err
+		}
+	}
 }
 
 // rolledOn reports whether every node in nodes runs exactly one live pod of the DaemonSet, ready and of the
@@ -478,28 +513,6 @@ func rolledOn(ctx context.Context, w *daemonSetWork, nodes map[string]bool) (boo
 		}
 	}
 	return true, nil
-}
-
-// reconcileTotals reads each controller's reconcile counter.
-func reconcileTotals(ctx context.Context, scr *metrics.Scraper) (map[string]float64, error) {
-	out := map[string]float64{}
-	for _, name := range controllers {
-		v, err := scr.ReconcileTotal(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		out[name] = v
-	}
-	return out, nil
-}
-
-// perSecond is each counter's growth from before to after over d.
-func perSecond(before, after map[string]float64, d time.Duration) map[string]float64 {
-	out := map[string]float64{}
-	for name, v := range after {
-		out[name] = (v - before[name]) / d.Seconds()
-	}
-	return out
 }
 
 // sleepUntil waits until t or the end of ctx.

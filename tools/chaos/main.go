@@ -261,7 +261,7 @@ func run() error {
 }
 
 // inNamespaces runs f with fresh namespaces named "chaos-<name>" and, for each suffix, "chaos-<name>-<suffix>",
-// and deletes them afterwards.
+// and deletes them afterwards, waiting until they are gone.
 func inNamespaces[T any](ctx context.Context, c client.Client, name string, suffixes []string, f func(ns string) (T, error)) (T, error) {
 	ns := "chaos-" + name
 	all := []string{ns}
@@ -283,7 +283,19 @@ func inNamespaces[T any](ctx context.Context, c client.Client, name string, suff
 			return res, err
 		}
 	}
-	return res, nil
+	// The next scenario starts once they are gone: their teardown is no part of its figures.
+	return res, pollUntil(ctx, 10*time.Minute, func() (bool, error) {
+		for _, n := range all {
+			err := c.Get(ctx, client.ObjectKey{Name: n}, &corev1.Namespace{})
+			if err == nil {
+				return false, nil
+			}
+			if !apierrors.IsNotFound(err) {
+				return false, err
+			}
+		}
+		return true, nil
+	})
 }
 
 // runLeaderDeath runs one controller's leader-death scenario (name: daemonset, sizer or pipeline).

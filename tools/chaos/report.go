@@ -342,6 +342,7 @@ func soakSection(r SoakResult, seed uint64) string {
 			p.MemoryMean, p.MemorySlope, p.GoroutinesFirst, p.GoroutinesLast, p.GoroutinesMean, p.GoroutinesSlope,
 			yesNo(p.memoryFlat() && p.goroutinesFlat()))
 	}
+	fmt.Fprintf(&b, "\n%d scrapes of the controllers' metrics failed and were skipped.\n", r.ScrapesFailed)
 	b.WriteString("\n| controller | error log lines | most in one minute | restarts |\n|---|---|---|---|\n")
 	for _, name := range controllers {
 		fmt.Fprintf(&b, "| %s | %d | %d | %d |\n", name, r.ErrorLines[name], r.ErrorsPeakMinute[name], r.ControllerRestarts[name])

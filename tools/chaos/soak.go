@@ -39,8 +39,10 @@ type SoakResult struct {
 	// in any one minute.
 	ErrorLines       map[string]int `json:"errorLines"`
 	ErrorsPeakMinute map[string]int `json:"errorsPeakMinute"`
-	// ControllerRestarts is each controller's container restarts during the run.
+	// ControllerRestarts is each controller's container restarts during the run; ScrapesFailed the samples of the
+	// controllers' metrics that could not be read (skipped).
 	ControllerRestarts map[string]int32 `json:"controllerRestarts"`
+	ScrapesFailed      int              `json:"scrapesFailed"`
 	// Converged runs from the end of the churn (the pool back to Nodes) until every object converged; Teardown is
 	// how long the namespace then took to go, with everything in it. The error logs cover both.
 	Converged time.Duration `json:"converged"`
@@ -51,27 +53,30 @@ type SoakResult struct {
 // samples, mean, and the least-squares slope per hour fitted over the second half of the run (the first half
 // fills the caches).
 type ProcessSeries struct {
-	Controller       string  `json:"controller"`
-	Pod              string  `json:"pod"`
-	Samples          int     `json:"samples"`
-	MemoryFirst      float64 `json:"memoryFirstMiB"`
-	MemoryLast       float64 `json:"memoryLastMiB"`
-	MemoryMean       float64 `json:"memoryMeanMiB"`
-	MemorySlope      float64 `json:"memorySlopeMiBPerHour"`
-	GoroutinesFirst  float64 `json:"goroutinesFirst"`
-	GoroutinesLast   float64 `json:"goroutinesLast"`
-	GoroutinesMean   float64 `json:"goroutinesMean"`
-	GoroutinesSlope  float64 `json:"goroutinesSlopePerHour"`
-	secondHalfLength time.Duration
+	Controller      string  `json:"controller"`
+	Pod             string  `json:"pod"`
+	Samples         int     `json:"samples"`
+	MemoryFirst     float64 `json:"memoryFirstMiB"`
+	MemoryLast      float64 `json:"memoryLastMiB"`
+	MemoryMean      float64 `json:"memoryMeanMiB"`
+	MemorySlope     float64 `json:"memorySlopeMiBPerHour"`
+	GoroutinesFirst float64 `json:"goroutinesFirst"`
+	GoroutinesLast  float64 `json:"goroutinesLast"`
+	GoroutinesMean  float64 `json:"goroutinesMean"`
+	GoroutinesSlope float64 `json:"goroutinesSlopePerHour"`
+	// FittedOver is the stretch the slopes were fitted over: the second half of the run.
+	FittedOver time.Duration `json:"fittedOver"`
 }
 
-// Soak bounds: a flat series drifts, over the fitted half, by less than flatShare of its mean (goroutines: or by
-// fewer than flatGoroutines); a storm is more than stormLines error lines from one controller in a minute.
+// Soak bounds: a flat memory series drifts, over the fitted half, by less than flatMemory of its mean; a flat
+// goroutine count by less than flatGoroutineShare of its mean or flatGoroutines, whichever is more; a storm is more
+// than stormLines error lines from one controller in a minute.
 const (
-	flatShare      = 0.10
-	flatGoroutines = 20
-	stormLines     = 30
-	soakSample     = 20 * time.Second
+	flatMemory         = 0.10
+	flatGoroutineShare = 0.05
+	flatGoroutines     = 10
+	stormLines         = 30
+	soakSample         = 20 * time.Second
 )
 
 // failures says what fails the soak: a series that grows, an error-log storm, a controller that restarted.
@@ -98,17 +103,18 @@ func (r SoakResult) failures() []string {
 
 // drift is how much a slope per hour moves a series over the fitted half of the run.
 func (p ProcessSeries) drift(slopePerHour float64) float64 {
-	return slopePerHour * p.secondHalfLength.Hours()
+	return slopePerHour * p.FittedOver.Hours()
 }
 
-func (p ProcessSeries) memoryFlat() bool { return p.drift(p.MemorySlope) <= flatShare*p.MemoryMean }
+func (p ProcessSeries) memoryFlat() bool { return p.drift(p.MemorySlope) <= flatMemory*p.MemoryMean }
 
 func (p ProcessSeries) goroutinesFlat() bool {
-	return p.drift(p.GoroutinesSlope) <= max(flatShare*p.GoroutinesMean, flatGoroutines)
+	return p.drift(p.GoroutinesSlope) <= max(flatGoroutineShare*p.GoroutinesMean, flatGoroutines)
 }
 
 // soakChurn is what the churn keeps on the cluster: DaemonSets, WorkloadSizers (each with its Deployment) and
-// Pipelines, each kind between a floor and a ceiling, and the node pool between Nodes-20 and Nodes.
+// Pipelines, each kind at a fixed population once it is reached (an object deleted is replaced by a new one, so
+// memory that grows is not more objects held), and the node pool between Nodes-20 and Nodes.
 type soakChurn struct {
 	c       client.Client
 	ns      string
@@ -120,8 +126,8 @@ type soakChurn struct {
 	actions map[string]int
 }
 
-// Kinds the churn drives, with the floor and ceiling of each.
-var soakKinds = map[string][2]int{"DaemonSet": {1, 3}, "WorkloadSizer": {10, 40}, "Pipeline": {2, 10}}
+// soakPopulation is how many objects of each kind the churn keeps.
+var soakPopulation = map[string]int{"DaemonSet": 2, "WorkloadSizer": 25, "Pipeline": 6}
 
 // act does one thing to one kind: create, change or delete an object (or resize the pool, for "Node").
 func (s *soakChurn) act(ctx context.Context, kind string) error {
@@ -130,24 +136,19 @@ func (s *soakChurn) act(ctx context.Context, kind string) error {
 		s.actions["node pool resized"]++
 		return localcluster.ResizePool(ctx, s.c, s.e.clusterTool, s.e.clusterDir, n)
 	}
-	bounds, names := soakKinds[kind], s.live[kind]
-	switch k := s.rng.IntN(3); {
-	case len(names) < bounds[0] || (k == 0 && len(names) < bounds[1]):
-		s.next++
-		name := fmt.Sprintf("soak-%d", s.next)
-		if err := s.c.Create(ctx, s.object(kind, name)); err != nil {
-			return err
-		}
-		s.live[kind] = append(names, name)
-		s.actions[kind+" created"]++
-	case k == 1 && len(names) > bounds[0]:
+	names := s.live[kind]
+	switch {
+	case len(names) < soakPopulation[kind]:
+		return s.create(ctx, kind)
+	case s.rng.IntN(2) == 0:
+		// Replaced: one deleted, a new one created.
 		i := s.rng.IntN(len(names))
-		o := s.object(kind, names[i])
-		if err := client.IgnoreNotFound(s.c.Delete(ctx, o)); err != nil {
+		if err := client.IgnoreNotFound(s.c.Delete(ctx, s.object(kind, names[i]))); err != nil {
 			return err
 		}
 		s.live[kind] = append(names[:i], names[i+1:]...)
 		s.actions[kind+" deleted"]++
+		return s.create(ctx, kind)
 	default:
 		name := names[s.rng.IntN(len(names))]
 		s.rounds[name]++
@@ -155,7 +156,19 @@ func (s *soakChurn) act(ctx context.Context, kind string) error {
 			return err
 		}
 		s.actions[kind+" changed"]++
+		return nil
 	}
+}
+
+// create makes a new object of the kind.
+func (s *soakChurn) create(ctx context.Context, kind string) error {
+	s.next++
+	name := fmt.Sprintf("soak-%d", s.next)
+	if err := s.c.Create(ctx, s.object(kind, name)); err != nil {
+		return err
+	}
+	s.live[kind] = append(s.live[kind], name)
+	s.actions[kind+" created"]++
 	return nil
 }
 
@@ -272,16 +285,14 @@ func soak(ctx context.Context, e *env, ns string, scr *metrics.Scraper) (SoakRes
 	for k := range every {
 		due[k] = began
 	}
-	samples := map[string][]processSample{}
-	nextSample := began
+	// The processes are sampled on their own clock: a churn action that waits (a pool resize) delays no sample.
+	ps := &processSampler{scr: scr, began: began, samples: map[string][]processSample{}}
+	sctx, stopSampling := context.WithCancel(ctx)
+	sampled := make(chan struct{})
+	go func() { defer close(sampled); ps.run(sctx) }()
+	defer func() { stopSampling(); <-sampled }()
 	for time.Since(began) < e.plan.SoakFor {
 		now := time.Now()
-		if !now.Before(nextSample) {
-			if err := sampleProcesses(ctx, scr, samples, now.Sub(began)); err != nil {
-				return r, err
-			}
-			nextSample = nextSample.Add(soakSample)
-		}
 		for _, kind := range []string{"Node", "DaemonSet", "Pipeline", "WorkloadSizer"} {
 			if !now.Before(due[kind]) {
 				if err := s.act(ctx, kind); err != nil {
@@ -294,6 +305,12 @@ func soak(ctx context.Context, e *env, ns string, scr *metrics.Scraper) (SoakRes
 			return r, err
 		}
 	}
+	stopSampling()
+	<-sampled
+	r.ScrapesFailed = ps.failed
+	if ps.failed*10 > ps.attempts {
+		return r, fmt.Errorf("%d of %d scrapes of the controllers' metrics failed (last: %w)", ps.failed, ps.attempts, ps.err)
+	}
 	if err := localcluster.ResizePool(ctx, e.c, e.clusterTool, e.clusterDir, e.plan.Nodes); err != nil {
 		return r, err
 	}
@@ -303,7 +320,7 @@ func soak(ctx context.Context, e *env, ns string, scr *metrics.Scraper) (SoakRes
 	}
 	r.Converged = time.Since(stopped)
 	r.Actions = s.actions
-	r.Processes = seriesOf(samples, e.plan.SoakFor)
+	r.Processes = seriesOf(ps.samples, e.plan.SoakFor)
 	restartsAfter, err := controllerRestarts(ctx, e.c, e.injectors())
 	if err != nil {
 		return r, err
@@ -337,10 +354,40 @@ type processSample struct {
 	goroutines float64
 }
 
-// sampleProcesses scrapes every controller pod's memory and goroutines into samples, by pod.
-func sampleProcesses(ctx context.Context, scr *metrics.Scraper, samples map[string][]processSample, at time.Duration) error {
+// processSampler scrapes every controller pod's memory and goroutines every soakSample. A failed scrape (a pod
+// restarting, a slow answer) is counted and skipped, not the end of the run: the restart is what the soak reports.
+type processSampler struct {
+	scr     *metrics.Scraper
+	began   time.Time
+	samples map[string][]processSample // by pod
+	// attempts and failed count the scrapes; err is the last failure.
+	attempts, failed int
+	err              error
+}
+
+// run samples until ctx ends.
+func (p *processSampler) run(ctx context.Context) {
+	t := time.NewTicker(soakSample)
+	defer t.Stop()
+	for {
+		p.attempts++
+		if err := p.sample(ctx); err != nil && ctx.Err() == nil {
+			p.failed, p.err = p.failed+1, err
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sample scrapes every controller pod once; all or nothing, so no pod's series gets a sample the others lack.
+func (p *processSampler) sample(ctx context.Context) error {
+	at := time.Since(p.began)
+	got := map[string]processSample{}
 	for _, name := range controllers {
-		texts, err := scr.Scrape(ctx, name)
+		texts, err := p.scr.Scrape(ctx, name)
 		if err != nil {
 			return err
 		}
@@ -350,8 +397,11 @@ func sampleProcesses(ctx context.Context, scr *metrics.Scraper, samples map[stri
 			if !ok || !ok2 {
 				return fmt.Errorf("%s exposes no %s or %s", t.Pod.Name, metrics.ResidentMemory, metrics.Goroutines)
 			}
-			samples[t.Pod.Name] = append(samples[t.Pod.Name], processSample{controller: name, at: at, memoryMiB: mem / (1 << 20), goroutines: g})
+			got[t.Pod.Name] = processSample{controller: name, at: at, memoryMiB: mem / (1 << 20), goroutines: g}
 		}
+	}
+	for pod, s := range got {
+		p.samples[pod] = append(p.samples[pod], s)
 	}
 	return nil
 }
@@ -371,7 +421,7 @@ func seriesOf(samples map[string][]processSample, d time.Duration) []ProcessSeri
 			}
 		}
 		if len(xs) >= 2 {
-			p.secondHalfLength = time.Duration((xs[len(xs)-1] - xs[0]) * float64(time.Hour))
+			p.FittedOver = time.Duration((xs[len(xs)-1] - xs[0]) * float64(time.Hour))
 			p.MemorySlope, p.GoroutinesSlope = slope(xs, mem), slope(xs, gs)
 		}
 		out = append(out, p)
@@ -395,26 +445,19 @@ func errorLogs(ctx context.Context, e *env, since time.Time) (total, peak map[st
 		}
 		perMinute := map[int64]int{}
 		for _, p := range pods.Items {
-			t := metav1.NewTime(since)
-			stream, err := cs.CoreV1().Pods(e.releaseNS).GetLogs(p.Name, &corev1.PodLogOptions{SinceTime: &t, Timestamps: true}).Stream(ctx)
-			if err != nil {
-				return nil, nil, fmt.Errorf("logs of %s: %w", p.Name, err)
-			}
-			sc := bufio.NewScanner(stream)
-			sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
-			for sc.Scan() {
-				stamp, line, _ := strings.Cut(sc.Text(), " ")
-				if !strings.Contains(line, `"level":"error"`) {
-					continue
-				}
-				total[name]++
-				if at, err := time.Parse(time.RFC3339Nano, stamp); err == nil {
-					perMinute[at.Unix()/60]++
+			logs := []bool{false}
+			for _, c := range p.Status.ContainerStatuses {
+				if c.RestartCount > 0 {
+					logs = append(logs, true) // the container that died: its last lines say why
+					break
 				}
 			}
-			_ = stream.Close()
-			if err := sc.Err(); err != nil {
-				return nil, nil, fmt.Errorf("logs of %s: %w", p.Name, err)
+			for _, previous := range logs {
+				n, err := countErrorLines(ctx, cs, e.releaseNS, p.Name, since, previous, perMinute)
+				if err != nil && !previous {
+					return nil, nil, err
+				}
+				total[name] += n
 			}
 		}
 		for _, n := range perMinute {
@@ -428,4 +471,41 @@ func errorLogs(ctx context.Context, e *env, since time.Time) (total, peak map[st
 func slope(xs, ys []float64) float64 {
 	_, beta := stat.LinearRegression(xs, ys, nil, false)
 	return beta
+}
+
+// countErrorLines counts the error-level lines of one pod's log since a time (its previous container's, when
+// previous), adding them to perMinute. A log without any JSON level is an error: the count would read 0 whatever
+// happened (the chart's logFormat must be json).
+func countErrorLines(ctx context.Context, cs kubernetes.Interface, ns, pod string, since time.Time, previous bool,
+	perMinute map[int64]int) (int, error) {
+	t := metav1.NewTime(since)
+	stream, err := cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{SinceTime: &t, Timestamps: true, Previous: previous}).Stream(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("logs of %s: %w", pod, err)
+	}
+	defer func() { _ = stream.Close() }()
+	sc := bufio.NewScanner(stream)
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	n, lines, levelled := 0, 0, 0
+	for sc.Scan() {
+		stamp, line, _ := strings.Cut(sc.Text(), " ")
+		lines++
+		if strings.Contains(line, `"level":`) {
+			levelled++
+		}
+		if !strings.Contains(line, `"level":"error"`) {
+			continue
+		}
+		n++
+		if at, err := time.Parse(time.RFC3339Nano, stamp); err == nil {
+			perMinute[at.Unix()/60]++
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return n, fmt.Errorf("logs of %s: %w", pod, err)
+	}
+	if lines > 0 && levelled == 0 {
+		return n, fmt.Errorf("the logs of %s are not JSON: no error could be counted", pod)
+	}
+	return n, nil
 }

@@ -18,7 +18,7 @@ func Leaves(err error) []error {
 	if err == nil {
 		return nil
 	}
-	switch u := err.(type) {
+	switch u := err.(type) { //nolint:errorlint // this walks the wrapping itself, one level at a time
 	case interface{ Unwrap() []error }:
 		var out []error
 		for _, e := range u.Unwrap() {

@@ -33,7 +33,7 @@ func TestRemaining(t *testing.T) {
 				t.Fatalf("Remaining = %v, want %v", got, tc.want)
 			}
 			for i := range got {
-				if got[i] != tc.want[i] {
+				if !errors.Is(got[i], tc.want[i]) {
 					t.Fatalf("Remaining = %v, want %v", got, tc.want)
 				}
 			}

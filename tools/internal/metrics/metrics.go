@@ -142,6 +142,57 @@ func (s *Scraper) ReconcileTotal(ctx context.Context, binary string) (float64, e
 	return total, nil
 }
 
+// ReconcileTotals reads the reconcile counter of each binary (ReconcileTotal).
+func (s *Scraper) ReconcileTotals(ctx context.Context, binaries []string) (map[string]float64, error) {
+	out := map[string]float64{}
+	for _, b := range binaries {
+		v, err := s.ReconcileTotal(ctx, b)
+		if err != nil {
+			return nil, err
+		}
+		out[b] = v
+	}
+	return out, nil
+}
+
+// PerSecond is each counter's growth from before to after, over d.
+func PerSecond(before, after map[string]float64, d time.Duration) map[string]float64 {
+	out := map[string]float64{}
+	for name, v := range after {
+		out[name] = (v - before[name]) / d.Seconds()
+	}
+	return out
+}
+
+// Window is a stretch of time in which nothing was changed, and what the controllers did in it.
+type Window struct {
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+	// ReconcilesPerSecond is, per binary, the reconciles its controllers finished in the window over its length.
+	ReconcilesPerSecond map[string]float64 `json:"reconcilesPerSecond"`
+}
+
+// Idle sits still for d and reports what the binaries' controllers reconciled meanwhile.
+func (s *Scraper) Idle(ctx context.Context, binaries []string, d time.Duration) (Window, error) {
+	before, err := s.ReconcileTotals(ctx, binaries)
+	if err != nil {
+		return Window{}, err
+	}
+	w := Window{From: time.Now()}
+	select {
+	case <-ctx.Done():
+		return w, ctx.Err()
+	case <-time.After(d):
+	}
+	w.To = time.Now()
+	after, err := s.ReconcileTotals(ctx, binaries)
+	if err != nil {
+		return w, err
+	}
+	w.ReconcilesPerSecond = PerSecond(before, after, w.To.Sub(w.From))
+	return w, nil
+}
+
 // get fetches url with the bearer token.
 func (s *Scraper) get(ctx context.Context, url string) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
