@@ -261,7 +261,7 @@ func run() error {
 }
 
 // inNamespaces runs f with fresh namespaces named "chaos-<name>" and, for each suffix, "chaos-<name>-<suffix>",
-// and deletes them afterwards, waiting until they are gone.
+// and deletes them afterwards, waiting until they are gone (when f fails, without waiting).
 func inNamespaces[T any](ctx context.Context, c client.Client, name string, suffixes []string, f func(ns string) (T, error)) (T, error) {
 	ns := "chaos-" + name
 	all := []string{ns}
@@ -276,6 +276,10 @@ func inNamespaces[T any](ctx context.Context, c client.Client, name string, suff
 	}
 	res, err := f(ns)
 	if err != nil {
+		// Deleted all the same (not waited for): what a failed scenario leaves must not weigh on the next one.
+		for _, n := range all {
+			_ = c.Delete(context.WithoutCancel(ctx), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}})
+		}
 		return res, err
 	}
 	for _, n := range all {
