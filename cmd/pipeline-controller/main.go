@@ -30,7 +30,8 @@ func main() {
 		Cache:           func(manager.Options) cache.Options { return pipeline.CacheOptions() },
 		RegisterMetrics: pipeline.RegisterMetrics,
 		SetupControllers: func(mgr ctrl.Manager, _ manager.Options) error {
-			return (&pipeline.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
+			return (&pipeline.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+				FetchImage: os.Getenv(pipeline.EnvFetchImage)}).SetupWithManager(mgr)
 		},
 		Finalizers:    []manager.Finalizer{{GVK: inferencev1alpha1.GroupVersion.WithKind("Pipeline"), Name: pipeline.Finalizer}},
 		SetupWebhooks: inferencewebhook.SetupWithManager,

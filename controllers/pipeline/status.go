@@ -36,6 +36,11 @@ const (
 	ReasonCrashLooping    = "CrashLoopBackOff"
 	ReasonDeadline        = "ProgressDeadlineExceeded"
 	ReasonDeleting        = "Deleting"
+	// ReasonCache: storage cache, which needs nothing bound.
+	ReasonCache = "Cache"
+	// ReasonModelFetchFailed: the step's model could not be fetched into its node's cache (status.steps[].model
+	// says why); the fetch is retried with the pod's back-off.
+	ReasonModelFetchFailed = "ModelFetchFailed"
 	// ReasonApplyFailed: the apiserver refused the step's Deployment or Service (or the storage); the message is
 	// its answer. The status keeps the last observedGeneration until a pass succeeds.
 	ReasonApplyFailed = "ApplyFailed"
@@ -172,6 +177,9 @@ func stepState(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alph
 		}
 	}
 	st.LastFailure = lastFailure(pods)
+	if p.Spec.ModelStorage.Type == inferencev1alpha1.StorageCache {
+		st.Model = stepModel(pods)
+	}
 	d := o.deployments[name]
 	want := ptr.Deref(s.Replicas, 1)
 	if all := o.autoscalers[name]; len(all) > 0 {
@@ -193,6 +201,12 @@ func stepState(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alph
 	}
 	if d == nil {
 		st.Phase, st.Reason, st.Message = inferencev1alpha1.PhasePending, ReasonCreating, "the step's Deployment is being created"
+		return st
+	}
+	if m := st.Model; m != nil && m.Reason != "" && d.Status.ReadyReplicas < want {
+		st.Phase, st.Reason = inferencev1alpha1.PhaseDegraded, ReasonModelFetchFailed
+		st.Message = fmt.Sprintf("%d of %d replicas ready; fetching model %s failed (%s): %s", d.Status.ReadyReplicas, want,
+			m.URI, m.Reason, m.Message)
 		return st
 	}
 	if phase, reason, msg := podProblem(pods, o.now); reason != "" {
@@ -265,7 +279,14 @@ func computeStatus(p *inferencev1alpha1.Pipeline, old inferencev1alpha1.Pipeline
 	}
 	storageFailure, storageFailed := o.failures[storageKey]
 	storageReady := !storageFailed && o.pvc != nil && o.pvc.Status.Phase == corev1.ClaimBound
+	cache := p.Spec.ModelStorage.Type == inferencev1alpha1.StorageCache
 	switch {
+	case cache:
+		// Nothing to bind: each step fetches its model into its node's cache; a failed fetch is the step's.
+		hostPath, maxSize, _ := cacheOf(p)
+		storageReady = true
+		cond(ConditionStorageReady, true, ReasonCache, fmt.Sprintf("models are fetched into the cache %s on each step's "+
+			"node (at most %s a node)", hostPath, maxSize.String()))
 	case o.retrying[storageKey] && meta.FindStatusCondition(old.Conditions, ConditionStorageReady) != nil:
 		// Kept as it was while the write is retried.
 		storageReady = meta.IsStatusConditionTrue(old.Conditions, ConditionStorageReady)

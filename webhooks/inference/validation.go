@@ -15,6 +15,7 @@ import (
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/pipeline"
+	"github.com/keelson-dev/keelson/controllers/pipeline/modelfetch"
 )
 
 // Default names every step (step-<index>), sets its port (args.listenPort, else 8080), its replicas and its
@@ -112,8 +113,13 @@ func Validate(p *inferencev1alpha1.Pipeline) field.ErrorList {
 		if ms.ClaimName == "" {
 			errs = append(errs, field.Required(mp.Child("claimName"), "type pvc needs an existing claim"))
 		}
+	case inferencev1alpha1.StorageCache:
+		errs = append(errs, validateCache(mp, ms)...)
 	default:
-		errs = append(errs, field.NotSupported(mp.Child("type"), ms.Type, []string{"nfs", "pvc"}))
+		errs = append(errs, field.NotSupported(mp.Child("type"), ms.Type, []string{"nfs", "pvc", "cache"}))
+	}
+	if ms.Cache != nil && ms.Type != inferencev1alpha1.StorageCache {
+		errs = append(errs, field.Forbidden(mp.Child("cache"), "cache is for type cache"))
 	}
 	if ms.Capacity != nil && ms.Capacity.Sign() <= 0 {
 		errs = append(errs, field.Invalid(mp.Child("capacity"), ms.Capacity.String(),
@@ -140,7 +146,11 @@ func Validate(p *inferencev1alpha1.Pipeline) field.ErrorList {
 		}
 		errs = append(errs, validateEnv(stp.Child("env"), s.Env)...)
 		errs = append(errs, validateTolerations(stp.Child("tolerations"), s.Tolerations)...)
-		errs = append(errs, validateModel(stp.Child("model"), s.Model)...)
+		if ms.Type == inferencev1alpha1.StorageCache {
+			errs = append(errs, validateModelURI(stp.Child("model"), s.Model, ms)...)
+		} else {
+			errs = append(errs, validateModel(stp.Child("model"), s.Model)...)
+		}
 		errs = append(errs, validateResources(stp.Child("resources"), s.Resources)...)
 		errs = append(errs, validateReadiness(stp.Child("readiness"), s)...)
 		if v, ok := s.Args["listenPort"]; ok {
@@ -218,12 +228,56 @@ func validateTolerations(fp *field.Path, tolerations []corev1.Toleration) field.
 	return errs
 }
 
+// validateCache checks storage cache: it takes no share or claim, its directory is absolute and clean, its bound
+// positive.
+func validateCache(mp *field.Path, ms inferencev1alpha1.ModelStorage) field.ErrorList {
+	var errs field.ErrorList
+	if len(ms.CSIParameter) > 0 {
+		errs = append(errs, field.Forbidden(mp.Child("csiParameter"), "type cache fetches each step's model from its URI: it takes no share"))
+	}
+	if ms.ClaimName != "" {
+		errs = append(errs, field.Forbidden(mp.Child("claimName"), "type cache fetches each step's model from its URI: it takes no claim"))
+	}
+	c := ms.Cache
+	if c == nil {
+		return errs
+	}
+	cp := mp.Child("cache")
+	if c.HostPath != "" && (!path.IsAbs(c.HostPath) || path.Clean(c.HostPath) != c.HostPath || c.HostPath == "/") {
+		errs = append(errs, field.Invalid(cp.Child("hostPath"), c.HostPath, "must be a clean absolute directory other than /"))
+	}
+	if c.MaxSize != nil && c.MaxSize.Sign() <= 0 {
+		errs = append(errs, field.Invalid(cp.Child("maxSize"), c.MaxSize.String(), "must be greater than zero"))
+	}
+	return errs
+}
+
+// validateModelURI checks a step's model with storage cache: a URI the fetch can read (http, https, s3), an s3 one
+// only with the Secret that says where the store is.
+func validateModelURI(fp *field.Path, model string, ms inferencev1alpha1.ModelStorage) field.ErrorList {
+	if model == "" {
+		return field.ErrorList{field.Required(fp, "with storage cache a step's model is its URI: http(s)://host/file or s3://bucket/prefix")}
+	}
+	src, err := modelfetch.Parse(model)
+	if err != nil {
+		return field.ErrorList{field.Invalid(fp, model, err.Error())}
+	}
+	if src.Scheme == modelfetch.SchemeS3 && (ms.Cache == nil || ms.Cache.S3SecretName == "") {
+		return field.ErrorList{field.Invalid(fp, model, "an s3:// model needs modelStorage.cache.s3SecretName, "+
+			"the Secret that names the store's endpoint (and its keys)")}
+	}
+	return nil
+}
+
 // validateModel checks that a model path stays inside the models storage: a relative path without a ".." segment
 // (the kubelet refuses any other sub-path, so the step would never start).
 func validateModel(fp *field.Path, model string) field.ErrorList {
 	switch {
 	case model == "":
 		return nil
+	case modelfetch.IsURI(model):
+		return field.ErrorList{field.Invalid(fp, model, "a URI is a model of storage cache (modelStorage.type: cache); "+
+			"with nfs or pvc the model is a path on the share")}
 	case path.IsAbs(model) || strings.HasPrefix(model, "\\"):
 		return field.ErrorList{field.Invalid(fp, model, "must be a path relative to the models storage, without a leading /")}
 	}

@@ -48,6 +48,13 @@ func valid(name string) *inferencev1alpha1.Pipeline {
 		}}
 }
 
+// cached makes a valid pipeline's storage the node-local cache, its models URIs.
+func cached(p *inferencev1alpha1.Pipeline) {
+	p.Spec.ModelStorage = inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StorageCache}
+	p.Spec.Steps[0].Model = "https://models.example/detect.tar.gz"
+	p.Spec.Steps[1].Model = "http://10.0.0.5:8080/recognize.onnx#sha256=" + strings.Repeat("0f", 32)
+}
+
 // Every invalid spec is rejected with its field path, with the webhook and (where CEL can express it) without.
 func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 	serveWebhooks(t)
@@ -129,6 +136,47 @@ func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 			p.Spec.Steps[1].Readiness = &inferencev1alpha1.Readiness{Protocol: inferencev1alpha1.ReadinessOpenInference}
 			p.Spec.Steps[1].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
 		}, "spec.steps[1].readiness", "spec.steps[1].readiness"},
+		"cache that keeps a share": {func(p *inferencev1alpha1.Pipeline) {
+			cached(p)
+			p.Spec.ModelStorage.CSIParameter = map[string]string{"server": "nfs", "share": "/m"}
+		}, "spec.modelStorage.csiParameter", ""},
+		"cache settings on an nfs share": {func(p *inferencev1alpha1.Pipeline) {
+			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{HostPath: "/var/lib/models"}
+		}, "spec.modelStorage.cache", "spec.modelStorage.cache"},
+		"cache directory not absolute": {func(p *inferencev1alpha1.Pipeline) {
+			cached(p)
+			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{HostPath: "models"}
+		}, "spec.modelStorage.cache.hostPath", "spec.modelStorage.cache.hostPath"},
+		"cache directory not clean": {func(p *inferencev1alpha1.Pipeline) {
+			cached(p)
+			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{HostPath: "/var/lib/../../etc"}
+		}, "spec.modelStorage.cache.hostPath", ""},
+		"cache bound of zero": {func(p *inferencev1alpha1.Pipeline) {
+			cached(p)
+			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{MaxSize: ptr.To(resource.MustParse("0"))}
+		}, "spec.modelStorage.cache.maxSize", ""},
+		"cached model given as a path": {func(p *inferencev1alpha1.Pipeline) {
+			cached(p)
+			p.Spec.Steps[1].Model = "models/face"
+		}, "spec.steps[1].model", ""},
+		"cached model missing": {func(p *inferencev1alpha1.Pipeline) {
+			cached(p)
+			p.Spec.Steps[0].Model = ""
+		}, "spec.steps[0].model: Required", ""},
+		"cached model of an unsupported scheme": {func(p *inferencev1alpha1.Pipeline) {
+			cached(p)
+			p.Spec.Steps[0].Model = "file:///etc/shadow"
+		}, "spec.steps[0].model", ""},
+		"cached model with a malformed digest": {func(p *inferencev1alpha1.Pipeline) {
+			cached(p)
+			p.Spec.Steps[0].Model = "https://models.example/m.onnx#sha256=abc"
+		}, "spec.steps[0].model", ""},
+		"s3 model without the store's Secret": {func(p *inferencev1alpha1.Pipeline) {
+			cached(p)
+			p.Spec.Steps[1].Model = "s3://models/face"
+		}, "spec.steps[1].model", ""},
+		"model URI on an nfs share": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Model = "https://models.example/m.onnx" },
+			"spec.steps[0].model", ""},
 		"name with a leading digit": {func(p *inferencev1alpha1.Pipeline) { p.Name = "9lives" },
 			"metadata.name", "DNS-1035"},
 		"name with dots": {func(p *inferencev1alpha1.Pipeline) { p.Name = "face.detection" },

@@ -8,7 +8,7 @@ import (
 )
 
 // StorageType says where a pipeline's models live.
-// +kubebuilder:validation:Enum=nfs;pvc
+// +kubebuilder:validation:Enum=nfs;pvc;cache
 type StorageType string
 
 // Storage types.
@@ -17,15 +17,46 @@ const (
 	StorageNFS StorageType = "nfs"
 	// StoragePVC: an existing PersistentVolumeClaim; the controller creates nothing.
 	StoragePVC StorageType = "pvc"
+	// StorageCache: each step's model is a URI (http, https, s3), fetched into a cache on the step's node.
+	StorageCache StorageType = "cache"
 )
+
+// ModelCache is the cache on each node that steps fetch their models into (type cache). A model is fetched once per
+// node: a restarted step, or another step on the node with the same model, starts from the cache. An init
+// container of the step runs the fetch, with the pipeline controller's own image.
+type ModelCache struct {
+	// HostPath is the cache's directory on each node. Defaults to /var/lib/keelson/models. A pod that mounts a
+	// hostPath needs a namespace whose Pod Security level is privileged.
+	// +optional
+	// +kubebuilder:default="/var/lib/keelson/models"
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/.*$`
+	HostPath string `json:"hostPath,omitempty"`
+	// MaxSize bounds what the cache holds on each node: past it, the models used least recently are evicted (never
+	// the one a step just fetched). Defaults to 50Gi.
+	// +optional
+	// +kubebuilder:default="50Gi"
+	MaxSize *resource.Quantity `json:"maxSize,omitempty"`
+	// S3SecretName names a Secret in the pipeline's namespace that says how s3:// models are reached, by key:
+	// endpoint (host[:port], required for s3), region, accessKeyID and secretAccessKey (both, or neither for
+	// anonymous access), sessionToken, insecure ("true" speaks plain HTTP).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	S3SecretName string `json:"s3SecretName,omitempty"`
+}
 
 // ModelStorage is where the models live. Immutable: models move with a new pipeline.
 //
 // +kubebuilder:validation:XValidation:rule="self.type != 'nfs' || (has(self.csiParameter) && 'server' in self.csiParameter && 'share' in self.csiParameter && size(self.csiParameter['server']) > 0 && size(self.csiParameter['share']) > 0)",fieldPath=".csiParameter",reason="FieldValueRequired",message="type nfs needs csiParameter.server and csiParameter.share"
 // +kubebuilder:validation:XValidation:rule="self.type != 'pvc' || (has(self.claimName) && size(self.claimName) > 0)",fieldPath=".claimName",reason="FieldValueRequired",message="type pvc needs claimName"
+// +kubebuilder:validation:XValidation:rule="self.type == 'cache' || !has(self.cache)",fieldPath=".cache",reason="FieldValueForbidden",message="cache is for type cache"
 type ModelStorage struct {
-	// Type is nfs or pvc.
+	// Type is nfs, pvc or cache.
 	Type StorageType `json:"type"`
+	// Cache is the node-local cache steps fetch their models into (type cache).
+	// +optional
+	Cache *ModelCache `json:"cache,omitempty"`
 	// CSIParameter holds the NFS share (the seed's form): server and share, plus any other volume attributes the
 	// CSI driver takes.
 	// +optional
@@ -115,8 +146,10 @@ type Step struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
 	Location string `json:"location,omitempty"`
-	// Model is the path of the step's model under the share, mounted at /models (MODEL_PATH). It is relative and
-	// stays inside the share: no leading "/", no ".." segment.
+	// Model is the step's model, which the step finds at MODEL_PATH. With storage nfs or pvc, its path under the
+	// share, mounted at /models: relative, no ".." segment. With storage cache, its URI: http(s)://host/file (an
+	// archive, .tar, .tar.gz, .tgz or .zip, is unpacked) or s3://bucket/prefix (one object, or all below the
+	// prefix), optionally pinned to its content with #sha256=<hex>; MODEL_PATH is then /models/model.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Model string `json:"model,omitempty"`
@@ -231,6 +264,28 @@ type Failure struct {
 	Message string `json:"message,omitempty"`
 }
 
+// StepModel is where a step's model came from, as its newest pod's fetch reported (storage cache).
+type StepModel struct {
+	// URI of the model, without its digest.
+	URI string `json:"uri"`
+	// Digest of the model's content (sha256:<hex>).
+	// +optional
+	Digest string `json:"digest,omitempty"`
+	// Size of the model on the node.
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
+	// CacheHit: the node's cache had the model; nothing was downloaded.
+	// +optional
+	CacheHit bool `json:"cacheHit,omitempty"`
+	// Reason the fetch failed: NotFound, Forbidden, ChecksumMismatch, DiskFull, Unreachable, UnsafeArchive,
+	// CorruptArchive, InvalidURI or FetchFailed.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// Message says more: why the fetch failed, or that the cache served a model its source could not be asked about.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
 // StepStatus is one step as it runs.
 type StepStatus struct {
 	// Name of the step.
@@ -259,6 +314,9 @@ type StepStatus struct {
 	// the Deployment's replicas to it, and the step's replicas field is not applied.
 	// +optional
 	Autoscaler string `json:"autoscaler,omitempty"`
+	// Model is where the step's model came from (storage cache).
+	// +optional
+	Model *StepModel `json:"model,omitempty"`
 }
 
 // PipelineStatus is the observed pipeline.

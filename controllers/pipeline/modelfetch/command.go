@@ -21,11 +21,14 @@ import (
 // fetch-model --uri … --cache-dir … .
 const Command = "fetch-model"
 
-// S3 credential files a mounted Secret provides, by key.
+// The keys of the Secret that says how s3:// models are reached; mounted, each is a file.
 const (
-	S3AccessKeyFile    = "accessKeyID"
-	S3SecretKeyFile    = "secretAccessKey"
-	S3SessionTokenFile = "sessionToken"
+	S3EndpointKey     = "endpoint"
+	S3RegionKey       = "region"
+	S3InsecureKey     = "insecure"
+	S3AccessKeyKey    = "accessKeyID"
+	S3SecretKeyKey    = "secretAccessKey"
+	S3SessionTokenKey = "sessionToken"
 )
 
 // maxMessage bounds what is written to the termination message: the kubelet keeps 4096 bytes of it.
@@ -45,8 +48,9 @@ func Main(args []string, out io.Writer) int {
 	s3Endpoint := fs.String("s3-endpoint", "", "the S3-compatible store's host[:port]")
 	s3Region := fs.String("s3-region", "", "the S3 region")
 	s3Insecure := fs.Bool("s3-insecure", false, "speak plain HTTP to the S3 endpoint")
-	s3Credentials := fs.String("s3-credentials-dir", "", "a directory with the files "+S3AccessKeyFile+", "+S3SecretKeyFile+
-		" and optionally "+S3SessionTokenFile+" (a mounted Secret); none: anonymous")
+	s3Dir := fs.String("s3-secret-dir", "", "a mounted Secret saying how s3:// models are reached: files "+S3EndpointKey+", "+
+		S3RegionKey+", "+S3InsecureKey+", "+S3AccessKeyKey+", "+S3SecretKeyKey+", "+S3SessionTokenKey+" (each optional; "+
+		"the flags win over the files)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -59,7 +63,7 @@ func Main(args []string, out io.Writer) int {
 		_, _ = fmt.Fprintf(out, "fetch-model: --cache-max-size: %v\n", err)
 		return 2
 	}
-	s3, err := s3Config(*s3Endpoint, *s3Region, *s3Insecure, *s3Credentials)
+	s3, err := s3Config(*s3Endpoint, *s3Region, *s3Insecure, *s3Dir)
 	if err != nil {
 		return report(out, *resultFile, Result{URI: *uri, Reason: ReasonForbidden, Message: err.Error()}, err)
 	}
@@ -77,31 +81,43 @@ func Main(args []string, out io.Writer) int {
 	return report(out, *resultFile, res, err)
 }
 
-// s3Config reads the S3 settings, the credentials from a mounted Secret's files.
+// s3Config reads the S3 settings: the flags, else the mounted Secret's files. Keys are both given or neither
+// (anonymous access).
 func s3Config(endpoint, region string, insecure bool, dir string) (S3Config, error) {
 	c := S3Config{Endpoint: endpoint, Region: region, Insecure: insecure}
 	if dir == "" {
 		return c, nil
 	}
-	read := func(name string, required bool) (string, error) {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if errors.Is(err, os.ErrNotExist) && !required {
+	read := func(key string) (string, error) {
+		b, err := os.ReadFile(filepath.Join(dir, key))
+		if errors.Is(err, os.ErrNotExist) {
 			return "", nil
 		}
 		if err != nil {
-			return "", fmt.Errorf("the S3 credentials: %w", err)
+			return "", fmt.Errorf("the S3 Secret's %s: %w", key, err)
 		}
 		return strings.TrimSpace(string(b)), nil
 	}
-	var err error
-	if c.AccessKey, err = read(S3AccessKeyFile, true); err != nil {
-		return c, err
+	values := map[string]string{}
+	for _, key := range []string{S3EndpointKey, S3RegionKey, S3InsecureKey, S3AccessKeyKey, S3SecretKeyKey, S3SessionTokenKey} {
+		v, err := read(key)
+		if err != nil {
+			return c, err
+		}
+		values[key] = v
 	}
-	if c.SecretKey, err = read(S3SecretKeyFile, true); err != nil {
-		return c, err
+	if c.Endpoint == "" {
+		c.Endpoint = values[S3EndpointKey]
 	}
-	c.SessionToken, err = read(S3SessionTokenFile, false)
-	return c, err
+	if c.Region == "" {
+		c.Region = values[S3RegionKey]
+	}
+	c.Insecure = c.Insecure || values[S3InsecureKey] == "true"
+	c.AccessKey, c.SecretKey, c.SessionToken = values[S3AccessKeyKey], values[S3SecretKeyKey], values[S3SessionTokenKey]
+	if (c.AccessKey == "") != (c.SecretKey == "") {
+		return c, fmt.Errorf("the S3 Secret has one of %s and %s without the other", S3AccessKeyKey, S3SecretKeyKey)
+	}
+	return c, nil
 }
 
 // relink points the link at target, replacing what was there (the pod's previous run made it).

@@ -44,3 +44,26 @@ func TestCommand(t *testing.T) {
 		t.Fatalf("without --cache-dir: exit %d", code)
 	}
 }
+
+// The S3 settings come from the mounted Secret's files, the flags winning; keys come in pairs.
+func TestS3Config(t *testing.T) {
+	dir := t.TempDir()
+	for key, v := range map[string]string{S3EndpointKey: "minio.models:9000\n", S3InsecureKey: "true", S3AccessKeyKey: "ak", S3SecretKeyKey: "sk"} {
+		if err := os.WriteFile(filepath.Join(dir, key), []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := s3Config("", "eu-west-1", false, dir)
+	if err != nil || c.Endpoint != "minio.models:9000" || c.Region != "eu-west-1" || !c.Insecure || c.AccessKey != "ak" || c.SecretKey != "sk" {
+		t.Fatalf("s3Config = %+v, %v", c, err)
+	}
+	if c, err := s3Config("s3.example:443", "", false, dir); err != nil || c.Endpoint != "s3.example:443" {
+		t.Fatalf("the flag does not win: %+v, %v", c, err)
+	}
+	if err := os.Remove(filepath.Join(dir, S3SecretKeyKey)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s3Config("", "", false, dir); err == nil {
+		t.Fatal("an access key without its secret key was taken")
+	}
+}

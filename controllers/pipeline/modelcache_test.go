@@ -1,0 +1,128 @@
+package pipeline_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/pipeline"
+)
+
+const fetchImage = "registry.example/keelson/pipeline-controller:v1"
+
+// cachedPipeline creates a one-step pipeline whose model is fetched into the node's cache.
+func (s *scenario) cachedPipeline(name, model string, cache *inferencev1alpha1.ModelCache) {
+	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
+		Spec: inferencev1alpha1.PipelineSpec{
+			ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StorageCache, Cache: cache},
+			Steps:        []inferencev1alpha1.Step{{Name: "a", Image: "server:v1", Model: model}},
+		}}
+	s.g.Expect(env.Client.Create(s.ctx, p)).To(Succeed())
+}
+
+// fetched is a step pod's status once its fetch-model init container ended with result (its termination message).
+func fetched(exitCode int32, result string, running bool) corev1.PodStatus {
+	t := &corev1.ContainerStateTerminated{ExitCode: exitCode, Message: result, Reason: "Completed"}
+	fetch := corev1.ContainerStatus{Name: pipeline.FetchContainer, Image: fetchImage, State: corev1.ContainerState{Terminated: t}}
+	if exitCode != 0 {
+		t.Reason = "Error"
+		fetch.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+		fetch.LastTerminationState = corev1.ContainerState{Terminated: t}
+	}
+	st := corev1.PodStatus{Phase: corev1.PodPending, InitContainerStatuses: []corev1.ContainerStatus{fetch}}
+	if running {
+		st.Phase = corev1.PodRunning
+		st.ContainerStatuses = []corev1.ContainerStatus{{Name: "server", Image: "server:v1",
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	}
+	return st
+}
+
+// With storage cache, a step's pod fetches its model with the controller's own image (an init container, root
+// without any capability, writing the node's cache directory) and the server reads it read-only through the link
+// at MODEL_PATH; no volume or claim is made. The step's status says where its model came from, and a failed fetch
+// is the step's reason, with the fetch's own.
+func TestModelCache(t *testing.T) {
+	s := newScenario(t)
+	env.StartCountedManager(t, pipeline.CacheOptions(), func(client.Object) bool { return false },
+		func(mgr ctrl.Manager, c client.Client) error {
+			return (&pipeline.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), FetchImage: fetchImage}).SetupWithManager(mgr)
+		})
+	uri := "https://models.example/detect.tar.gz"
+	s.cachedPipeline("cached", uri, &inferencev1alpha1.ModelCache{HostPath: "/data/models",
+		MaxSize: ptrTo(resource.MustParse("10Gi")), S3SecretName: "store"})
+
+	s.g.Eventually(func() *corev1.PodSpec {
+		if d := s.deployment("cached-a"); d != nil {
+			return &d.Spec.Template.Spec
+		}
+		return nil
+	}, timeout, poll).ShouldNot(BeNil())
+	pod := s.deployment("cached-a").Spec.Template.Spec
+	s.g.Expect(pod.InitContainers).To(HaveLen(1))
+	fetch := pod.InitContainers[0]
+	s.g.Expect(fetch.Name).To(Equal(pipeline.FetchContainer))
+	s.g.Expect(fetch.Image).To(Equal(fetchImage))
+	s.g.Expect(strings.Join(fetch.Args, " ")).To(Equal("fetch-model --uri " + uri + " --cache-dir " + pipeline.CacheMountPath +
+		" --cache-max-size 10Gi --link /models/model --s3-secret-dir /var/run/secrets/keelson/model-s3"))
+	s.g.Expect(*fetch.SecurityContext.RunAsUser).To(BeZero())
+	s.g.Expect(*fetch.SecurityContext.AllowPrivilegeEscalation).To(BeFalse())
+	s.g.Expect(fetch.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
+	s.g.Expect(fetch.SecurityContext.Privileged).To(BeNil())
+	hostPath := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.HostPath != nil })
+	s.g.Expect(hostPath).NotTo(Equal(-1))
+	s.g.Expect(pod.Volumes[hostPath].HostPath.Path).To(Equal("/data/models"))
+	s.g.Expect(slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.PersistentVolumeClaim != nil })).To(BeFalse())
+	server := pod.Containers[0]
+	s.g.Expect(server.Env).To(ContainElement(corev1.EnvVar{Name: pipeline.EnvModelPath, Value: pipeline.ModelLink}))
+	for _, m := range server.VolumeMounts {
+		s.g.Expect(m.ReadOnly).To(BeTrue(), "the server mounts %s writable", m.Name)
+	}
+	var claims corev1.PersistentVolumeClaimList
+	s.g.Expect(env.Client.List(s.ctx, &claims, client.InNamespace(s.ns))).To(Succeed())
+	s.g.Expect(claims.Items).To(BeEmpty())
+	s.g.Eventually(func() string {
+		c := meta.FindStatusCondition(s.get("cached").Status.Conditions, pipeline.ConditionStorageReady)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			return ""
+		}
+		return c.Reason
+	}, timeout, poll).Should(Equal(pipeline.ReasonCache))
+
+	// The fetch reports a cache hit.
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	s.stepPod("cached", "a", fetched(0, `{"uri":"`+uri+`","digest":"`+digest+`","size":209715200,"cacheHit":true}`, true))
+	s.g.Eventually(func() *inferencev1alpha1.StepModel { return s.stepStatus("cached", "a").Model }, timeout, poll).Should(
+		Equal(&inferencev1alpha1.StepModel{URI: uri, Digest: digest, Size: ptrTo(resource.MustParse("200Mi")), CacheHit: true}))
+
+	// A fetch that failed, and is retried with the pod's back-off, is the step's reason.
+	s.g.Expect(env.Client.Delete(s.ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "cached-a-x", Namespace: s.ns}})).To(Succeed())
+	s.g.Eventually(func() *inferencev1alpha1.StepModel { return s.stepStatus("cached", "a").Model }, timeout, poll).Should(BeNil())
+	s.stepPod("cached", "a", fetched(1, `{"uri":"`+uri+`","reason":"NotFound","message":"`+uri+`: 404 Not Found"}`, false))
+	s.g.Eventually(func() string { return s.stepStatus("cached", "a").Reason }, timeout, poll).Should(Equal(pipeline.ReasonModelFetchFailed))
+	st := s.stepStatus("cached", "a")
+	s.g.Expect(st.Message).To(ContainSubstring("NotFound"))
+	s.g.Expect(st.Model.Reason).To(Equal("NotFound"))
+}
+
+// A controller started without its image for fetches cannot run a pipeline of storage cache: the step says so,
+// and names what is missing.
+func TestModelCacheNeedsTheFetchImage(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	s.cachedPipeline("unfetchable", "https://models.example/m.onnx", nil)
+	s.g.Eventually(func() string { return s.stepStatus("unfetchable", "a").Message }, timeout, poll).Should(
+		ContainSubstring(pipeline.EnvFetchImage))
+	s.g.Expect(s.deployment("unfetchable-a")).To(BeNil())
+}
+
+func ptrTo[T any](v T) *T { return &v }
