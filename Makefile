@@ -243,6 +243,12 @@ bench: ## The full benchmarks (N up to 1000) against the built-in controllers; r
 	go run ./tools/bench --cluster-tool $(CLUSTER_TOOL) --cluster-dir $(CLUSTER_DIR) --kubeconfig $(LOCAL_KUBECONFIG) \
 		--audit-log $(CLUSTER_DIR)/logs/audit.log --release $(RELEASE) --release-namespace $(RELEASE_NAMESPACE) --out docs
 
+.PHONY: bench-model-cache
+bench-model-cache: $(CLUSTER_TOOL) ## The pipeline model-cache benchmark (a few minutes): a 200 MiB model fetched cold into the real node's cache, then from it; rewrites its section of docs/benchmarks.md.
+	$(MAKE) cluster-images images-local deploy-local
+	$(CLUSTER_TOOL) load $(CLUSTER_FLAGS) $(BIN)/images/keelson-echo.tar
+	go run ./tools/bench --model-cache 3 --kubeconfig $(LOCAL_KUBECONFIG) --out docs
+
 # The reliability suite's faults (tools/chaos, docs/reliability.md): the controllers' leaders die mid-work while an
 # invariant is sampled twice a second; their replicas die one at a time while a client's admission calls are
 # counted; their webhooks are cut off; etcd and the apiserver restart. Both need make cluster-up (root); both

@@ -95,3 +95,18 @@ helm_release() {
   helm upgrade --install "$KEELSON_RELEASE" "$KEELSON_CHART" -n "$KEELSON_NAMESPACE" --create-namespace $KEELSON_VALUES \
     --wait --timeout 5m "$@"
 }
+
+# real_node: the name of the first node that runs containers (not kwok's) and has no taint, so a pod needs no
+# toleration to run there: the local cluster's node, or a kind worker.
+real_node() {
+  local out
+  out=$(kubectl get nodes -o go-template='{{range .items}}{{if and (not (index .metadata.annotations "kwok.x-k8s.io/node")) (not .spec.taints)}}{{.metadata.name}}{{"\n"}}{{end}}{{end}}') || return 1
+  echo "$out" | head -n 1
+}
+
+# ready_pod_other_than SELECTOR UID: a pod of SELECTOR in $NAMESPACE other than the one of UID is Ready.
+ready_pod_other_than() {
+  local out
+  out=$(kubectl -n "$NAMESPACE" get pods -l "$1" -o go-template='{{range .items}}{{.metadata.uid}}{{range .status.conditions}}{{if eq .type "Ready"}} {{.status}}{{end}}{{end}}{{"\n"}}{{end}}') || return 1
+  echo "$out" | grep -v "^$2 " | grep -q " True$"
+}

@@ -4,18 +4,67 @@
 // With --cat=FILE it prints FILE (NUL bytes as spaces) and exits instead: run as an ephemeral debug container that
 // shares a controller's process namespace, `--cat=/proc/1/cmdline` shows what runs as PID 1 in a scratch image.
 //
+// It also serves models for the suites of pipelines whose models are fetched into a node's cache: GET
+// /models/<name>?size=N answers N bytes (1 MiB by default) that depend only on the name and size, with an ETag, and
+// 304 to a request that already holds it; /models-served counts the models it sent in full.
+//
 // It listens on --listenPort or --port (a pipeline step's arguments), else $PORT, else 8080, and ignores every
 // other flag, since a pipeline step passes its model arguments along.
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
+
+// modelServer serves generated models and counts those it sent in full.
+type modelServer struct{ served atomic.Int64 }
+
+func (m *modelServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	name := strings.TrimPrefix(r.URL.Path, "/models/")
+	size := int64(1 << 20)
+	if v := r.URL.Query().Get("size"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			http.Error(w, "size must be a count of bytes", http.StatusBadRequest)
+			return
+		}
+		size = n
+	}
+	sum := sha256.Sum256([]byte(name + "\x00" + strconv.FormatInt(size, 10)))
+	etag := `"` + hex.EncodeToString(sum[:8]) + `"`
+	if r.Header.Get("If-None-Match") == etag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.Header().Set("ETag", etag)
+	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+	if r.Method == http.MethodHead {
+		return
+	}
+	if _, err := io.CopyN(w, pattern(sum[:]), size); err == nil {
+		m.served.Add(1)
+	}
+}
+
+// pattern is an endless reader of its bytes, repeated.
+type pattern []byte
+
+func (p pattern) Read(b []byte) (int, error) {
+	for i := range b {
+		b[i] = p[i%len(p)]
+	}
+	return len(b), nil
+}
 
 // port picks the listen port from the arguments, then the environment.
 func port(args []string, env func(string) string) string {
@@ -53,6 +102,9 @@ func main() {
 	host, _ := os.Hostname()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprintln(w, "ok") })
+	models := &modelServer{}
+	mux.Handle("/models/", models)
+	mux.HandleFunc("/models-served", func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprintln(w, models.served.Load()) })
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = fmt.Fprintf(w, "pod=%s path=%s next=%s model=%s\n", host, r.URL.Path, os.Getenv("NEXT_STEP_URLS"), os.Getenv("MODEL_PATH"))
 	})

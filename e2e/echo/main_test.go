@@ -1,6 +1,8 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -32,5 +34,36 @@ func TestCatFile(t *testing.T) {
 	}
 	if got, err := catFile(p); err != nil || got != "/tini -- /daemonset-controller" {
 		t.Fatalf("catFile = %q, %v", got, err)
+	}
+}
+
+// A model is the same bytes for the same name and size, sent in full once per client that does not hold it yet:
+// a request with its ETag gets 304 and counts nothing.
+func TestModelServer(t *testing.T) {
+	m := &modelServer{}
+	get := func(url, etag string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodGet, url, nil)
+		if etag != "" {
+			req.Header.Set("If-None-Match", etag)
+		}
+		m.ServeHTTP(rec, req)
+		return rec
+	}
+	a, b := get("/models/m.bin?size=100", ""), get("/models/m.bin?size=100", "")
+	if a.Code != 200 || a.Body.Len() != 100 || a.Body.String() != b.Body.String() || a.Header().Get("ETag") == "" {
+		t.Fatalf("first answers: %d, %d bytes, same %v", a.Code, a.Body.Len(), a.Body.String() == b.Body.String())
+	}
+	if other := get("/models/n.bin?size=100", ""); other.Body.String() == a.Body.String() {
+		t.Fatal("two models have the same bytes")
+	}
+	if again := get("/models/m.bin?size=100", a.Header().Get("ETag")); again.Code != http.StatusNotModified {
+		t.Fatalf("a request with the ETag: %d", again.Code)
+	}
+	if got := m.served.Load(); got != 3 {
+		t.Fatalf("served %d models in full, want 3", got)
+	}
+	if bad := get("/models/m.bin?size=-1", ""); bad.Code != http.StatusBadRequest {
+		t.Fatalf("a negative size: %d", bad.Code)
 	}
 }

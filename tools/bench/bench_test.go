@@ -382,3 +382,23 @@ func TestAuditTail(t *testing.T) {
 		t.Fatalf("after rotation: %v", events)
 	}
 }
+
+// The model-cache section replaces its earlier self between its markers, and a full run keeps it.
+func TestModelCacheSection(t *testing.T) {
+	r := ModelCacheResult{Size: 200 << 20, Trials: []ModelCacheTrial{
+		{ColdReady: 9 * time.Second, HitReady: 3 * time.Second, ColdFetch: 6 * time.Second, HitFetch: 50 * time.Millisecond, HitReported: true}}}
+	text := modelCacheSection(r)
+	for _, want := range []string{"200 MiB", "| cold (downloaded) | 9.00 s | 6.00 s |", "| from the cache | 3.00 s | 0.05 s |"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("section lacks %q:\n%s", want, text)
+		}
+	}
+	doc := withSection("# Benchmarks\n", modelCacheMarkers, "placeholder\n")
+	doc = withSection(doc, modelCacheMarkers, text)
+	if strings.Contains(doc, "placeholder") || strings.Count(doc, modelCacheMarkers[0]) != 1 {
+		t.Fatalf("the section was not replaced:\n%s", doc)
+	}
+	if kept := keptSection(doc, modelCacheMarkers); !strings.Contains(kept, text) {
+		t.Fatalf("kept %q", kept)
+	}
+}

@@ -135,6 +135,12 @@ func writeDocs(r Results, dir string) error {
 	doc := fmt.Sprintf(benchmarksDoc, r.Started.UTC().Format("2006-01-02"), r.Plan.Reps, r.Machine.CPUs, r.Machine.MemoryGiB,
 		r.Machine.Kernel, r.Machine.Commit, r.Machine.Go, auditNote(r), r.Pipeline.Steps, r.Pipeline.Steps, steadyNote(r),
 		meaning(r), summaryText(r))
+	// The model-cache section is make bench-model-cache's: kept as it is.
+	if old, err := os.ReadFile(filepath.Join(dir, "benchmarks.md")); err == nil {
+		if kept := keptSection(string(old), modelCacheMarkers); kept != "" {
+			doc = strings.TrimRight(doc, "\n") + "\n\n" + kept + "\n"
+		}
+	}
 	return os.WriteFile(filepath.Join(dir, "benchmarks.md"), []byte(doc), 0o644)
 }
 

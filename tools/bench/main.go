@@ -92,6 +92,8 @@ func run() error {
 	nodes := flag.String("nodes", "", "comma-separated node counts instead of the plan's, to explore (e.g. 1000)")
 	reps := flag.Int("reps", 0, "DaemonSet repetitions instead of the plan's (even), to explore")
 	sizersOnly := flag.Int("sizers-only", 0, "run only the WorkloadSizer benchmark with this many sizers, to explore")
+	modelCache := flag.Int("model-cache", 0, "run only the pipeline model-cache benchmark, with this many pairs (cold, from the cache); "+
+		"with --out, rewrite its section of benchmarks.md")
 	flag.Parse()
 	plan := fullPlan
 	if *quick {
@@ -120,6 +122,13 @@ func run() error {
 		return err
 	}
 	ctx := context.Background()
+	if *modelCache > 0 {
+		dir := *out
+		if *quick {
+			dir = ""
+		}
+		return benchModelCache(ctx, c, *modelCache, dir)
+	}
 	if err := reset(ctx, c); err != nil {
 		return err
 	}
