@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -113,7 +114,9 @@ func (f *flapper) flapOnce(ctx context.Context, rng *rand.Rand) error {
 	case k < 2:
 		kind = map[bool]string{false: flapNotReady, true: flapReady}[s.notReady]
 		err = f.setReady(ctx, node, s.notReady)
+		f.mu.Lock()
 		s.notReady = !s.notReady
+		f.mu.Unlock()
 	case k == 2:
 		kind = map[bool]string{false: flapNoSchedule, true: flapScheduling}[s.noSchedule]
 		err = f.setTaint(ctx, node, flapNoScheduleTaint, !s.noSchedule)
@@ -149,9 +152,74 @@ func (f *flapper) restore(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("node %s: %w", n, err))
 			continue
 		}
+		f.mu.Lock()
 		*f.state[n] = flapState{}
+		f.mu.Unlock()
 	}
 	return errors.Join(errs...)
+}
+
+// markReady plays the part of the kubelet that kwok does not: the node lifecycle controller marks the pods of a node
+// that goes NotReady not ready, and a kubelet marks them ready again once the node is back and their containers
+// are; kwok leaves them not ready for good. So every pod of the namespace on a flapping node that is Ready again,
+// running with its containers ready, is marked Ready. It returns how many it marked.
+func (f *flapper) markReady(ctx context.Context, ns string) (int, error) {
+	var pods corev1.PodList
+	if err := f.c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		return 0, err
+	}
+	marked := 0
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || !f.back(p.Spec.NodeName) ||
+			podCondition(p, corev1.ContainersReady) != corev1.ConditionTrue || podCondition(p, corev1.PodReady) == corev1.ConditionTrue {
+			continue
+		}
+		for j := range p.Status.Conditions {
+			if p.Status.Conditions[j].Type == corev1.PodReady {
+				p.Status.Conditions[j].Status, p.Status.Conditions[j].LastTransitionTime = corev1.ConditionTrue, metav1.Now()
+			}
+		}
+		if err := f.c.Status().Update(ctx, p); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return marked, err
+		}
+		marked++
+	}
+	return marked, nil
+}
+
+// back reports whether node is one of the flapping nodes and Ready now.
+func (f *flapper) back(node string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.state[node]
+	return ok && !s.notReady
+}
+
+// podCondition is the status of a pod's condition, or "" when it has none.
+func podCondition(p *corev1.Pod, t corev1.PodConditionType) corev1.ConditionStatus {
+	for _, c := range p.Status.Conditions {
+		if c.Type == t {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+// keepMarkingReady runs markReady every second until ctx ends.
+func (f *flapper) keepMarkingReady(ctx context.Context, ns string) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		if _, err := f.markReady(ctx, ns); err != nil && ctx.Err() == nil {
+			fmt.Printf("chaos: marking pods ready again: %v\n", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // setReady hands the node back to kwok (which marks it Ready at once), or takes it from kwok and writes
@@ -294,6 +362,10 @@ func flapping(ctx context.Context, e *env, ns string, scr *metrics.Scraper) (Fla
 	if err != nil {
 		return r, err
 	}
+	kctx, stopKubelet := context.WithCancel(ctx)
+	kubeletDone := make(chan struct{})
+	go func() { defer close(kubeletDone); f.keepMarkingReady(kctx, ns) }()
+	defer func() { stopKubelet(); <-kubeletDone }()
 	sctx, stopSampling := context.WithCancel(ctx)
 	s := &sampler{}
 	sampled := make(chan struct{})
@@ -369,6 +441,8 @@ func flapping(ctx context.Context, e *env, ns string, scr *metrics.Scraper) (Fla
 		return r, fmt.Errorf("restoring the flapped nodes: %w", err)
 	}
 	restored := time.Now()
+	// Pods the node lifecycle controller marks not ready after the restore (it looks every 5 s) are marked ready
+	// again by the loop above, which runs until everything converged.
 	if err := pollUntil(ctx, 10*time.Minute, func() (bool, error) {
 		for _, w := range []workload{steady, rolling, pipelines} {
 			if ok, err := w.converged(ctx); !ok || err != nil {
@@ -380,6 +454,8 @@ func flapping(ctx context.Context, e *env, ns string, scr *metrics.Scraper) (Fla
 		return r, fmt.Errorf("no convergence once the nodes were back: %w", err)
 	}
 	r.Recovery = time.Since(restored)
+	stopKubelet()
+	<-kubeletDone
 	stopSampling()
 	<-sampled
 	r.Samples, r.Violations, r.Examples = s.samples, s.violations, s.examples
