@@ -9,6 +9,10 @@ package main
 import (
 	"os"
 
+	// The image holds no certificate store (scratch): the fetches of https and TLS S3 models trust the roots this
+	// package embeds (Mozilla's), used only when the system has none.
+	_ "golang.org/x/crypto/x509roots/fallback"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -30,8 +34,11 @@ func main() {
 		Cache:           func(manager.Options) cache.Options { return pipeline.CacheOptions() },
 		RegisterMetrics: pipeline.RegisterMetrics,
 		SetupControllers: func(mgr ctrl.Manager, _ manager.Options) error {
-			return (&pipeline.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-				FetchImage: os.Getenv(pipeline.EnvFetchImage)}).SetupWithManager(mgr)
+			fetch, err := pipeline.ModelFetchFromEnv(os.Getenv)
+			if err != nil {
+				return err
+			}
+			return (&pipeline.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ModelFetch: fetch}).SetupWithManager(mgr)
 		},
 		Finalizers:    []manager.Finalizer{{GVK: inferencev1alpha1.GroupVersion.WithKind("Pipeline"), Name: pipeline.Finalizer}},
 		SetupWebhooks: inferencewebhook.SetupWithManager,

@@ -80,7 +80,7 @@ func TestAutoscaledGPUStepRollsWithoutSurge(t *testing.T) {
 			p := seed()
 			tc.step.Image = "x"
 			p.Spec.Steps[0] = tc.step
-			d := DesiredDeployment(p, 0, Wiring{}, "")
+			d := DesiredDeployment(p, 0, Wiring{}, ModelFetch{})
 			leaveReplicasTo(tc.autoscaler, tc.step, d)
 			if diff := cmp.Diff(tc.want, d.Spec.Strategy); diff != "" {
 				t.Errorf("strategy (-want +got):\n%s", diff)

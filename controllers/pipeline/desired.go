@@ -187,9 +187,9 @@ func stepLabels(p *inferencev1alpha1.Pipeline, i int) map[string]string {
 
 // DesiredDeployment is step i's Deployment: its image with sorted --key=value args, the models claim mounted
 // read-only at /models (the step's model as subPath) or, with storage cache, the model fetched into the node's
-// cache by an init container of fetchImage, the wiring env, the step's readiness probe (StepReadinessProbe), and a
+// cache by an init container (fetch), the wiring env, the step's readiness probe (StepReadinessProbe), and a
 // required node affinity on its node's hostname (never spec.nodeName, which would bypass the scheduler).
-func DesiredDeployment(p *inferencev1alpha1.Pipeline, i int, w Wiring, fetchImage string) *appsv1.Deployment {
+func DesiredDeployment(p *inferencev1alpha1.Pipeline, i int, w Wiring, fetch ModelFetch) *appsv1.Deployment {
 	s := p.Spec.Steps[i]
 	name := StepName(p.Spec.Steps, i)
 	port := StepPort(s)
@@ -225,7 +225,7 @@ func DesiredDeployment(p *inferencev1alpha1.Pipeline, i int, w Wiring, fetchImag
 		Tolerations: s.Tolerations,
 	}
 	if p.Spec.ModelStorage.Type == inferencev1alpha1.StorageCache {
-		withModelCache(&pod, p, s, fetchImage)
+		withModelCache(&pod, p, s, fetch)
 	}
 	if s.Location != "" {
 		pod.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{

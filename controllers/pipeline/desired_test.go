@@ -99,7 +99,7 @@ func TestDesiredStorage(t *testing.T) {
 func TestDesiredStep(t *testing.T) {
 	p := seed()
 	w, _ := Wire(p.Spec.Steps)
-	d := DesiredDeployment(p, 0, w, "")
+	d := DesiredDeployment(p, 0, w, ModelFetch{})
 	if d.Name != "face-detection-step-0" || d.Labels["pipeline"] != "face-detection" || d.Labels["step"] != "0" {
 		t.Fatalf("seed names and labels: %s %v", d.Name, d.Labels)
 	}
@@ -136,10 +136,10 @@ func TestDesiredStep(t *testing.T) {
 	}
 	gpuTaint := []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
 	p.Spec.Steps[0].Tolerations = gpuTaint
-	if got := DesiredDeployment(p, 0, w, "").Spec.Template.Spec.Tolerations; !cmp.Equal(gpuTaint, got) {
+	if got := DesiredDeployment(p, 0, w, ModelFetch{}).Spec.Template.Spec.Tolerations; !cmp.Equal(gpuTaint, got) {
 		t.Fatalf("a step's tolerations reach its pods: %v", got)
 	}
-	last := DesiredDeployment(p, 1, w, "")
+	last := DesiredDeployment(p, 1, w, ModelFetch{})
 	for _, e := range last.Spec.Template.Spec.Containers[0].Env {
 		if strings.HasPrefix(e.Name, "NEXT_STEP") {
 			t.Fatalf("the last step has no next step: %v", e)
@@ -173,7 +173,7 @@ func TestStepStrategyAndFanOutEnv(t *testing.T) {
 	p := seed()
 	p.Spec.Steps = []inferencev1alpha1.Step{{Name: "in", Image: "x", Next: []string{"a", "b"}}, {Name: "a", Image: "x", Port: 7000}, {Name: "b", Image: "x"}}
 	w, _ := Wire(p.Spec.Steps)
-	for _, e := range DesiredDeployment(p, 0, w, "").Spec.Template.Spec.Containers[0].Env {
+	for _, e := range DesiredDeployment(p, 0, w, ModelFetch{}).Spec.Template.Spec.Containers[0].Env {
 		if e.Name == EnvNextStepURLs {
 			if e.Value != "http://face-detection-a.vision.svc:7000,http://face-detection-b.vision.svc:8080" {
 				t.Fatalf("NEXT_STEP_URLS = %q", e.Value)

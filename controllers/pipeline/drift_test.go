@@ -43,7 +43,7 @@ func TestCovers(t *testing.T) {
 func TestNeedsApplyOnDrift(t *testing.T) {
 	p := seed()
 	w, _ := Wire(p.Spec.Steps)
-	desired := DesiredDeployment(p, 0, w, "")
+	desired := DesiredDeployment(p, 0, w, ModelFetch{})
 	live := desired.DeepCopy()
 	// What the apiserver adds.
 	live.Spec.Strategy.RollingUpdate = &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromString("25%")), MaxUnavailable: ptr.To(intstr.FromString("25%"))}

@@ -2,6 +2,9 @@ package pipeline
 
 import (
 	"encoding/json"
+	"fmt"
+	"path"
+	"sort"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,64 +16,87 @@ import (
 	"github.com/keelson-dev/keelson/controllers/pipeline/modelfetch"
 )
 
-// The node-local model cache (storage cache): where it is on the node and in the containers, and what a step's
-// pod gets to fetch into it.
+// The node-local model cache (storage cache): where it is in a step's containers, and what a step's pod gets to
+// fetch into it.
 const (
-	// DefaultCacheHostPath and DefaultCacheMaxSize are the cache's directory on each node and its bound, when the
-	// pipeline names none.
-	DefaultCacheHostPath = "/var/lib/keelson/models"
-	DefaultCacheMaxSize  = "50Gi"
-	// CacheMountPath is where the cache is mounted in a step's containers: the same path in the fetch and in the
-	// server, so the link the fetch leaves at ModelLink points at the model in both.
+	// DefaultCacheDir and DefaultCacheMaxSize are the cache's directory on each node and one namespace's bound there,
+	// when the controller is given none (the chart gives them).
+	DefaultCacheDir     = "/var/lib/keelson/models"
+	DefaultCacheMaxSize = "50Gi"
+	// CacheMountPath is where the namespace's cache is mounted in a step's containers: the same path in the fetch
+	// and in the server, so the links the fetch leaves in /models resolve in both.
 	CacheMountPath = "/var/cache/keelson/models"
-	// ModelLink is the step's model with storage cache: a link to its directory in the cache (MODEL_PATH).
-	ModelLink = ModelsMountPath + "/model"
 	// FetchContainer is the init container that fetches the model: pipeline-controller fetch-model.
 	FetchContainer = "fetch-model"
-	// EnvFetchImage names the image the controller runs fetches with: its own (the chart sets it).
-	EnvFetchImage = "KEELSON_MODEL_FETCH_IMAGE"
+	// EnvFetchImage, EnvCacheDir and EnvCacheMaxSize configure the fetches (the chart sets them): the image (the
+	// controller's own), the cache's directory on the nodes, and one namespace's bound.
+	EnvFetchImage   = "KEELSON_MODEL_FETCH_IMAGE"
+	EnvCacheDir     = "KEELSON_MODEL_CACHE_DIR"
+	EnvCacheMaxSize = "KEELSON_MODEL_CACHE_MAX_SIZE"
 
 	cacheVolume    = "model-cache"
 	s3SecretVolume = "model-s3"
 	s3SecretPath   = "/var/run/secrets/keelson/model-s3"
+	// maxModelMessage bounds what a failed fetch's message adds to a step's status message.
+	maxModelMessage = 512
 )
 
-// cacheOf is the pipeline's cache settings, defaults filled in.
-func cacheOf(p *inferencev1alpha1.Pipeline) (hostPath string, maxSize resource.Quantity, s3Secret string) {
-	hostPath, maxSize = DefaultCacheHostPath, resource.MustParse(DefaultCacheMaxSize)
-	if c := p.Spec.ModelStorage.Cache; c != nil {
-		if c.HostPath != "" {
-			hostPath = c.HostPath
-		}
-		if c.MaxSize != nil {
-			maxSize = *c.MaxSize
-		}
-		s3Secret = c.S3SecretName
-	}
-	return hostPath, maxSize, s3Secret
+// ModelFetch is how the controller runs the fetches of storage cache. The cluster's operators choose where the
+// cache is on the nodes and how much it holds; a pipeline chooses neither, so no tenant mounts a directory of the
+// node it picks, and each namespace's steps see only their namespace's cache.
+type ModelFetch struct {
+	// Image runs pipeline-controller fetch-model: the controller's own.
+	Image string
+	// CacheDir is the cache's directory on each node; a namespace's cache is <CacheDir>/<namespace>.
+	CacheDir string
+	// MaxSize bounds one namespace's cache on a node.
+	MaxSize resource.Quantity
 }
 
-// withModelCache gives a step's pod its model from the cache: the cache's hostPath and an emptyDir for the link,
-// the fetch as an init container (fetchImage, run as root to write the node's directory, with no capability and
-// a read-only root), and the server reading both, read-only, with MODEL_PATH at the link.
-func withModelCache(pod *corev1.PodSpec, p *inferencev1alpha1.Pipeline, s inferencev1alpha1.Step, fetchImage string) {
-	hostPath, maxSize, s3Secret := cacheOf(p)
+// ModelFetchFromEnv reads the fetches' configuration from the controller's environment (EnvFetchImage,
+// EnvCacheDir, EnvCacheMaxSize), with the defaults for what is unset.
+func ModelFetchFromEnv(getenv func(string) string) (ModelFetch, error) {
+	f := ModelFetch{Image: getenv(EnvFetchImage), CacheDir: getenv(EnvCacheDir)}
+	if f.CacheDir == "" {
+		f.CacheDir = DefaultCacheDir
+	}
+	if !path.IsAbs(f.CacheDir) || path.Clean(f.CacheDir) != f.CacheDir || f.CacheDir == "/" {
+		return f, fmt.Errorf("%s %q: must be a clean absolute directory other than /", EnvCacheDir, f.CacheDir)
+	}
+	size := getenv(EnvCacheMaxSize)
+	if size == "" {
+		size = DefaultCacheMaxSize
+	}
+	q, err := resource.ParseQuantity(size)
+	if err != nil || q.Sign() <= 0 {
+		return f, fmt.Errorf("%s %q: must be a quantity above zero, such as 50Gi", EnvCacheMaxSize, size)
+	}
+	f.MaxSize = q
+	return f, nil
+}
+
+// withModelCache gives a step's pod its model from the namespace's cache on the node: the cache's hostPath and
+// /models (an emptyDir) for the links to the model, the fetch as an init container (f.Image; run as root to write
+// the node's directory, with no capability and a read-only root; the server's cpu and memory, so the pod's size
+// and QoS class stay the server's), and the server reading both, read-only, its MODEL_PATH /models as before.
+func withModelCache(pod *corev1.PodSpec, p *inferencev1alpha1.Pipeline, s inferencev1alpha1.Step, f ModelFetch) {
 	pod.Volumes = []corev1.Volume{
 		{Name: modelsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: cacheVolume, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
-			Path: hostPath, Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}},
+			Path: path.Join(f.CacheDir, p.Namespace), Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}},
 	}
-	args := []string{modelfetch.Command, "--uri", s.Model, "--cache-dir", CacheMountPath, "--cache-max-size", maxSize.String(),
-		"--link", ModelLink}
+	args := []string{modelfetch.Command, "--uri", s.Model, "--cache-dir", CacheMountPath, "--cache-max-size", f.MaxSize.String(),
+		"--links-dir", ModelsMountPath}
 	mounts := []corev1.VolumeMount{{Name: cacheVolume, MountPath: CacheMountPath}, {Name: modelsVolume, MountPath: ModelsMountPath}}
-	if s3Secret != "" {
+	if c := p.Spec.ModelStorage.Cache; c != nil && c.S3SecretName != "" {
 		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: s3SecretVolume, VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: s3Secret}}})
+			Secret: &corev1.SecretVolumeSource{SecretName: c.S3SecretName}}})
 		args = append(args, "--s3-secret-dir", s3SecretPath)
 		mounts = append(mounts, corev1.VolumeMount{Name: s3SecretVolume, MountPath: s3SecretPath, ReadOnly: true})
 	}
 	pod.InitContainers = []corev1.Container{{
-		Name: FetchContainer, Image: fetchImage, Args: args, VolumeMounts: mounts,
+		Name: FetchContainer, Image: f.Image, Args: args, VolumeMounts: mounts,
+		Resources:                cpuAndMemory(s.Resources),
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 		SecurityContext: &corev1.SecurityContext{
 			RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0), RunAsNonRoot: ptr.To(false),
@@ -78,38 +104,59 @@ func withModelCache(pod *corev1.PodSpec, p *inferencev1alpha1.Pipeline, s infere
 			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		},
 	}}
-	server := &pod.Containers[0]
-	server.VolumeMounts = []corev1.VolumeMount{
+	pod.Containers[0].VolumeMounts = []corev1.VolumeMount{
 		{Name: modelsVolume, MountPath: ModelsMountPath, ReadOnly: true},
 		{Name: cacheVolume, MountPath: CacheMountPath, ReadOnly: true},
 	}
-	for i := range server.Env {
-		if server.Env[i].Name == EnvModelPath {
-			server.Env[i].Value = ModelLink
+}
+
+// cpuAndMemory is the cpu and memory of r, nothing else: a GPU asked for by the init container too would be held
+// twice by a pod of no more.
+func cpuAndMemory(r corev1.ResourceRequirements) corev1.ResourceRequirements {
+	pick := func(l corev1.ResourceList) corev1.ResourceList {
+		var out corev1.ResourceList
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			if q, ok := l[name]; ok {
+				if out == nil {
+					out = corev1.ResourceList{}
+				}
+				out[name] = q
+			}
 		}
+		return out
 	}
+	return corev1.ResourceRequirements{Requests: pick(r.Requests), Limits: pick(r.Limits)}
 }
 
 // stepModel reads where a step's model came from: the fetch's result, which it leaves as its termination message,
-// in the newest live pod of the step's current template. A failed fetch that is being retried shows its last
-// failure. Nil when no pod has fetched yet.
+// in the newest live pod of the step's current template that has one (a pod still fetching has none yet). A
+// failed fetch that is being retried shows its last failure. Nil when no pod has fetched yet.
 func stepModel(pods []corev1.Pod) *inferencev1alpha1.StepModel {
 	hash := currentTemplate(pods)
-	var newest *corev1.Pod
+	var live []*corev1.Pod
 	for i := range pods {
-		p := &pods[i]
-		if !alive(*p) || p.Labels[appsv1.DefaultDeploymentUniqueLabelKey] != hash {
-			continue
-		}
-		if newest == nil || newest.CreationTimestamp.Before(&p.CreationTimestamp) ||
-			newest.CreationTimestamp.Equal(&p.CreationTimestamp) && p.Name > newest.Name {
-			newest = p
+		if p := &pods[i]; alive(*p) && p.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == hash {
+			live = append(live, p)
 		}
 	}
-	if newest == nil {
-		return nil
+	sort.Slice(live, func(i, j int) bool {
+		a, b := live[i], live[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return b.CreationTimestamp.Before(&a.CreationTimestamp)
+		}
+		return a.Name > b.Name
+	})
+	for _, p := range live {
+		if m := fetchResult(p); m != nil {
+			return m
+		}
 	}
-	for _, cs := range newest.Status.InitContainerStatuses {
+	return nil
+}
+
+// fetchResult reads the fetch's result in one pod, or nil.
+func fetchResult(p *corev1.Pod) *inferencev1alpha1.StepModel {
+	for _, cs := range p.Status.InitContainerStatuses {
 		if cs.Name != FetchContainer {
 			continue
 		}
@@ -122,7 +169,7 @@ func stepModel(pods []corev1.Pod) *inferencev1alpha1.StepModel {
 				continue
 			}
 			m := &inferencev1alpha1.StepModel{URI: r.URI, Digest: r.Digest, CacheHit: r.CacheHit, Reason: r.Reason,
-				Message: r.Message}
+				Message: truncateRunes(r.Message, maxModelMessage)}
 			if r.Size > 0 {
 				m.Size = resource.NewQuantity(r.Size, resource.BinarySI)
 			}
@@ -130,4 +177,13 @@ func stepModel(pods []corev1.Pod) *inferencev1alpha1.StepModel {
 		}
 	}
 	return nil
+}
+
+// truncateRunes cuts s to at most n characters, marking the cut.
+func truncateRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }

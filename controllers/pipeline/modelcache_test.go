@@ -24,7 +24,8 @@ func (s *scenario) cachedPipeline(name, model string, cache *inferencev1alpha1.M
 	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
 		Spec: inferencev1alpha1.PipelineSpec{
 			ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StorageCache, Cache: cache},
-			Steps:        []inferencev1alpha1.Step{{Name: "a", Image: "server:v1", Model: model}},
+			Steps: []inferencev1alpha1.Step{{Name: "a", Image: "server:v1", Model: model, Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}}},
 		}}
 	s.g.Expect(env.Client.Create(s.ctx, p)).To(Succeed())
 }
@@ -55,11 +56,11 @@ func TestModelCache(t *testing.T) {
 	s := newScenario(t)
 	env.StartCountedManager(t, pipeline.CacheOptions(), func(client.Object) bool { return false },
 		func(mgr ctrl.Manager, c client.Client) error {
-			return (&pipeline.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), FetchImage: fetchImage}).SetupWithManager(mgr)
+			return (&pipeline.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), ModelFetch: pipeline.ModelFetch{
+				Image: fetchImage, CacheDir: "/data/models", MaxSize: resource.MustParse("10Gi")}}).SetupWithManager(mgr)
 		})
 	uri := "https://models.example/detect.tar.gz"
-	s.cachedPipeline("cached", uri, &inferencev1alpha1.ModelCache{HostPath: "/data/models",
-		MaxSize: ptrTo(resource.MustParse("10Gi")), S3SecretName: "store"})
+	s.cachedPipeline("cached", uri, &inferencev1alpha1.ModelCache{S3SecretName: "store"})
 
 	s.g.Eventually(func() *corev1.PodSpec {
 		if d := s.deployment("cached-a"); d != nil {
@@ -73,17 +74,20 @@ func TestModelCache(t *testing.T) {
 	s.g.Expect(fetch.Name).To(Equal(pipeline.FetchContainer))
 	s.g.Expect(fetch.Image).To(Equal(fetchImage))
 	s.g.Expect(strings.Join(fetch.Args, " ")).To(Equal("fetch-model --uri " + uri + " --cache-dir " + pipeline.CacheMountPath +
-		" --cache-max-size 10Gi --link /models/model --s3-secret-dir /var/run/secrets/keelson/model-s3"))
+		" --cache-max-size 10Gi --links-dir /models --s3-secret-dir /var/run/secrets/keelson/model-s3"))
+	s.g.Expect(fetch.Resources.Requests).To(Equal(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}),
+		"the fetch asks for the server's cpu, so the pod is no larger and keeps its QoS class")
+	s.g.Expect(fetch.Resources.Limits).To(BeEmpty())
 	s.g.Expect(*fetch.SecurityContext.RunAsUser).To(BeZero())
 	s.g.Expect(*fetch.SecurityContext.AllowPrivilegeEscalation).To(BeFalse())
 	s.g.Expect(fetch.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
 	s.g.Expect(fetch.SecurityContext.Privileged).To(BeNil())
 	hostPath := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.HostPath != nil })
 	s.g.Expect(hostPath).NotTo(Equal(-1))
-	s.g.Expect(pod.Volumes[hostPath].HostPath.Path).To(Equal("/data/models"))
+	s.g.Expect(pod.Volumes[hostPath].HostPath.Path).To(Equal("/data/models/"+s.ns), "each namespace has a cache of its own")
 	s.g.Expect(slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.PersistentVolumeClaim != nil })).To(BeFalse())
 	server := pod.Containers[0]
-	s.g.Expect(server.Env).To(ContainElement(corev1.EnvVar{Name: pipeline.EnvModelPath, Value: pipeline.ModelLink}))
+	s.g.Expect(server.Env).To(ContainElement(corev1.EnvVar{Name: pipeline.EnvModelPath, Value: pipeline.ModelsMountPath}))
 	for _, m := range server.VolumeMounts {
 		s.g.Expect(m.ReadOnly).To(BeTrue(), "the server mounts %s writable", m.Name)
 	}
@@ -126,3 +130,23 @@ func TestModelCacheNeedsTheFetchImage(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// The fetches' configuration comes from the controller's environment, the chart's values; a directory that is not
+// clean and absolute, or a bound that is not a quantity above zero, stops the controller at start.
+func TestModelFetchFromEnv(t *testing.T) {
+	g := NewWithT(t)
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	f, err := pipeline.ModelFetchFromEnv(env(nil))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(f.CacheDir).To(Equal(pipeline.DefaultCacheDir))
+	g.Expect(f.MaxSize.String()).To(Equal(pipeline.DefaultCacheMaxSize))
+	f, err = pipeline.ModelFetchFromEnv(env(map[string]string{pipeline.EnvFetchImage: "img", pipeline.EnvCacheDir: "/mnt/models",
+		pipeline.EnvCacheMaxSize: "200Gi"}))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(f).To(Equal(pipeline.ModelFetch{Image: "img", CacheDir: "/mnt/models", MaxSize: resource.MustParse("200Gi")}))
+	for _, bad := range []map[string]string{{pipeline.EnvCacheDir: "/"}, {pipeline.EnvCacheDir: "models"},
+		{pipeline.EnvCacheDir: "/a/../etc"}, {pipeline.EnvCacheMaxSize: "0"}, {pipeline.EnvCacheMaxSize: "lots"}} {
+		_, err := pipeline.ModelFetchFromEnv(env(bad))
+		g.Expect(err).To(HaveOccurred(), "%v", bad)
+	}
+}

@@ -44,7 +44,7 @@ func TestStepReadinessProbe(t *testing.T) {
 			p := seed()
 			p.Spec.Steps[1] = tc.step
 			p.Spec.Steps[1].Image = "x"
-			d := DesiredDeployment(p, 1, Wiring{}, "")
+			d := DesiredDeployment(p, 1, Wiring{}, ModelFetch{})
 			if diff := cmp.Diff(tc.want, d.Spec.Template.Spec.Containers[0].ReadinessProbe); diff != "" {
 				t.Errorf("the Deployment's probe (-want +got):\n%s", diff)
 			}

@@ -54,9 +54,9 @@ type Reconciler struct {
 	// Now is the clock (time.Now when nil): it dates a pass's observations (how recent a container's exit is, how
 	// long a pod has not been ready).
 	Now func() time.Time
-	// FetchImage is the image whose pipeline-controller fetch-model fetches the models of storage cache into the
-	// node's cache: the controller's own (the chart sets EnvFetchImage).
-	FetchImage string
+	// ModelFetch is how the models of storage cache are fetched into the nodes' caches (the chart sets it, through
+	// ModelFetchFromEnv).
+	ModelFetch ModelFetch
 }
 
 // now reads the clock.

@@ -35,7 +35,7 @@ func TestGPUStepsRollWithoutSurge(t *testing.T) {
 			p := seed()
 			tc.step.Image = "x"
 			p.Spec.Steps[0] = tc.step
-			if diff := cmp.Diff(tc.want, DesiredDeployment(p, 0, Wiring{}, "").Spec.Strategy); diff != "" {
+			if diff := cmp.Diff(tc.want, DesiredDeployment(p, 0, Wiring{}, ModelFetch{}).Spec.Strategy); diff != "" {
 				t.Errorf("strategy (-want +got):\n%s", diff)
 			}
 		})

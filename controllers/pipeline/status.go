@@ -283,10 +283,8 @@ func computeStatus(p *inferencev1alpha1.Pipeline, old inferencev1alpha1.Pipeline
 	switch {
 	case cache:
 		// Nothing to bind: each step fetches its model into its node's cache; a failed fetch is the step's.
-		hostPath, maxSize, _ := cacheOf(p)
 		storageReady = true
-		cond(ConditionStorageReady, true, ReasonCache, fmt.Sprintf("models are fetched into the cache %s on each step's "+
-			"node (at most %s a node)", hostPath, maxSize.String()))
+		cond(ConditionStorageReady, true, ReasonCache, "each step's model is fetched into the namespace's cache on the step's node")
 	case o.retrying[storageKey] && meta.FindStatusCondition(old.Conditions, ConditionStorageReady) != nil:
 		// Kept as it was while the write is retried.
 		storageReady = meta.IsStatusConditionTrue(old.Conditions, ConditionStorageReady)

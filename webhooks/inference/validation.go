@@ -228,8 +228,8 @@ func validateTolerations(fp *field.Path, tolerations []corev1.Toleration) field.
 	return errs
 }
 
-// validateCache checks storage cache: it takes no share or claim, its directory is absolute and clean, its bound
-// positive.
+// validateCache checks storage cache: it takes no share or claim (where the cache is on the nodes, and its bound,
+// are the controller's, not the pipeline's).
 func validateCache(mp *field.Path, ms inferencev1alpha1.ModelStorage) field.ErrorList {
 	var errs field.ErrorList
 	if len(ms.CSIParameter) > 0 {
@@ -237,17 +237,6 @@ func validateCache(mp *field.Path, ms inferencev1alpha1.ModelStorage) field.Erro
 	}
 	if ms.ClaimName != "" {
 		errs = append(errs, field.Forbidden(mp.Child("claimName"), "type cache fetches each step's model from its URI: it takes no claim"))
-	}
-	c := ms.Cache
-	if c == nil {
-		return errs
-	}
-	cp := mp.Child("cache")
-	if c.HostPath != "" && (!path.IsAbs(c.HostPath) || path.Clean(c.HostPath) != c.HostPath || c.HostPath == "/") {
-		errs = append(errs, field.Invalid(cp.Child("hostPath"), c.HostPath, "must be a clean absolute directory other than /"))
-	}
-	if c.MaxSize != nil && c.MaxSize.Sign() <= 0 {
-		errs = append(errs, field.Invalid(cp.Child("maxSize"), c.MaxSize.String(), "must be greater than zero"))
 	}
 	return errs
 }
@@ -348,7 +337,8 @@ func NameClashes(p *inferencev1alpha1.Pipeline, others []inferencev1alpha1.Pipel
 
 // ValidateUpdate checks what may not change: the model storage.
 func ValidateUpdate(old, p *inferencev1alpha1.Pipeline) field.ErrorList {
-	if !apiequality.Semantic.DeepEqual(old.Spec.ModelStorage, p.Spec.ModelStorage) {
+	om, nm := old.Spec.ModelStorage, p.Spec.ModelStorage
+	if om.Type != nm.Type || (nm.Type != inferencev1alpha1.StorageCache && !apiequality.Semantic.DeepEqual(om, nm)) {
 		return field.ErrorList{field.Invalid(field.NewPath("spec", "modelStorage"), "",
 			"spec.modelStorage is immutable: create a new pipeline to move its models")}
 	}

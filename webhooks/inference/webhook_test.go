@@ -141,20 +141,20 @@ func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 			p.Spec.ModelStorage.CSIParameter = map[string]string{"server": "nfs", "share": "/m"}
 		}, "spec.modelStorage.csiParameter", ""},
 		"cache settings on an nfs share": {func(p *inferencev1alpha1.Pipeline) {
-			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{HostPath: "/var/lib/models"}
+			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{S3SecretName: "store"}
 		}, "spec.modelStorage.cache", "spec.modelStorage.cache"},
-		"cache directory not absolute": {func(p *inferencev1alpha1.Pipeline) {
+		"cache with a claim": {func(p *inferencev1alpha1.Pipeline) {
 			cached(p)
-			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{HostPath: "models"}
-		}, "spec.modelStorage.cache.hostPath", "spec.modelStorage.cache.hostPath"},
-		"cache directory not clean": {func(p *inferencev1alpha1.Pipeline) {
+			p.Spec.ModelStorage.ClaimName = "models"
+		}, "spec.modelStorage.claimName", ""},
+		"s3 Secret name not a DNS subdomain": {func(p *inferencev1alpha1.Pipeline) {
 			cached(p)
-			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{HostPath: "/var/lib/../../etc"}
-		}, "spec.modelStorage.cache.hostPath", ""},
-		"cache bound of zero": {func(p *inferencev1alpha1.Pipeline) {
+			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{S3SecretName: "Store_1"}
+		}, "spec.modelStorage.cache.s3SecretName", "spec.modelStorage.cache.s3SecretName"},
+		"cached model with a presigned URL": {func(p *inferencev1alpha1.Pipeline) {
 			cached(p)
-			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{MaxSize: ptr.To(resource.MustParse("0"))}
-		}, "spec.modelStorage.cache.maxSize", ""},
+			p.Spec.Steps[0].Model = "https://bucket.s3.amazonaws.com/m.onnx?X-Amz-Signature=abc"
+		}, "spec.steps[0].model", ""},
 		"cached model given as a path": {func(p *inferencev1alpha1.Pipeline) {
 			cached(p)
 			p.Spec.Steps[1].Model = "models/face"

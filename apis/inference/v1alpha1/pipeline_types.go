@@ -21,25 +21,15 @@ const (
 	StorageCache StorageType = "cache"
 )
 
-// ModelCache is the cache on each node that steps fetch their models into (type cache). A model is fetched once per
-// node: a restarted step, or another step on the node with the same model, starts from the cache. An init
-// container of the step runs the fetch, with the pipeline controller's own image.
+// ModelCache is how steps fetch their models into the cache on their nodes (type cache). A model is fetched once per
+// node: a restarted step, or another step of the namespace on the node with the same model, starts from the cache.
+// An init container of the step runs the fetch, with the pipeline controller's own image. Where the cache is on
+// the nodes, and how much it holds, the cluster's operators set (the chart's pipelineController.modelCache); each
+// namespace has a cache of its own.
 type ModelCache struct {
-	// HostPath is the cache's directory on each node. Defaults to /var/lib/keelson/models. A pod that mounts a
-	// hostPath needs a namespace whose Pod Security level is privileged.
-	// +optional
-	// +kubebuilder:default="/var/lib/keelson/models"
-	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^/.*$`
-	HostPath string `json:"hostPath,omitempty"`
-	// MaxSize bounds what the cache holds on each node: past it, the models used least recently are evicted (never
-	// the one a step just fetched). Defaults to 50Gi.
-	// +optional
-	// +kubebuilder:default="50Gi"
-	MaxSize *resource.Quantity `json:"maxSize,omitempty"`
 	// S3SecretName names a Secret in the pipeline's namespace that says how s3:// models are reached, by key:
-	// endpoint (host[:port], required for s3), region, accessKeyID and secretAccessKey (both, or neither for
-	// anonymous access), sessionToken, insecure ("true" speaks plain HTTP).
+	// endpoint (host[:port], or an http(s):// URL; required for s3), region (defaults to us-east-1), accessKeyID
+	// and secretAccessKey (both, or neither for anonymous access), sessionToken, insecure ("true" speaks plain HTTP).
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
@@ -54,7 +44,7 @@ type ModelCache struct {
 type ModelStorage struct {
 	// Type is nfs, pvc or cache.
 	Type StorageType `json:"type"`
-	// Cache is the node-local cache steps fetch their models into (type cache).
+	// Cache says how steps fetch their models into the node-local cache (type cache).
 	// +optional
 	Cache *ModelCache `json:"cache,omitempty"`
 	// CSIParameter holds the NFS share (the seed's form): server and share, plus any other volume attributes the
@@ -149,7 +139,8 @@ type Step struct {
 	// Model is the step's model, which the step finds at MODEL_PATH. With storage nfs or pvc, its path under the
 	// share, mounted at /models: relative, no ".." segment. With storage cache, its URI: http(s)://host/file (an
 	// archive, .tar, .tar.gz, .tgz or .zip, is unpacked) or s3://bucket/prefix (one object, or all below the
-	// prefix), optionally pinned to its content with #sha256=<hex>; MODEL_PATH is then /models/model.
+	// prefix), optionally pinned to its content with #sha256=<hex>; the step finds it at /models too, as links to
+	// the files and directories at its top.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Model string `json:"model,omitempty"`
@@ -204,8 +195,8 @@ type Step struct {
 
 // PipelineSpec is the desired pipeline.
 type PipelineSpec struct {
-	// ModelStorage is where the models live. Immutable.
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.modelStorage is immutable: create a new pipeline to move its models"
+	// ModelStorage is where the models live. Immutable, but for the cache settings of type cache.
+	// +kubebuilder:validation:XValidation:rule="self.type == oldSelf.type && (self.type == 'cache' || self == oldSelf)",message="spec.modelStorage is immutable: create a new pipeline to move its models"
 	ModelStorage ModelStorage `json:"modelStorage"`
 	// Steps of the pipeline, in order. The first step without a predecessor is the entry (status.url).
 	// +kubebuilder:validation:MinItems=1

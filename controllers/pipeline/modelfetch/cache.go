@@ -1,6 +1,7 @@
 package modelfetch
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -8,7 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -20,8 +20,10 @@ type entry struct {
 	// Validators are what the source said of the content when it was fetched (HTTP ETag and Last-Modified, each
 	// S3 object's ETag): asked again, an unchanged source says the same.
 	Validators map[string]string `json:"validators,omitempty"`
-	Fetched    time.Time         `json:"fetched"`
-	LastUsed   time.Time         `json:"lastUsed"`
+	// Fetched is when the source last gave this content (fetched, or found unchanged after a fetch of other
+	// content); LastUsed when a fetch last used it.
+	Fetched  time.Time `json:"fetched"`
+	LastUsed time.Time `json:"lastUsed"`
 
 	// dir is the entry's directory (not stored).
 	dir string
@@ -31,7 +33,8 @@ const (
 	entryFile = "entry.json"
 	modelDir  = "model"
 	tmpDir    = ".tmp"
-	lockFile  = ".lock"
+	// evictLock is held while entries are evicted; each key's own lock (<key>.lock) while a fetch of it runs.
+	evictLock = ".evict.lock"
 )
 
 // modelPath is the entry's model directory.
@@ -40,35 +43,29 @@ func (e *entry) modelPath() string { return filepath.Join(e.dir, modelDir) }
 // cache is the node-local model cache under root.
 type cache struct {
 	root string
-	// maxBytes bounds the models' total size; 0 is no bound.
+	// maxBytes bounds the models' total size; 0 is no bound. keepFor is how long an entry stays after its last
+	// use whatever the bound: a running step's model is not taken from under it.
 	maxBytes int64
+	keepFor  time.Duration
 	now      func() time.Time
 }
 
-// lock takes the cache's lock, held while one fetch looks up, downloads and installs: two steps starting on one
-// node with the same model download it once. It returns the unlock.
-func (c *cache) lock() (func(), error) {
+// lockKey takes the lock of one URI's entries, held while one fetch of it looks up, downloads and installs: two
+// steps starting together on one node with the same model download it once; fetches of other models go on.
+func (c *cache) lockKey(ctx context.Context, key string) (func(), error) {
 	if err := os.MkdirAll(filepath.Join(c.root, tmpDir), 0o755); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(c.root, lockFile), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		_ = f.Close()
-		return nil, err
-	}
-	return func() { _ = f.Close() }, nil // closing the file releases the lock
+	return lockFile(ctx, filepath.Join(c.root, key+".lock"))
 }
 
-// entryDir is where the entry of a source with a digest lives.
-func (c *cache) entryDir(s Source, digest string) string {
-	return filepath.Join(c.root, s.key(), strings.TrimPrefix(digest, "sha256:"))
+// entryDir is where the entry of a key with a digest lives.
+func (c *cache) entryDir(key, digest string) string {
+	return filepath.Join(c.root, key, strings.TrimPrefix(digest, "sha256:"))
 }
 
-// read reads one entry; a directory without a readable entry.json (a crash between rename and write cannot make
-// one: entry.json is written before the rename) is no entry.
+// read reads one entry; a directory without a readable entry.json (a leftover: entry.json is written before the
+// install's rename) is no entry.
 func (c *cache) read(dir string) (*entry, bool) {
 	b, err := os.ReadFile(filepath.Join(dir, entryFile))
 	if err != nil {
@@ -82,18 +79,15 @@ func (c *cache) read(dir string) (*entry, bool) {
 	return &e, true
 }
 
-// pinned returns the entry of a source pinned to a digest, if the cache holds it.
-func (c *cache) pinned(s Source) (*entry, bool) { return c.read(c.entryDir(s, s.Digest)) }
-
-// newest returns the most recently fetched entry of a source's URI, if any.
-func (c *cache) newest(s Source) (*entry, bool) {
-	dirs, err := os.ReadDir(filepath.Join(c.root, s.key()))
+// newest returns the entry of a key whose content the source gave last, if any.
+func (c *cache) newest(key, uri string) (*entry, bool) {
+	dirs, err := os.ReadDir(filepath.Join(c.root, key))
 	if err != nil {
 		return nil, false
 	}
 	var best *entry
 	for _, d := range dirs {
-		if e, ok := c.read(filepath.Join(c.root, s.key(), d.Name())); ok && e.URI == s.URI && (best == nil || e.Fetched.After(best.Fetched)) {
+		if e, ok := c.read(filepath.Join(c.root, key, d.Name())); ok && e.URI == uri && (best == nil || e.Fetched.After(best.Fetched)) {
 			best = e
 		}
 	}
@@ -107,12 +101,13 @@ func (c *cache) touch(e *entry) error {
 }
 
 // install moves a completed download (staged: its model directory beside a written entry.json) into place. If the
-// same content is there already, the download is dropped and the existing entry used.
-func (c *cache) install(staged string, e *entry, s Source) (*entry, error) {
-	dest := c.entryDir(s, e.Digest)
+// same content is there already (an earlier version back at the source), the download is dropped and the
+// existing entry becomes the newest.
+func (c *cache) install(staged, key string, e *entry) (*entry, error) {
+	dest := c.entryDir(key, e.Digest)
 	if existing, ok := c.read(dest); ok {
 		_ = os.RemoveAll(staged)
-		existing.Validators = e.Validators // what the source says now
+		existing.Validators, existing.Fetched = e.Validators, e.Fetched
 		return existing, c.touch(existing)
 	}
 	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
@@ -123,47 +118,54 @@ func (c *cache) install(staged string, e *entry, s Source) (*entry, error) {
 		return nil, err
 	}
 	e.dir = dest
-	return e, nil
+	return e, syncDir(filepath.Dir(dest))
 }
 
-// stage makes a fresh directory for a download under the cache's own temporary directory (same filesystem, so
-// the install is a rename). Leftovers of fetches that died are removed first.
-func (c *cache) stage() (string, error) {
+// stage makes a fresh directory for a download of key under the cache's own temporary directory (same filesystem,
+// so the install is a rename). The key's lock is held: leftovers of its fetches that died are removed first, and
+// no other fetch's are touched.
+func (c *cache) stage(key string) (string, error) {
 	tmp := filepath.Join(c.root, tmpDir)
-	if old, err := os.ReadDir(tmp); err == nil {
+	if old, err := filepath.Glob(filepath.Join(tmp, key+"-*")); err == nil {
 		for _, d := range old {
-			_ = os.RemoveAll(filepath.Join(tmp, d.Name())) // the lock is held: no other fetch is using it
+			_ = os.RemoveAll(d)
 		}
 	}
-	dir, err := os.MkdirTemp(tmp, "fetch-")
+	dir, err := os.MkdirTemp(tmp, key+"-")
 	if err != nil {
 		return "", err
 	}
 	return dir, os.Mkdir(filepath.Join(dir, modelDir), 0o755)
 }
 
-// evict removes entries, least recently used first, until the models fit the bound; keep is never removed. It
-// returns what it removed.
-func (c *cache) evict(keep *entry) ([]string, error) {
+// evict removes entries, least recently used first, until the models fit the bound. It never removes keep, an
+// entry used within keepFor, or an entry of a key another fetch holds (it is being used right now). It returns
+// what it removed.
+func (c *cache) evict(ctx context.Context, keep *entry, keepKey string) ([]string, error) {
 	if c.maxBytes <= 0 {
 		return nil, nil
 	}
-	var all []*entry
-	var total int64
-	uris, err := os.ReadDir(c.root)
+	unlock, err := lockFile(ctx, filepath.Join(c.root, evictLock))
 	if err != nil {
 		return nil, err
 	}
-	for _, u := range uris {
-		if !u.IsDir() || strings.HasPrefix(u.Name(), ".") {
+	defer unlock()
+	var all []*entry
+	var total int64
+	keys, err := os.ReadDir(c.root)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		if !k.IsDir() || strings.HasPrefix(k.Name(), ".") {
 			continue
 		}
-		digests, err := os.ReadDir(filepath.Join(c.root, u.Name()))
+		digests, err := os.ReadDir(filepath.Join(c.root, k.Name()))
 		if err != nil {
 			continue
 		}
 		for _, d := range digests {
-			if e, ok := c.read(filepath.Join(c.root, u.Name(), d.Name())); ok {
+			if e, ok := c.read(filepath.Join(c.root, k.Name(), d.Name())); ok {
 				all = append(all, e)
 				total += e.Size
 			}
@@ -171,14 +173,26 @@ func (c *cache) evict(keep *entry) ([]string, error) {
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].LastUsed.Before(all[j].LastUsed) })
 	var removed []string
+	now := c.now()
 	for _, e := range all {
 		if total <= c.maxBytes {
 			break
 		}
-		if e.dir == keep.dir {
+		if e.dir == keep.dir || now.Sub(e.LastUsed) < c.keepFor {
 			continue
 		}
-		if err := os.RemoveAll(e.dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		key := filepath.Base(filepath.Dir(e.dir))
+		release := func() {}
+		if key != keepKey {
+			unlockKey, ok, err := tryLockFile(filepath.Join(c.root, key+".lock"))
+			if err != nil || !ok {
+				continue // a fetch of that model runs now
+			}
+			release = unlockKey
+		}
+		err := os.RemoveAll(e.dir)
+		release()
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return removed, err
 		}
 		total -= e.Size
@@ -187,17 +201,39 @@ func (c *cache) evict(keep *entry) ([]string, error) {
 	return removed, nil
 }
 
-// writeEntryFile writes entry.json into dir, atomically.
+// writeEntryFile writes entry.json into dir, atomically and durably: a power loss leaves the old file or the new.
 func writeEntryFile(dir string, e *entry) error {
 	b, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
 		return err
 	}
 	tmp := filepath.Join(dir, entryFile+".tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
 		return err
 	}
 	return os.Rename(tmp, filepath.Join(dir, entryFile))
+}
+
+// syncDir makes a directory's entries (a rename into it) durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = d.Close() }()
+	return d.Sync()
 }
 
 // dirSize is the total size of the regular files under dir.

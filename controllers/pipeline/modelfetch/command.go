@@ -42,7 +42,9 @@ func Main(args []string, out io.Writer) int {
 	uri := fs.String("uri", "", "the model's URI: http(s)://…, s3://bucket/prefix, optionally #sha256=<hex>")
 	cacheDir := fs.String("cache-dir", "", "the node-local cache's root")
 	maxSize := fs.String("cache-max-size", "0", "the models the cache may hold before it evicts the least recently used (a quantity, 0: no bound)")
-	link := fs.String("link", "", "a symbolic link to create, pointing at the model's directory in the cache")
+	links := fs.String("links-dir", "", "a directory to fill with a link to each file and directory at the top of the model "+
+		"(the step's MODEL_PATH): the model appears there as it would on a share")
+	keepFor := fs.Duration("keep-for", 24*time.Hour, "how long a model stays in the cache after its last use, whatever the bound")
 	resultFile := fs.String("result-file", "/dev/termination-log", "where the result goes, as JSON")
 	timeout := fs.Duration("timeout", 30*time.Minute, "how long the fetch may take")
 	s3Endpoint := fs.String("s3-endpoint", "", "the S3-compatible store's host[:port]")
@@ -71,10 +73,9 @@ func Main(args []string, out io.Writer) int {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	res, err := Fetch(ctx, *uri, Options{CacheDir: *cacheDir, MaxBytes: limit.Value(), S3: s3})
-	if err == nil && *link != "" {
-		err = relink(*link, res.Path)
-		if err != nil {
+	res, err := Fetch(ctx, *uri, Options{CacheDir: *cacheDir, MaxBytes: limit.Value(), KeepFor: *keepFor, S3: s3})
+	if err == nil && *links != "" {
+		if err = linkEntries(*links, res.Path); err != nil {
 			res.Reason, res.Message = ReasonOf(err), err.Error()
 		}
 	}
@@ -120,25 +121,35 @@ func s3Config(endpoint, region string, insecure bool, dir string) (S3Config, err
 	return c, nil
 }
 
-// relink points the link at target, replacing what was there (the pod's previous run made it).
-func relink(link, target string) error {
-	tmp := link + ".new"
-	_ = os.Remove(tmp)
-	if err := os.Symlink(target, tmp); err != nil {
+// linkEntries fills dir with a link to each entry at the top of target, after removing the links a previous run
+// of the pod left (a restarted pod keeps its emptyDir). Anything in dir that is not a link is left alone.
+func linkEntries(dir, target string) error {
+	old, err := os.ReadDir(dir)
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, link)
+	for _, e := range old {
+		if e.Type()&os.ModeSymlink != 0 {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	entries, err := os.ReadDir(target)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.Symlink(filepath.Join(target, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // report writes the result and returns the exit code.
 func report(out io.Writer, resultFile string, res Result, err error) int {
-	if len(res.Message) > maxMessage/2 {
-		res.Message = res.Message[:maxMessage/2] + "…"
-	}
-	b, jerr := json.Marshal(res)
-	if jerr != nil {
-		b = []byte(fmt.Sprintf(`{"reason":%q}`, ReasonFailed))
-	}
+	b := fitResult(res)
 	_, _ = fmt.Fprintln(out, string(b))
 	if resultFile != "" {
 		if werr := os.WriteFile(resultFile, b, 0o644); werr != nil {
@@ -149,4 +160,32 @@ func report(out io.Writer, resultFile string, res Result, err error) int {
 		return 1
 	}
 	return 0
+}
+
+// fitResult is the result as JSON in at most maxMessage bytes (the kubelet keeps the last 4096 bytes of a
+// termination message: a longer one would lose its start, and the controller could not read it). The message is
+// cut first, then the URI.
+func fitResult(res Result) []byte {
+	for {
+		b, err := json.Marshal(res)
+		switch {
+		case err != nil:
+			return []byte(fmt.Sprintf(`{"reason":%q}`, ReasonFailed))
+		case len(b) <= maxMessage:
+			return b
+		case res.Message != "":
+			res.Message = cut(res.Message)
+		default:
+			res.URI = cut(res.URI)
+		}
+	}
+}
+
+// cut is s with its second half replaced by "…", between characters.
+func cut(s string) string {
+	r := []rune(s)
+	if len(r) <= 2 {
+		return "" // "…" would make it no shorter
+	}
+	return string(r[:len(r)/2]) + "…"
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -14,11 +15,14 @@ func TestCommand(t *testing.T) {
 	srv, ts := newModelServer(t)
 	srv.set("/m.onnx", []byte("onnx"))
 	dir := t.TempDir()
-	resultFile, link := filepath.Join(dir, "result"), filepath.Join(dir, "model")
+	resultFile, links := filepath.Join(dir, "result"), filepath.Join(dir, "models")
+	if err := os.Mkdir(links, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	args := []string{"--uri", ts.URL + "/m.onnx", "--cache-dir", filepath.Join(dir, "cache"), "--cache-max-size", "1Gi",
-		"--link", link, "--result-file", resultFile}
+		"--links-dir", links, "--result-file", resultFile}
 	var out bytes.Buffer
-	for run := range 2 { // the second run is a restart of the pod: the link is replaced, the cache hit
+	for run := range 2 { // the second run is a restart of the pod: the links are made again, the cache hit
 		if code := Main(args, &out); code != 0 {
 			t.Fatalf("run %d: exit %d: %s", run, code, out.String())
 		}
@@ -27,7 +31,7 @@ func TestCommand(t *testing.T) {
 		if err != nil || json.Unmarshal(b, &res) != nil || res.CacheHit != (run == 1) || res.Digest == "" {
 			t.Fatalf("run %d: result %s, %v", run, b, err)
 		}
-		if got, err := os.ReadFile(filepath.Join(link, "m.onnx")); err != nil || string(got) != "onnx" {
+		if got, err := os.ReadFile(filepath.Join(links, "m.onnx")); err != nil || string(got) != "onnx" {
 			t.Fatalf("run %d: through the link: %q, %v", run, got, err)
 		}
 	}
@@ -65,5 +69,19 @@ func TestS3Config(t *testing.T) {
 	}
 	if _, err := s3Config("", "", false, dir); err == nil {
 		t.Fatal("an access key without its secret key was taken")
+	}
+}
+
+// The result fits the 4096 bytes of a termination message whatever its message and URI, and stays JSON.
+func TestFitResult(t *testing.T) {
+	long := Result{URI: "https://h/" + strings.Repeat("&", 3000), Reason: ReasonNotFound, Message: strings.Repeat("é\"", 5000)}
+	b := fitResult(long)
+	var back Result
+	if len(b) > maxMessage || json.Unmarshal(b, &back) != nil || back.Reason != ReasonNotFound || back.URI == "" {
+		t.Fatalf("%d bytes: %.200s", len(b), b)
+	}
+	short := Result{URI: "https://h/m", Digest: "sha256:ab"}
+	if got := fitResult(short); !strings.Contains(string(got), `"digest":"sha256:ab"`) {
+		t.Fatalf("a short result was changed: %s", got)
 	}
 }

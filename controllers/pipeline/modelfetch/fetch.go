@@ -3,6 +3,7 @@ package modelfetch
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,10 +12,12 @@ import (
 
 // Options are where the cache is and how sources are reached.
 type Options struct {
-	// CacheDir is the cache's root on the node; MaxBytes bounds the models it holds (0: no bound).
+	// CacheDir is the cache's root on the node; MaxBytes bounds the models it holds (0: no bound), and a model
+	// larger than that is refused. KeepFor is how long an entry stays after its last use, whatever the bound.
 	CacheDir string
 	MaxBytes int64
-	// HTTPClient fetches http(s) models (http.DefaultClient when nil).
+	KeepFor  time.Duration
+	// HTTPClient fetches http(s) models (one with connect and response-header timeouts when nil).
 	HTTPClient *http.Client
 	// S3 reaches s3 models.
 	S3 S3Config
@@ -25,6 +28,7 @@ type Options struct {
 // Fetch makes the model at uri available in the cache and returns where, and how it got there. A failed fetch
 // returns a Result whose Reason says why, and the error.
 func Fetch(ctx context.Context, uri string, o Options) (Result, error) {
+	start := time.Now()
 	src, err := Parse(uri)
 	if err != nil {
 		return Result{URI: uri, Reason: ReasonInvalidURI, Message: err.Error()}, err
@@ -33,6 +37,7 @@ func Fetch(ctx context.Context, uri string, o Options) (Result, error) {
 	if err != nil {
 		res.Reason, res.Message = ReasonOf(err), err.Error()
 	}
+	res.Seconds = time.Since(start).Seconds()
 	return res, err
 }
 
@@ -41,9 +46,11 @@ func fetch(ctx context.Context, src Source, o Options) (Result, error) {
 	if now == nil {
 		now = time.Now
 	}
-	c := &cache{root: o.CacheDir, maxBytes: o.MaxBytes, now: now}
+	c := &cache{root: o.CacheDir, maxBytes: o.MaxBytes, keepFor: o.KeepFor, now: now}
 	res := Result{URI: src.URI}
-	unlock, err := c.lock()
+	// Entries are the URI's as this fetch reaches it: an s3 URI names a bucket of the endpoint it is read from.
+	key := src.key(o.S3.Endpoint)
+	unlock, err := c.lockKey(ctx, key)
 	if err != nil {
 		return res, fmt.Errorf("locking the cache %s: %w", o.CacheDir, err)
 	}
@@ -51,24 +58,24 @@ func fetch(ctx context.Context, src Source, o Options) (Result, error) {
 
 	// A model pinned to its digest needs no question to its source once the cache holds it.
 	if src.Digest != "" {
-		if e, ok := c.pinned(src); ok {
+		if e, ok := c.read(c.entryDir(key, src.Digest)); ok {
 			return hit(c, e, res, "")
 		}
 	}
 	var cached *entry
 	if src.Digest == "" {
-		cached, _ = c.newest(src)
+		cached, _ = c.newest(key, src.URI)
 	}
 	r, err := remoteFor(src, o)
 	if err != nil {
 		return res, err
 	}
-	staged, err := c.stage()
+	staged, err := c.stage(key)
 	if err != nil {
 		return res, err
 	}
 	defer func() { _ = os.RemoveAll(staged) }() // nothing left once installed: the rename moved it
-	unchanged, d, err := r.fetch(ctx, cached, filepath.Join(staged, modelDir))
+	unchanged, d, err := r.fetch(ctx, cached, filepath.Join(staged, modelDir), o.MaxBytes)
 	switch {
 	case err != nil && cached != nil && ReasonOf(err) == ReasonUnreachable:
 		// The source cannot be asked (a network down, an air-gapped node): the copy the cache holds serves.
@@ -77,8 +84,6 @@ func fetch(ctx context.Context, src Source, o Options) (Result, error) {
 		return res, err
 	case unchanged:
 		return hit(c, cached, res, "")
-	case src.Digest != "" && d.digest != src.Digest:
-		return res, failed(ReasonChecksumMismatch, fmt.Errorf("%s: content digest %s, but the URI pins %s", src.URI, d.digest, src.Digest))
 	}
 	size, err := dirSize(filepath.Join(staged, modelDir))
 	if err != nil {
@@ -89,10 +94,10 @@ func fetch(ctx context.Context, src Source, o Options) (Result, error) {
 	if err := writeEntryFile(staged, e); err != nil {
 		return res, err
 	}
-	if e, err = c.install(staged, e, src); err != nil {
+	if e, err = c.install(staged, key, e); err != nil {
 		return res, err
 	}
-	if _, err := c.evict(e); err != nil {
+	if _, err := c.evict(ctx, e, key); err != nil {
 		return res, fmt.Errorf("evicting old models: %w", err)
 	}
 	res.Digest, res.Size, res.Path = e.Digest, e.Size, e.modelPath()
@@ -116,8 +121,17 @@ func remoteFor(src Source, o Options) (remote, error) {
 	default:
 		client := o.HTTPClient
 		if client == nil {
-			client = http.DefaultClient
+			client = defaultHTTPClient()
 		}
 		return httpRemote{client: client, src: src}, nil
 	}
+}
+
+// defaultHTTPClient bounds what a source that does not answer can cost: the connection and the wait for the
+// answer's headers, not the download (the fetch's own deadline bounds that).
+func defaultHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	t.ResponseHeaderTimeout = time.Minute
+	return &http.Client{Transport: t}
 }

@@ -233,12 +233,44 @@ func TestEvictionIsLeastRecentlyUsed(t *testing.T) {
 	if _, err := os.Stat(a.Path); err != nil {
 		t.Errorf("a, used since, was evicted: %v", err)
 	}
+	// An entry used within KeepFor stays whatever the bound: a running step's model is not taken from under it.
+	recent := o
+	recent.KeepFor = time.Hour
+	if _, err := Fetch(context.Background(), ts.URL+"/b.bin", recent); err != nil { // over the bound again
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(a.Path); err != nil {
+		t.Errorf("a, used minutes ago, was evicted though it is kept for an hour: %v", err)
+	}
+	// A model larger than the whole bound is refused before it fills the disk.
 	tiny := o
 	tiny.MaxBytes = 10
-	if res, err := Fetch(context.Background(), ts.URL+"/b.bin", tiny); err != nil || res.CacheHit {
+	if res, err := Fetch(context.Background(), ts.URL+"/b.bin?tiny", tiny); err == nil || res.Reason != ReasonTooLarge {
 		t.Fatalf("a model larger than the bound = %+v, %v", res, err)
-	} else if _, err := os.Stat(res.Path); err != nil {
-		t.Errorf("the model just fetched was evicted: %v", err)
+	}
+}
+
+// The same content back at the source (a rollback) is the entry the cache holds again: later fetches revalidate
+// it, rather than the newer content that was there meanwhile, and download nothing.
+func TestRollbackReusesTheEntry(t *testing.T) {
+	srv, ts := newModelServer(t)
+	o := Options{CacheDir: t.TempDir()}
+	uri := ts.URL + "/m.bin"
+	var v1 Result
+	for i, body := range []string{"v1", "v2", "v1"} {
+		srv.set("/m.bin", []byte(body))
+		res, err := Fetch(context.Background(), uri, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			v1 = res
+		}
+	}
+	before := srv.bodies.Load()
+	res, err := Fetch(context.Background(), uri, o)
+	if err != nil || !res.CacheHit || res.Digest != v1.Digest || srv.bodies.Load() != before {
+		t.Fatalf("after a rollback = %+v, %v; %d downloads more", res, err, srv.bodies.Load()-before)
 	}
 }
 
@@ -263,6 +295,7 @@ func TestS3Model(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	put("resnet/", "x") // a "folder" marker, as the consoles make (with a byte: the fake refuses an empty body)
 	put("resnet/weights/a.bin", "AAA")
 	put("resnet/config.json", "{}")
 	put("resnet-old/config.json", "old")

@@ -26,8 +26,8 @@ type download struct {
 // remote is a model's source.
 type remote interface {
 	// fetch downloads the model into dir unless the source still matches cached (nil when there is none to ask
-	// about): unchanged then, and nothing written.
-	fetch(ctx context.Context, cached *entry, dir string) (unchanged bool, d download, err error)
+	// about): unchanged then, and nothing written. A digest the URI pins is checked before anything is unpacked.
+	fetch(ctx context.Context, cached *entry, dir string, limit int64) (unchanged bool, d download, err error)
 }
 
 // httpRemote is a model served over HTTP(S): a file, or an archive that is unpacked.
@@ -36,7 +36,7 @@ type httpRemote struct {
 	src    Source
 }
 
-func (h httpRemote) fetch(ctx context.Context, cached *entry, dir string) (bool, download, error) {
+func (h httpRemote) fetch(ctx context.Context, cached *entry, dir string, limit int64) (bool, download, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.src.URI, nil)
 	if err != nil {
 		return false, download{}, failed(ReasonInvalidURI, err)
@@ -52,42 +52,61 @@ func (h httpRemote) fetch(ctx context.Context, cached *entry, dir string) (bool,
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
-		return false, download{}, failed(ReasonUnreachable, err)
+		return false, download{}, err // ReasonOf tells a network down from a certificate refused
 	}
 	defer func() { _ = resp.Body.Close() }()
-	switch {
-	case resp.StatusCode == http.StatusNotModified && cached != nil:
+	switch code := resp.StatusCode; {
+	case code == http.StatusNotModified && cached != nil:
 		return true, download{}, nil
-	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
+	case code == http.StatusNotFound || code == http.StatusGone:
 		return false, download{}, failed(ReasonNotFound, fmt.Errorf("%s: %s", h.src.URI, resp.Status))
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		return false, download{}, failed(ReasonForbidden, fmt.Errorf("%s: %s", h.src.URI, resp.Status))
-	case resp.StatusCode != http.StatusOK:
+	case code == http.StatusBadGateway || code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout:
+		// The source is down for now: as unreachable as a network that does not answer.
+		return false, download{}, failed(ReasonUnreachable, fmt.Errorf("%s: %s", h.src.URI, resp.Status))
+	case code != http.StatusOK:
 		return false, download{}, failed(ReasonFailed, fmt.Errorf("%s: %s", h.src.URI, resp.Status))
+	}
+	if limit > 0 && resp.ContentLength > limit {
+		return false, download{}, fmt.Errorf("%s: %w: %d bytes, the cache holds %d", h.src.URI, errTooLarge, resp.ContentLength, limit)
 	}
 	want, wantHash, err := announcedDigest(resp.Header)
 	if err != nil {
 		return false, download{}, failed(ReasonFailed, err)
 	}
 	file := filepath.Join(filepath.Dir(dir), "download")
-	sum, err := saveHashing(file, resp.Body, wantHash)
+	sum, err := saveHashing(file, resp.Body, wantHash, &budget{limit: limit})
 	if err != nil {
 		return false, download{}, err
 	}
 	if want != nil && !bytes.Equal(want, wantHash.Sum(nil)) {
 		return false, download{}, failed(ReasonChecksumMismatch, fmt.Errorf("%s: the content does not match the digest the server announced", h.src.URI))
 	}
-	if err := place(file, h.src.name(), dir); err != nil {
+	digest := "sha256:" + hex.EncodeToString(sum)
+	if err := checkPin(h.src, digest); err != nil {
+		return false, download{}, err
+	}
+	if err := place(file, h.src.name(), dir, limit); err != nil {
 		return false, download{}, err
 	}
 	v := map[string]string{}
+	// A weak ETag (W/…) would do as well for If-None-Match; kept as the server sent it.
 	if etag := resp.Header.Get("ETag"); etag != "" {
 		v["etag"] = etag
 	}
 	if lm := resp.Header.Get("Last-Modified"); lm != "" {
 		v["last-modified"] = lm
 	}
-	return false, download{digest: "sha256:" + hex.EncodeToString(sum), validators: v}, nil
+	return false, download{digest: digest, validators: v}, nil
+}
+
+// checkPin refuses content whose digest is not the one the URI pins, before it is unpacked or installed.
+func checkPin(src Source, digest string) error {
+	if src.Digest != "" && digest != src.Digest {
+		return failed(ReasonChecksumMismatch, fmt.Errorf("%s: content digest %s, but the URI pins %s", src.URI, digest, src.Digest))
+	}
+	return nil
 }
 
 // announcedDigest reads the SHA-256 digest a server announces for the content (Repr-Digest, RFC 9530, or the
@@ -109,28 +128,33 @@ func announcedDigest(h http.Header) ([]byte, hash.Hash, error) {
 	return nil, sha256.New(), nil
 }
 
-// saveHashing writes r into file and returns its SHA-256; also writes it into also (another hash to check).
-func saveHashing(file string, r io.Reader, also hash.Hash) ([]byte, error) {
+// saveHashing writes r into file, within the budget, durably, and returns its SHA-256; it also writes it into also
+// (another hash to check, or io.Discard).
+func saveHashing(file string, r io.Reader, also io.Writer, b *budget) ([]byte, error) {
 	f, err := os.Create(file)
 	if err != nil {
 		return nil, err
 	}
 	sum := sha256.New()
-	if _, err := io.Copy(io.MultiWriter(f, sum, also), r); err != nil {
+	if _, err := io.Copy(io.MultiWriter(b.writer(f), sum, also), r); err != nil {
 		_ = f.Close()
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return nil, failed(ReasonUnreachable, err)
 		}
 		return nil, err
 	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
 	return sum.Sum(nil), f.Close()
 }
 
-// place puts a downloaded file into the model directory: unpacked when its name says it is an archive, else as
-// it is, under its name.
-func place(file, name, dir string) error {
+// place puts a downloaded file into the model directory: unpacked (within limit) when its name says it is an
+// archive, else as it is, under its name.
+func place(file, name, dir string, limit int64) error {
 	if kind := archiveKind(name); kind != "" {
-		if err := unpack(kind, file, dir); err != nil {
+		if err := unpack(kind, file, dir, &budget{limit: limit}); err != nil {
 			return err
 		}
 		return os.Remove(file)

@@ -2,6 +2,8 @@ package modelfetch
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net"
 	"syscall"
@@ -17,6 +19,9 @@ const (
 	ReasonUnsafeArchive    = "UnsafeArchive"
 	ReasonCorruptArchive   = "CorruptArchive"
 	ReasonInvalidURI       = "InvalidURI"
+	ReasonTooLarge         = "TooLarge"
+	ReasonTLS              = "TLSFailed"
+	ReasonLockTimeout      = "LockTimeout"
 	ReasonFailed           = "FetchFailed"
 )
 
@@ -34,6 +39,9 @@ type Result struct {
 	CacheHit bool `json:"cacheHit"`
 	// Path is the model's directory in the cache.
 	Path string `json:"path,omitempty"`
+	// Seconds is how long the fetch took, in this process: for a cache hit, the lookup and the question to the
+	// source.
+	Seconds float64 `json:"seconds"`
 	// Reason and Message say why a fetch failed.
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
@@ -64,12 +72,30 @@ func ReasonOf(err error) string {
 		return ReasonDiskFull // before any other: a full disk also breaks a download or an unpacking midway
 	case errors.As(err, &fe):
 		return fe.reason
+	case errors.Is(err, errTooLarge):
+		return ReasonTooLarge
 	case errors.Is(err, errUnsafeArchive):
 		return ReasonUnsafeArchive
 	case errors.Is(err, errCorruptArchive):
 		return ReasonCorruptArchive
+	case tlsFailure(err):
+		// Before the network errors: a certificate no root vouches for is a configuration to fix, not a source
+		// down, and the cached copy must not paper over it.
+		return ReasonTLS
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &op), errors.As(err, &ne):
 		return ReasonUnreachable
 	}
 	return ReasonFailed
+}
+
+// tlsFailure reports whether err is a TLS handshake that failed: an unknown authority, an invalid or mismatched
+// certificate, a server that does not speak TLS.
+func tlsFailure(err error) bool {
+	var unknown x509.UnknownAuthorityError
+	var invalid x509.CertificateInvalidError
+	var host x509.HostnameError
+	var record tls.RecordHeaderError
+	var verify *tls.CertificateVerificationError
+	return errors.As(err, &unknown) || errors.As(err, &invalid) || errors.As(err, &host) || errors.As(err, &record) ||
+		errors.As(err, &verify)
 }

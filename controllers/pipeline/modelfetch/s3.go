@@ -2,10 +2,10 @@ package modelfetch
 
 import (
 	"context"
-	"crypto/md5" //nolint:gosec // S3's ETag of a single-part object is its MD5: checked, not trusted for security
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path"
@@ -38,13 +38,25 @@ func newS3Remote(cfg S3Config, src Source) (*s3Remote, error) {
 	if cfg.Endpoint == "" {
 		return nil, failed(ReasonInvalidURI, fmt.Errorf("%s: no S3 endpoint given", src.URI))
 	}
+	// An endpoint written as a URL says itself whether it speaks TLS.
+	endpoint, secure := cfg.Endpoint, !cfg.Insecure
+	if rest, ok := strings.CutPrefix(endpoint, "https://"); ok {
+		endpoint, secure = rest, true
+	} else if rest, ok := strings.CutPrefix(endpoint, "http://"); ok {
+		endpoint, secure = rest, false
+	}
+	endpoint = strings.TrimSuffix(endpoint, "/")
 	var creds *credentials.Credentials
 	if cfg.AccessKey != "" || cfg.SecretKey != "" {
 		creds = credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, cfg.SessionToken)
 	} else {
 		creds = credentials.NewStatic("", "", "", credentials.SignatureAnonymous)
 	}
-	c, err := minio.New(cfg.Endpoint, &minio.Options{Creds: creds, Secure: !cfg.Insecure, Region: cfg.Region})
+	region := cfg.Region
+	if region == "" {
+		region = "us-east-1" // else the client asks the bucket's location first, which many policies forbid
+	}
+	c, err := minio.New(endpoint, &minio.Options{Creds: creds, Secure: secure, Region: region})
 	if err != nil {
 		return nil, failed(ReasonInvalidURI, err)
 	}
@@ -56,7 +68,7 @@ type object struct {
 	key, name, etag string
 }
 
-func (s *s3Remote) fetch(ctx context.Context, cached *entry, dir string) (bool, download, error) {
+func (s *s3Remote) fetch(ctx context.Context, cached *entry, dir string, limit int64) (bool, download, error) {
 	objects, single, err := s.list(ctx)
 	if err != nil {
 		return false, download{}, err
@@ -68,17 +80,22 @@ func (s *s3Remote) fetch(ctx context.Context, cached *entry, dir string) (bool, 
 	if cached != nil && maps.Equal(cached.Validators, validators) {
 		return true, download{}, nil
 	}
+	b := &budget{limit: limit}
 	if single {
 		o := objects[0]
 		file := filepath.Join(filepath.Dir(dir), "download")
-		sum, err := s.get(ctx, o, file)
+		sum, err := s.get(ctx, o, file, b)
 		if err != nil {
 			return false, download{}, err
 		}
-		if err := place(file, o.name, dir); err != nil {
+		digest := "sha256:" + hex.EncodeToString(sum)
+		if err := checkPin(s.src, digest); err != nil {
 			return false, download{}, err
 		}
-		return false, download{digest: "sha256:" + hex.EncodeToString(sum), validators: validators}, nil
+		if err := place(file, o.name, dir, limit); err != nil {
+			return false, download{}, err
+		}
+		return false, download{digest: digest, validators: validators}, nil
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -92,15 +109,25 @@ func (s *s3Remote) fetch(ctx context.Context, cached *entry, dir string) (bool, 
 				return false, download{}, err
 			}
 		}
-		sum, err := s.get(ctx, o, filepath.Join(dir, filepath.FromSlash(o.name)))
+		sum, err := s.get(ctx, o, filepath.Join(dir, filepath.FromSlash(o.name)), b)
 		if err != nil {
 			return false, download{}, err
 		}
 		lines = append(lines, o.name+"\x00"+hex.EncodeToString(sum)+"\n")
 	}
+	all := prefixDigest(lines)
+	if err := checkPin(s.src, all); err != nil {
+		return false, download{}, err
+	}
+	return false, download{digest: all, validators: validators}, nil
+}
+
+// prefixDigest is the digest of a model of several objects: the SHA-256 of its objects' lines, "<name>\x00<sha256
+// hex>\n", sorted. The same files give the same digest, however they are stored.
+func prefixDigest(lines []string) string {
 	sort.Strings(lines)
-	all := sha256.Sum256([]byte(strings.Join(lines, "")))
-	return false, download{digest: "sha256:" + hex.EncodeToString(all[:]), validators: validators}, nil
+	sum := sha256.Sum256([]byte(strings.Join(lines, "")))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // list finds the model's objects: the object named by the prefix itself (single), else every object below it as a
@@ -122,8 +149,8 @@ func (s *s3Remote) list(ctx context.Context) ([]object, bool, error) {
 			exact = &object{key: info.Key, name: path.Base(info.Key), etag: info.ETag}
 		case strings.HasPrefix(info.Key, dirPrefix):
 			rel := strings.TrimPrefix(info.Key, dirPrefix)
-			if strings.HasSuffix(rel, "/") {
-				continue // a "directory" placeholder object
+			if rel == "" || strings.HasSuffix(rel, "/") {
+				continue // a "folder" marker object (the consoles and s3fs make them): no file
 			}
 			name, err := entryPath(rel)
 			if err != nil || name == "" {
@@ -142,25 +169,27 @@ func (s *s3Remote) list(ctx context.Context) ([]object, bool, error) {
 	return nil, false, failed(ReasonNotFound, fmt.Errorf("%s: no object there", s.src.URI))
 }
 
-// get downloads one object into file and returns its SHA-256. The object's MD5 is checked against its ETag when
-// the ETag is one (a single-part upload's).
-func (s *s3Remote) get(ctx context.Context, o object, file string) ([]byte, error) {
-	r, err := s.client.GetObject(ctx, s.src.Host, o.key, minio.GetObjectOptions{})
+// get downloads one object into file, within the budget, and returns its SHA-256. It asks for the object as listed
+// (its ETag): one overwritten meanwhile is a failed fetch, retried, never a mix of two versions. The ETag is not
+// checked as an MD5: objects encrypted with KMS or a customer's key, and multipart uploads, have ETags that are not.
+func (s *s3Remote) get(ctx context.Context, o object, file string, b *budget) ([]byte, error) {
+	opts := minio.GetObjectOptions{}
+	if o.etag != "" {
+		if err := opts.SetMatchETag(strings.Trim(o.etag, `"`)); err != nil {
+			return nil, err
+		}
+	}
+	r, err := s.client.GetObject(ctx, s.src.Host, o.key, opts)
 	if err != nil {
 		return nil, s3Failure(s.src, err)
 	}
 	defer func() { _ = r.Close() }()
-	sum := md5.New() //nolint:gosec // see the import
-	sha, err := saveHashing(file, r, sum)
+	sha, err := saveHashing(file, r, io.Discard, b)
 	if err != nil {
 		if resp := minio.ToErrorResponse(err); resp.Code != "" {
 			return nil, s3Failure(s.src, err)
 		}
 		return nil, err
-	}
-	etag := strings.Trim(o.etag, `"`)
-	if b, err := hex.DecodeString(etag); err == nil && len(b) == md5.Size && hex.EncodeToString(sum.Sum(nil)) != strings.ToLower(etag) {
-		return nil, failed(ReasonChecksumMismatch, fmt.Errorf("s3://%s/%s: the content does not match its ETag", s.src.Host, o.key))
 	}
 	return sha, nil
 }
@@ -172,6 +201,8 @@ func s3Failure(src Source, err error) error {
 		return failed(ReasonNotFound, fmt.Errorf("%s: %w", src.URI, err))
 	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken":
 		return failed(ReasonForbidden, fmt.Errorf("%s: %w", src.URI, err))
+	case "SlowDown", "InternalError", "ServiceUnavailable", "RequestTimeout":
+		return failed(ReasonUnreachable, fmt.Errorf("%s: %w", src.URI, err))
 	}
 	return fmt.Errorf("%s: %w", src.URI, err) // a network failure shows as one (ReasonOf)
 }

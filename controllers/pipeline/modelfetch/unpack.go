@@ -50,9 +50,10 @@ func entryPath(name string) (string, error) {
 	return clean, nil
 }
 
-// unpack extracts the archive at file (of the given kind) into dir. Only directories and regular files are
-// extracted, through an os.Root on dir, so no entry can be written outside it even if a check here missed one.
-func unpack(kind, file, dir string) error {
+// unpack extracts the archive at file (of the given kind) into dir, within the budget. Only directories and
+// regular files are extracted, through an os.Root on dir, so no entry can be written outside it even if a check
+// here missed one.
+func unpack(kind, file, dir string, b *budget) error {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return err
@@ -60,7 +61,7 @@ func unpack(kind, file, dir string) error {
 	defer func() { _ = root.Close() }()
 	switch kind {
 	case "zip":
-		return unpackZip(file, root)
+		return unpackZip(file, root, b)
 	case "tar", "tar.gz":
 		f, err := os.Open(file)
 		if err != nil {
@@ -76,7 +77,7 @@ func unpack(kind, file, dir string) error {
 			defer func() { _ = gz.Close() }()
 			r = gz
 		}
-		return unpackTar(tar.NewReader(r), root)
+		return unpackTar(tar.NewReader(r), root, b)
 	}
 	return fmt.Errorf("unknown archive kind %q", kind)
 }
@@ -84,7 +85,7 @@ func unpack(kind, file, dir string) error {
 // errCorruptArchive is an archive that cannot be read.
 var errCorruptArchive = errors.New("corrupt archive")
 
-func unpackTar(tr *tar.Reader, root *os.Root) error {
+func unpackTar(tr *tar.Reader, root *os.Root, b *budget) error {
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -92,6 +93,9 @@ func unpackTar(tr *tar.Reader, root *os.Root) error {
 		}
 		if err != nil {
 			return fmt.Errorf("%w: %w", errCorruptArchive, err)
+		}
+		if h.Typeflag == tar.TypeXGlobalHeader {
+			continue // a pax global header (git archive writes one): metadata, no file
 		}
 		name, err := entryPath(h.Name)
 		if err != nil {
@@ -105,7 +109,7 @@ func unpackTar(tr *tar.Reader, root *os.Root) error {
 				}
 			}
 		case tar.TypeReg:
-			if err := writeEntry(root, name, tr, h.FileInfo().Mode()); err != nil {
+			if err := writeEntry(root, name, tr, h.FileInfo().Mode(), b); err != nil {
 				return err
 			}
 		case tar.TypeSymlink, tar.TypeLink:
@@ -117,7 +121,7 @@ func unpackTar(tr *tar.Reader, root *os.Root) error {
 	}
 }
 
-func unpackZip(file string, root *os.Root) error {
+func unpackZip(file string, root *os.Root, b *budget) error {
 	zr, err := zip.OpenReader(file)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errCorruptArchive, err)
@@ -141,7 +145,7 @@ func unpackZip(file string, root *os.Root) error {
 			if err != nil {
 				return fmt.Errorf("%w: %w", errCorruptArchive, err)
 			}
-			err = writeEntry(root, name, rc, mode)
+			err = writeEntry(root, name, rc, mode, b)
 			_ = rc.Close()
 			if err != nil {
 				return err
@@ -153,8 +157,9 @@ func unpackZip(file string, root *os.Root) error {
 	return nil
 }
 
-// writeEntry writes one file of an archive, its parents made as needed; the file keeps its executable bits only.
-func writeEntry(root *os.Root, name string, r io.Reader, mode fs.FileMode) error {
+// writeEntry writes one file of an archive within the budget, its parents made as needed; the file keeps its
+// executable bits only.
+func writeEntry(root *os.Root, name string, r io.Reader, mode fs.FileMode, b *budget) error {
 	if name == "" {
 		return fmt.Errorf("%w: a file entry without a name", errUnsafeArchive)
 	}
@@ -170,9 +175,16 @@ func writeEntry(root *os.Root, name string, r io.Reader, mode fs.FileMode) error
 		}
 		return err
 	}
-	if _, err := io.Copy(f, r); err != nil {
+	if _, err := io.Copy(b.writer(f), r); err != nil {
 		_ = f.Close()
+		if errors.Is(err, errTooLarge) {
+			return err
+		}
 		return fmt.Errorf("%w: %w", errCorruptArchive, err)
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return err
 	}
 	return f.Close()
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -79,7 +80,7 @@ func unpackBytes(t *testing.T, kind string, b []byte) (string, error) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return dir, unpack(kind, file, dir)
+	return dir, unpack(kind, file, dir, nil)
 }
 
 func TestUnpack(t *testing.T) {
@@ -125,5 +126,52 @@ func TestUnpackRefusesUnsafeArchives(t *testing.T) {
 	}
 	if _, err := unpackBytes(t, "tar.gz", []byte("not gzip")); ReasonOf(err) != ReasonCorruptArchive {
 		t.Errorf("a corrupt archive: %v", err)
+	}
+}
+
+// A tarball made by git archive opens with a pax global header (metadata, no file): it unpacks.
+func TestUnpackSkipsPaxGlobalHeaders(t *testing.T) {
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeXGlobalHeader, Name: "pax_global_header",
+		PAXRecords: map[string]string{"comment": "0123abc"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.WriteHeader(&tar.Header{Name: "m/w.bin", Mode: 0o644, Size: 1, Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write([]byte("w")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := unpackBytes(t, "tar.gz", buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "m", "w.bin")); err != nil || string(b) != "w" {
+		t.Fatalf("w.bin = %q, %v", b, err)
+	}
+}
+
+// An archive that unpacks to more than the cache may hold is refused as too large, not half written.
+func TestUnpackStopsAtTheBound(t *testing.T) {
+	archive := tarGz(t, file{name: "a.bin", body: strings.Repeat("a", 600)}, file{name: "b.bin", body: strings.Repeat("b", 600)})
+	tmp := t.TempDir()
+	f := filepath.Join(tmp, "archive")
+	if err := os.WriteFile(f, archive, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "model")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unpack("tar.gz", f, dir, &budget{limit: 1000}); ReasonOf(err) != ReasonTooLarge {
+		t.Fatalf("unpacking 1200 bytes within 1000: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -48,6 +49,12 @@ func Parse(raw string) (Source, error) {
 		if u.User != nil {
 			return Source{}, fmt.Errorf("credentials in the URI would show in the pod spec: serve the model without them")
 		}
+		for name := range u.Query() {
+			if slices.Contains(signatureParams, strings.ToLower(name)) {
+				return Source{}, fmt.Errorf("query parameter %q carries credentials (a presigned URL): they would show in the "+
+					"pod spec and status, and expire; use s3:// with a Secret, or serve the model without them", name)
+			}
+		}
 		s.Path = u.EscapedPath()
 		if s.Path == "" || strings.HasSuffix(s.Path, "/") {
 			return Source{}, fmt.Errorf("%s URI must name a file or archive, not a directory", u.Scheme)
@@ -77,11 +84,20 @@ func Parse(raw string) (Source, error) {
 	return s, nil
 }
 
-// key is the cache directory of a URI's entries.
-func (s Source) key() string {
-	sum := sha256.Sum256([]byte(s.URI))
+// key is the cache directory of a URI's entries, as read from endpoint (an s3 URI's store; "" for http).
+func (s Source) key(endpoint string) string {
+	id := s.URI
+	if s.Scheme == SchemeS3 {
+		id += "\n" + endpoint
+	}
+	sum := sha256.Sum256([]byte(id))
 	return hex.EncodeToString(sum[:16])
 }
+
+// signatureParams are query parameters that carry a presigned URL's credentials: they would show in the pod
+// spec, the status and the cache, and expire.
+var signatureParams = []string{"x-amz-signature", "x-amz-credential", "x-amz-security-token", "x-goog-signature",
+	"x-goog-credential", "signature", "sig", "token"}
 
 // name is the file a single downloaded file is stored as: the last segment of its path, unescaped unless that
 // would make it a path of its own ("%2F", "..").

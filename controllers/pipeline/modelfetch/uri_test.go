@@ -23,6 +23,9 @@ func TestParse(t *testing.T) {
 		{raw: "s3:///prefix", err: "without a bucket"},
 		{raw: "s3://bucket/p?versionId=1", err: "no query"},
 		{raw: "https://models.example/m.onnx#md5=abc", err: "#sha256="},
+		{raw: "https://bucket.s3.amazonaws.com/m.onnx?X-Amz-Signature=abc&X-Amz-Credential=x", err: "presigned"},
+		{raw: "https://storage.example/m.onnx?sig=abc", err: "presigned"},
+		{raw: "https://models.example/m.onnx?version=2", uri: "https://models.example/m.onnx?version=2", host: "models.example", path: "/m.onnx"},
 		{raw: "https://models.example/m.onnx#sha256=abc", err: "#sha256="},
 	} {
 		s, err := Parse(tc.raw)
