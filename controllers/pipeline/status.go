@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -267,7 +268,8 @@ func computeStatus(p *inferencev1alpha1.Pipeline, old inferencev1alpha1.Pipeline
 		if ok {
 			s = metav1.ConditionTrue
 		}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: p.Generation})
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: conditionMessage(msg),
+			ObservedGeneration: p.Generation})
 	}
 
 	// Storage.
@@ -389,4 +391,21 @@ func stepOf(st inferencev1alpha1.PipelineStatus, name string) (inferencev1alpha1
 		}
 	}
 	return inferencev1alpha1.StepStatus{}, false
+}
+
+// maxConditionMessage is the apiserver's bound on a condition's message, in bytes: a status with a longer one is
+// refused whole.
+const maxConditionMessage = 32768
+
+// conditionMessage is msg cut, between characters, to fit a condition (many steps failing with long URIs and
+// messages add up).
+func conditionMessage(msg string) string {
+	if len(msg) <= maxConditionMessage {
+		return msg
+	}
+	cut := maxConditionMessage - len("…")
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "…"
 }
