@@ -181,14 +181,7 @@ func (in *injector) holdFor(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return sleepUntil(ctx, time.Now().Add(d))
 }
 
 // wake sends SIGCONT to a frozen pod, even when the run was interrupted meanwhile: a pod is never left frozen. A
