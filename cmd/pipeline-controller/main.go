@@ -36,7 +36,9 @@ func main() {
 		SetupControllers: func(mgr ctrl.Manager, _ manager.Options) error {
 			fetch, err := pipeline.ModelFetchFromEnv(os.Getenv)
 			if err != nil {
-				return err
+				// Only the pipelines of storage cache need it: they fail with the reason, the others run.
+				fetch.Problem = err.Error()
+				ctrl.Log.Error(err, "Fetching models into the nodes' caches is off")
 			}
 			return (&pipeline.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ModelFetch: fetch}).SetupWithManager(mgr)
 		},

@@ -52,10 +52,11 @@ func (r *Reconciler) syncChildren(ctx context.Context, p *inferencev1alpha1.Pipe
 	for i := range p.Spec.Steps {
 		name := StepName(p.Spec.Steps, i)
 		names[name] = true
-		if p.Spec.ModelStorage.Type == inferencev1alpha1.StorageCache && r.ModelFetch.Image == "" {
-			failures[name] = failure{ReasonApplyFailed, "the pipeline controller has no image to fetch models with: " +
-				"its " + EnvFetchImage + " is unset (the chart sets it)"}
-			continue
+		if p.Spec.ModelStorage.Type == inferencev1alpha1.StorageCache {
+			if msg := r.ModelFetch.problem(); msg != "" {
+				failures[name] = failure{ReasonApplyFailed, msg}
+				continue
+			}
 		}
 		d := DesiredDeployment(p, i, w, r.ModelFetch)
 		leaveReplicasTo(autoscalers[name], p.Spec.Steps[i], d)

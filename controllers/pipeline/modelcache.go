@@ -35,6 +35,7 @@ const (
 	EnvCacheMaxSize = "KEELSON_MODEL_CACHE_MAX_SIZE"
 
 	cacheVolume    = "model-cache"
+	modelVolume    = "model"
 	s3SecretVolume = "model-s3"
 	s3SecretPath   = "/var/run/secrets/keelson/model-s3"
 	// maxModelMessage bounds what a failed fetch's message adds to a step's status message.
@@ -47,14 +48,35 @@ const (
 type ModelFetch struct {
 	// Image runs pipeline-controller fetch-model: the controller's own.
 	Image string
-	// CacheDir is the cache's directory on each node; a namespace's cache is <CacheDir>/<namespace>.
+	// CacheDir is the cache's directory on each node; a namespace's cache is <CacheDir>/namespaces/<namespace>
+	// (below a directory of its own, so that no namespace's name can be a directory an operator's CacheDir holds).
 	CacheDir string
 	// MaxSize bounds one namespace's cache on a node.
 	MaxSize resource.Quantity
+	// Problem, when set, says why the controller cannot run fetches (its configuration is wrong): pipelines of
+	// storage cache fail with it, the others run.
+	Problem string
+}
+
+// problem says why the controller cannot run fetches, or "".
+func (f ModelFetch) problem() string {
+	switch {
+	case f.Problem != "":
+		return "the pipeline controller cannot fetch models: " + f.Problem
+	case f.Image == "":
+		return "the pipeline controller has no image to fetch models with: its " + EnvFetchImage + " is unset (the chart sets it)"
+	}
+	return ""
+}
+
+// cacheOf is a namespace's cache on the nodes.
+func (f ModelFetch) cacheOf(namespace string) string {
+	return path.Join(f.CacheDir, "namespaces", namespace)
 }
 
 // ModelFetchFromEnv reads the fetches' configuration from the controller's environment (EnvFetchImage,
-// EnvCacheDir, EnvCacheMaxSize), with the defaults for what is unset.
+// EnvCacheDir, EnvCacheMaxSize), with the defaults for what is unset. A wrong value is an error, which the
+// controller keeps as the configuration's Problem: it fails the pipelines of storage cache, not the controller.
 func ModelFetchFromEnv(getenv func(string) string) (ModelFetch, error) {
 	f := ModelFetch{Image: getenv(EnvFetchImage), CacheDir: getenv(EnvCacheDir)}
 	if f.CacheDir == "" {
@@ -78,12 +100,19 @@ func ModelFetchFromEnv(getenv func(string) string) (ModelFetch, error) {
 // withModelCache gives a step's pod its model from the namespace's cache on the node: the cache's hostPath and
 // /models (an emptyDir) for the links to the model, the fetch as an init container (f.Image; run as root to write
 // the node's directory, with no capability and a read-only root; the server's cpu and memory, so the pod's size
-// and QoS class stay the server's), and the server reading both, read-only, its MODEL_PATH /models as before.
+// and QoS class stay the server's), and the server reading /models and its model's directory of the cache, both
+// read-only, its MODEL_PATH /models as before.
 func withModelCache(pod *corev1.PodSpec, p *inferencev1alpha1.Pipeline, s inferencev1alpha1.Step, f ModelFetch) {
+	// The server mounts only its model's directory (its URI's key): not the models other steps of the namespace
+	// fetched, with credentials of their own.
+	key, _ := modelfetch.KeyOf(s.Model) // admission refused a URI that does not parse; the fetch says so otherwise
+	cache := f.cacheOf(p.Namespace)
 	pod.Volumes = []corev1.Volume{
 		{Name: modelsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: cacheVolume, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
-			Path: path.Join(f.CacheDir, p.Namespace), Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}},
+			Path: cache, Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}},
+		{Name: modelVolume, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+			Path: path.Join(cache, key), Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}},
 	}
 	args := []string{modelfetch.Command, "--uri", s.Model, "--cache-dir", CacheMountPath, "--cache-max-size", f.MaxSize.String(),
 		"--links-dir", ModelsMountPath}
@@ -106,7 +135,7 @@ func withModelCache(pod *corev1.PodSpec, p *inferencev1alpha1.Pipeline, s infere
 	}}
 	pod.Containers[0].VolumeMounts = []corev1.VolumeMount{
 		{Name: modelsVolume, MountPath: ModelsMountPath, ReadOnly: true},
-		{Name: cacheVolume, MountPath: CacheMountPath, ReadOnly: true},
+		{Name: modelVolume, MountPath: path.Join(CacheMountPath, key), ReadOnly: true},
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/pipeline"
+	"github.com/keelson-dev/keelson/controllers/pipeline/modelfetch"
 )
 
 const fetchImage = "registry.example/keelson/pipeline-controller:v1"
@@ -84,13 +85,19 @@ func TestModelCache(t *testing.T) {
 	s.g.Expect(fetch.SecurityContext.Privileged).To(BeNil())
 	hostPath := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.HostPath != nil })
 	s.g.Expect(hostPath).NotTo(Equal(-1))
-	s.g.Expect(pod.Volumes[hostPath].HostPath.Path).To(Equal("/data/models/"+s.ns), "each namespace has a cache of its own")
+	s.g.Expect(pod.Volumes[hostPath].HostPath.Path).To(Equal("/data/models/namespaces/"+s.ns), "each namespace has a cache of its own")
+	key, err := modelfetch.KeyOf(uri)
+	s.g.Expect(err).NotTo(HaveOccurred())
 	s.g.Expect(slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.PersistentVolumeClaim != nil })).To(BeFalse())
 	server := pod.Containers[0]
 	s.g.Expect(server.Env).To(ContainElement(corev1.EnvVar{Name: pipeline.EnvModelPath, Value: pipeline.ModelsMountPath}))
 	for _, m := range server.VolumeMounts {
 		s.g.Expect(m.ReadOnly).To(BeTrue(), "the server mounts %s writable", m.Name)
 	}
+	// The server mounts its model's directory of the cache only, at the path the fetch's links point into.
+	s.g.Expect(server.VolumeMounts).To(ContainElement(HaveField("MountPath", pipeline.CacheMountPath+"/"+key)))
+	s.g.Expect(server.VolumeMounts).NotTo(ContainElement(HaveField("MountPath", pipeline.CacheMountPath)))
+	s.g.Expect(pod.Volumes).To(ContainElement(HaveField("VolumeSource.HostPath.Path", "/data/models/namespaces/"+s.ns+"/"+key)))
 	var claims corev1.PersistentVolumeClaimList
 	s.g.Expect(env.Client.List(s.ctx, &claims, client.InNamespace(s.ns))).To(Succeed())
 	s.g.Expect(claims.Items).To(BeEmpty())

@@ -6,7 +6,8 @@
 //
 // It also serves models for the suites of pipelines whose models are fetched into a node's cache: GET
 // /models/<name>?size=N answers N bytes (1 MiB by default) that depend only on the name and size, with an ETag, and
-// 304 to a request that already holds it; /models-served counts the models it sent in full.
+// 304 to a request that already holds it; /models-served counts the models it sent in full. /model-files reads every
+// file of the model at $MODEL_PATH, following links, and lists them with their sizes.
 //
 // It listens on --listenPort or --port (a pipeline step's arguments), else $PORT, else 8080, and ignores every
 // other flag, since a pipeline step passes its model arguments along.
@@ -17,9 +18,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -54,6 +57,57 @@ func (m *modelServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, err := io.CopyN(w, pattern(sum[:]), size); err == nil {
 		m.served.Add(1)
 	}
+}
+
+// modelFiles reads every file of the model at dir, through the links a model cache leaves there, as this process's
+// user: a line "<path below dir> <bytes read>" each.
+func modelFiles(dir string) (string, error) {
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := os.Stat(p) // follows a link
+		if err != nil {
+			return err
+		}
+		if info.IsDir() {
+			if p != dir && d.Type()&fs.ModeSymlink != 0 {
+				target, err := filepath.EvalSymlinks(p) // WalkDir does not follow links: walk where it points
+				if err != nil {
+					return err
+				}
+				sub, err := modelFiles(target)
+				b.WriteString(prefixLines(sub, d.Name()+"/"))
+				return err
+			}
+			return nil
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		n, err := io.Copy(io.Discard, f)
+		_ = f.Close()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fmt.Fprintf(&b, "%s %d\n", rel, n)
+		return nil
+	})
+	return b.String(), err
+}
+
+// prefixLines puts prefix before every line of s.
+func prefixLines(s, prefix string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if l != "" {
+			b.WriteString(prefix + l)
+		}
+	}
+	return b.String()
 }
 
 // pattern is an endless reader of its bytes, repeated.
@@ -102,6 +156,14 @@ func main() {
 	host, _ := os.Hostname()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/model-files", func(w http.ResponseWriter, _ *http.Request) {
+		out, err := modelFiles(os.Getenv("MODEL_PATH"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		_, _ = fmt.Fprint(w, out)
+	})
 	models := &modelServer{}
 	mux.Handle("/models/", models)
 	mux.HandleFunc("/models-served", func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprintln(w, models.served.Load()) })

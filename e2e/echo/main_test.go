@@ -67,3 +67,26 @@ func TestModelServer(t *testing.T) {
 		t.Fatalf("a negative size: %d", bad.Code)
 	}
 }
+
+// The model's files are read through links, as a model cache leaves them: a link to a file and a link to a
+// directory.
+func TestModelFiles(t *testing.T) {
+	cache, dir := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(cache, "weights"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"config.json": "{}", "weights/a.bin": "aaa"} {
+		if err := os.WriteFile(filepath.Join(cache, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"config.json", "weights"} {
+		if err := os.Symlink(filepath.Join(cache, name), filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := modelFiles(dir)
+	if err != nil || got != "config.json 2\nweights/a.bin 3\n" {
+		t.Fatalf("modelFiles = %q, %v", got, err)
+	}
+}

@@ -28,7 +28,7 @@ const (
 	modelCacheNS   = "bench-model-cache"
 	modelCacheSize = 200 << 20
 	// modelCacheDir is the namespace's cache on the node (the chart's default directory).
-	modelCacheDir   = "/var/lib/keelson/models/" + modelCacheNS
+	modelCacheDir   = "/var/lib/keelson/models/namespaces/" + modelCacheNS
 	modelCacheImage = "localhost/keelson-echo:e2e"
 )
 

@@ -12,6 +12,7 @@ var errTooLarge = errors.New("the model is larger than the cache may hold")
 // budget counts the bytes a fetch writes, against a limit (none when 0): a download, or what an archive unpacks to.
 type budget struct {
 	limit, used int64
+	entries     int
 }
 
 // writer counts what goes through w against the budget.
@@ -34,4 +35,30 @@ func (l *limitedWriter) Write(p []byte) (int, error) {
 	n, err := l.w.Write(p)
 	l.b.used += int64(n)
 	return n, err
+}
+
+// Each file and directory an archive makes costs at least entryCost bytes of the budget (a block and an inode: an
+// archive of millions of empty files would fill a node's inodes for no bytes at all), and an archive makes at most
+// maxEntries of them.
+const (
+	entryCost  = 4096
+	maxEntries = 100000
+)
+
+// entry charges one file or directory of an archive.
+func (b *budget) entry() error {
+	if b == nil {
+		return nil
+	}
+	b.entries++
+	if b.entries > maxEntries {
+		return fmt.Errorf("%w: more than %d files and directories", errTooLarge, maxEntries)
+	}
+	if b.limit > 0 {
+		b.used += entryCost
+		if b.used > b.limit {
+			return fmt.Errorf("%w (%d bytes)", errTooLarge, b.limit)
+		}
+	}
+	return nil
 }

@@ -14,9 +14,11 @@ import (
 
 // entry is what the cache records of one model it holds (entry.json).
 type entry struct {
-	URI    string `json:"uri"`
-	Digest string `json:"digest"`
-	Size   int64  `json:"size"`
+	URI string `json:"uri"`
+	// Endpoint is the S3 store the content was read from ("" for http).
+	Endpoint string `json:"endpoint,omitempty"`
+	Digest   string `json:"digest"`
+	Size     int64  `json:"size"`
 	// Validators are what the source said of the content when it was fetched (HTTP ETag and Last-Modified, each
 	// S3 object's ETag): asked again, an unchanged source says the same.
 	Validators map[string]string `json:"validators,omitempty"`
@@ -59,9 +61,9 @@ func (c *cache) lockKey(ctx context.Context, key string) (func(), error) {
 	return lockFile(ctx, filepath.Join(c.root, key+".lock"))
 }
 
-// entryDir is where the entry of a key with a digest lives.
-func (c *cache) entryDir(key, digest string) string {
-	return filepath.Join(c.root, key, strings.TrimPrefix(digest, "sha256:"))
+// entryDir is where the entry of a source read from endpoint, with a digest, lives.
+func (c *cache) entryDir(src Source, endpoint, digest string) string {
+	return filepath.Join(c.root, src.key(), src.entryName(endpoint, digest))
 }
 
 // read reads one entry; a directory without a readable entry.json (a leftover: entry.json is written before the
@@ -79,15 +81,17 @@ func (c *cache) read(dir string) (*entry, bool) {
 	return &e, true
 }
 
-// newest returns the entry of a key whose content the source gave last, if any.
-func (c *cache) newest(key, uri string) (*entry, bool) {
+// newest returns the entry of the source, as read from endpoint, whose content the source gave last, if any.
+func (c *cache) newest(src Source, endpoint string) (*entry, bool) {
+	key := src.key()
 	dirs, err := os.ReadDir(filepath.Join(c.root, key))
 	if err != nil {
 		return nil, false
 	}
 	var best *entry
 	for _, d := range dirs {
-		if e, ok := c.read(filepath.Join(c.root, key, d.Name())); ok && e.URI == uri && (best == nil || e.Fetched.After(best.Fetched)) {
+		e, ok := c.read(filepath.Join(c.root, key, d.Name()))
+		if ok && e.URI == src.URI && e.Endpoint == endpoint && (best == nil || e.Fetched.After(best.Fetched)) {
 			best = e
 		}
 	}
@@ -103,8 +107,8 @@ func (c *cache) touch(e *entry) error {
 // install moves a completed download (staged: its model directory beside a written entry.json) into place. If the
 // same content is there already (an earlier version back at the source), the download is dropped and the
 // existing entry becomes the newest.
-func (c *cache) install(staged, key string, e *entry) (*entry, error) {
-	dest := c.entryDir(key, e.Digest)
+func (c *cache) install(staged string, src Source, e *entry) (*entry, error) {
+	dest := c.entryDir(src, e.Endpoint, e.Digest)
 	if existing, ok := c.read(dest); ok {
 		_ = os.RemoveAll(staged)
 		existing.Validators, existing.Fetched = e.Validators, e.Fetched
@@ -133,6 +137,10 @@ func (c *cache) stage(key string) (string, error) {
 	}
 	dir, err := os.MkdirTemp(tmp, key+"-")
 	if err != nil {
+		return "", err
+	}
+	// MkdirTemp makes it 0700, and it becomes the entry: the step's server may run as any user.
+	if err := os.Chmod(dir, 0o755); err != nil {
 		return "", err
 	}
 	return dir, os.Mkdir(filepath.Join(dir, modelDir), 0o755)
@@ -189,8 +197,13 @@ func (c *cache) evict(ctx context.Context, keep *entry, keepKey string) ([]strin
 				continue // a fetch of that model runs now
 			}
 			release = unlockKey
+			// Read again under its lock: a fetch may have used it since the listing.
+			if again, ok := c.read(e.dir); !ok || now.Sub(again.LastUsed) < c.keepFor {
+				release()
+				continue
+			}
 		}
-		err := os.RemoveAll(e.dir)
+		err := c.discard(e.dir, key)
 		release()
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return removed, err
@@ -199,6 +212,21 @@ func (c *cache) evict(ctx context.Context, keep *entry, keepKey string) ([]strin
 		removed = append(removed, e.URI+" "+e.Digest)
 	}
 	return removed, nil
+}
+
+// discard removes an entry of key: renamed into the cache's temporary directory first, so that an eviction cut
+// short leaves no half-removed entry that a fetch would take for a whole one (the next fetch of the key removes
+// the rest).
+func (c *cache) discard(dir, key string) error {
+	gone, err := os.MkdirTemp(filepath.Join(c.root, tmpDir), key+"-evicted-")
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(dir, filepath.Join(gone, "entry")); err != nil {
+		_ = os.Remove(gone)
+		return err
+	}
+	return os.RemoveAll(gone)
 }
 
 // writeEntryFile writes entry.json into dir, atomically and durably: a power loss leaves the old file or the new.

@@ -46,7 +46,7 @@ func Main(args []string, out io.Writer) int {
 		"(the step's MODEL_PATH): the model appears there as it would on a share")
 	keepFor := fs.Duration("keep-for", 24*time.Hour, "how long a model stays in the cache after its last use, whatever the bound")
 	resultFile := fs.String("result-file", "/dev/termination-log", "where the result goes, as JSON")
-	timeout := fs.Duration("timeout", 30*time.Minute, "how long the fetch may take")
+	timeout := fs.Duration("timeout", 2*time.Hour, "how long the fetch may take, waiting for another fetch of the model included")
 	s3Endpoint := fs.String("s3-endpoint", "", "the S3-compatible store's host[:port]")
 	s3Region := fs.String("s3-region", "", "the S3 region")
 	s3Insecure := fs.Bool("s3-insecure", false, "speak plain HTTP to the S3 endpoint")
@@ -73,12 +73,7 @@ func Main(args []string, out io.Writer) int {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	res, err := Fetch(ctx, *uri, Options{CacheDir: *cacheDir, MaxBytes: limit.Value(), KeepFor: *keepFor, S3: s3})
-	if err == nil && *links != "" {
-		if err = linkEntries(*links, res.Path); err != nil {
-			res.Reason, res.Message = ReasonOf(err), err.Error()
-		}
-	}
+	res, err := Fetch(ctx, *uri, Options{CacheDir: *cacheDir, MaxBytes: limit.Value(), KeepFor: *keepFor, LinksDir: *links, S3: s3})
 	return report(out, *resultFile, res, err)
 }
 

@@ -17,6 +17,9 @@ type Options struct {
 	CacheDir string
 	MaxBytes int64
 	KeepFor  time.Duration
+	// LinksDir, when set, is filled with links to the model's top entries before the model's lock is released, so
+	// no eviction can come between the fetch and the links.
+	LinksDir string
 	// HTTPClient fetches http(s) models (one with connect and response-header timeouts when nil).
 	HTTPClient *http.Client
 	// S3 reaches s3 models.
@@ -33,7 +36,7 @@ func Fetch(ctx context.Context, uri string, o Options) (Result, error) {
 	if err != nil {
 		return Result{URI: uri, Reason: ReasonInvalidURI, Message: err.Error()}, err
 	}
-	res, err := fetch(ctx, src, o)
+	res, err := fetchLocked(ctx, src, o)
 	if err != nil {
 		res.Reason, res.Message = ReasonOf(err), err.Error()
 	}
@@ -41,36 +44,46 @@ func Fetch(ctx context.Context, uri string, o Options) (Result, error) {
 	return res, err
 }
 
-func fetch(ctx context.Context, src Source, o Options) (Result, error) {
+// fetchLocked fetches under the model's lock, and links it while the lock is held.
+func fetchLocked(ctx context.Context, src Source, o Options) (Result, error) {
 	now := o.Now
 	if now == nil {
 		now = time.Now
 	}
 	c := &cache{root: o.CacheDir, maxBytes: o.MaxBytes, keepFor: o.KeepFor, now: now}
-	res := Result{URI: src.URI}
-	// Entries are the URI's as this fetch reaches it: an s3 URI names a bucket of the endpoint it is read from.
-	key := src.key(o.S3.Endpoint)
-	unlock, err := c.lockKey(ctx, key)
+	unlock, err := c.lockKey(ctx, src.key())
 	if err != nil {
-		return res, fmt.Errorf("locking the cache %s: %w", o.CacheDir, err)
+		return Result{URI: src.URI}, fmt.Errorf("locking the cache %s: %w", o.CacheDir, err)
 	}
 	defer unlock()
+	res, err := fetch(ctx, c, src, o)
+	if err == nil && o.LinksDir != "" {
+		err = linkEntries(o.LinksDir, res.Path)
+	}
+	return res, err
+}
 
+func fetch(ctx context.Context, c *cache, src Source, o Options) (Result, error) {
+	res := Result{URI: src.URI}
+	endpoint := ""
+	if src.Scheme == SchemeS3 {
+		endpoint = o.S3.Endpoint
+	}
 	// A model pinned to its digest needs no question to its source once the cache holds it.
 	if src.Digest != "" {
-		if e, ok := c.read(c.entryDir(key, src.Digest)); ok {
+		if e, ok := c.read(c.entryDir(src, endpoint, src.Digest)); ok {
 			return hit(c, e, res, "")
 		}
 	}
 	var cached *entry
 	if src.Digest == "" {
-		cached, _ = c.newest(key, src.URI)
+		cached, _ = c.newest(src, endpoint)
 	}
 	r, err := remoteFor(src, o)
 	if err != nil {
 		return res, err
 	}
-	staged, err := c.stage(key)
+	staged, err := c.stage(src.key())
 	if err != nil {
 		return res, err
 	}
@@ -89,15 +102,15 @@ func fetch(ctx context.Context, src Source, o Options) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	t := now()
-	e := &entry{URI: src.URI, Digest: d.digest, Size: size, Validators: d.validators, Fetched: t, LastUsed: t}
+	t := c.now()
+	e := &entry{URI: src.URI, Endpoint: endpoint, Digest: d.digest, Size: size, Validators: d.validators, Fetched: t, LastUsed: t}
 	if err := writeEntryFile(staged, e); err != nil {
 		return res, err
 	}
-	if e, err = c.install(staged, key, e); err != nil {
+	if e, err = c.install(staged, src, e); err != nil {
 		return res, err
 	}
-	if _, err := c.evict(ctx, e, key); err != nil {
+	if _, err := c.evict(ctx, e, src.key()); err != nil {
 		return res, fmt.Errorf("evicting old models: %w", err)
 	}
 	res.Digest, res.Size, res.Path = e.Digest, e.Size, e.modelPath()

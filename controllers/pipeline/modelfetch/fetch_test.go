@@ -334,3 +334,28 @@ func TestS3Model(t *testing.T) {
 		t.Errorf("no endpoint = %+v, %v", res, err)
 	}
 }
+
+// An entry is readable by any user (the step's server rarely runs as root), and what a step's server mounts is just
+// the directory of its model's URI (KeyOf), which holds the entry.
+func TestEntriesAreReadableAndUnderTheirKey(t *testing.T) {
+	srv, ts := newModelServer(t)
+	srv.set("/m.onnx", []byte("onnx"))
+	o := Options{CacheDir: t.TempDir()}
+	res, err := Fetch(context.Background(), ts.URL+"/m.onnx", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := KeyOf(ts.URL + "/m.onnx#sha256=" + strings.Repeat("0", 64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(res.Path, filepath.Join(o.CacheDir, key)+"/") {
+		t.Fatalf("the model %s is not under its key %s", res.Path, key)
+	}
+	for dir := res.Path; dir != o.CacheDir; dir = filepath.Dir(dir) {
+		info, err := os.Stat(dir)
+		if err != nil || info.Mode().Perm()&0o005 != 0o005 {
+			t.Fatalf("%s: %v, %v: others cannot read it", dir, info.Mode(), err)
+		}
+	}
+}

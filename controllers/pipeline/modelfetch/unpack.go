@@ -101,6 +101,9 @@ func unpackTar(tr *tar.Reader, root *os.Root, b *budget) error {
 		if err != nil {
 			return err
 		}
+		if err := b.entry(); err != nil {
+			return err
+		}
 		switch h.Typeflag {
 		case tar.TypeDir:
 			if name != "" {
@@ -130,6 +133,9 @@ func unpackZip(file string, root *os.Root, b *budget) error {
 	for _, f := range zr.File {
 		name, err := entryPath(f.Name)
 		if err != nil {
+			return err
+		}
+		if err := b.entry(); err != nil {
 			return err
 		}
 		mode := f.Mode()

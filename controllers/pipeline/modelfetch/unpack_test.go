@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -173,5 +174,25 @@ func TestUnpackStopsAtTheBound(t *testing.T) {
 	}
 	if err := unpack("tar.gz", f, dir, &budget{limit: 1000}); ReasonOf(err) != ReasonTooLarge {
 		t.Fatalf("unpacking 1200 bytes within 1000: %v", err)
+	}
+}
+
+// An archive of many empty files costs a block each: a bomb of inodes is refused like a bomb of bytes.
+func TestUnpackChargesEachEntry(t *testing.T) {
+	var files []file
+	for i := range 50 {
+		files = append(files, file{name: fmt.Sprintf("e%d", i)})
+	}
+	tmp := t.TempDir()
+	f := filepath.Join(tmp, "archive")
+	if err := os.WriteFile(f, tarGz(t, files...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "model")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unpack("tar.gz", f, dir, &budget{limit: 100 * 1024}); ReasonOf(err) != ReasonTooLarge {
+		t.Fatalf("50 empty files within 100 KiB: %v", err)
 	}
 }

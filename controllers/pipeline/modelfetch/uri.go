@@ -84,14 +84,31 @@ func Parse(raw string) (Source, error) {
 	return s, nil
 }
 
-// key is the cache directory of a URI's entries, as read from endpoint (an s3 URI's store; "" for http).
-func (s Source) key(endpoint string) string {
-	id := s.URI
-	if s.Scheme == SchemeS3 {
-		id += "\n" + endpoint
+// KeyOf is the cache directory of a model URI's entries, below a namespace's cache: a hash of the URI without its
+// digest fragment. The controller mounts just that directory into a step's server.
+func KeyOf(uri string) (string, error) {
+	s, err := Parse(uri)
+	if err != nil {
+		return "", err
 	}
-	sum := sha256.Sum256([]byte(id))
+	return s.key(), nil
+}
+
+// key is the cache directory of the source's entries.
+func (s Source) key() string {
+	sum := sha256.Sum256([]byte(s.URI))
 	return hex.EncodeToString(sum[:16])
+}
+
+// entryName is the directory of one entry below the key: the content's digest, and for s3 the endpoint it was read
+// from (the same s3:// URI names other content in another store).
+func (s Source) entryName(endpoint, digest string) string {
+	d := strings.TrimPrefix(digest, "sha256:")
+	if s.Scheme != SchemeS3 {
+		return d
+	}
+	sum := sha256.Sum256([]byte(endpoint))
+	return hex.EncodeToString(sum[:4]) + "-" + d
 }
 
 // signatureParams are query parameters that carry a presigned URL's credentials: they would show in the pod
