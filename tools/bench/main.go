@@ -79,6 +79,8 @@ func main() {
 }
 
 func run() error {
+	// Its own flag set: a package it imports registers --kubeconfig on the global one.
+	flag := flag.NewFlagSet("bench", flag.ExitOnError)
 	kubeconfig := flag.String("kubeconfig", ".cluster/kubeconfig", "the local cluster's kubeconfig")
 	auditLog := flag.String("audit-log", ".cluster/logs/audit.log", "the apiserver's audit log")
 	clusterTool := flag.String("cluster-tool", "bin/keelson-cluster", "the cluster tool, to resize the simulated node pool")
@@ -94,7 +96,9 @@ func run() error {
 	sizersOnly := flag.Int("sizers-only", 0, "run only the WorkloadSizer benchmark with this many sizers, to explore")
 	modelCache := flag.Int("model-cache", 0, "run only the pipeline model-cache benchmark, with this many pairs (cold, from the cache); "+
 		"with --out, rewrite its section of benchmarks.md")
-	flag.Parse()
+	if err := flag.Parse(os.Args[1:]); err != nil {
+		return err
+	}
 	plan := fullPlan
 	if *quick {
 		plan = quickPlan
