@@ -42,39 +42,57 @@ func (r *Reconciler) syncChildren(ctx context.Context, p *inferencev1alpha1.Pipe
 	failures := map[string]failure{}
 	retrying := map[string]bool{}
 	var errs []error
-	var desired []child
+	sync := func(c child, steps ...string) bool {
+		f, err := r.syncChild(ctx, p, c.obj)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, step := range append([]string{c.step}, steps...) {
+			if _, seen := failures[step]; f != nil && !seen {
+				failures[step] = *f
+			}
+			if err != nil && f == nil {
+				retrying[step] = true // not refused: the step keeps its status while the write is retried
+			}
+		}
+		return f == nil && err == nil
+	}
 	if p.Spec.ModelStorage.Type == inferencev1alpha1.StorageNFS {
 		pv := DesiredPV(p)
 		pv.Labels[NamespaceLabel] = p.Namespace
-		desired = append(desired, child{storageKey, pv}, child{storageKey, DesiredPVC(p)})
+		sync(child{storageKey, pv})
+		sync(child{storageKey, DesiredPVC(p)})
+	}
+	// A cache claim serves every step of the pipeline on its node. A step whose claim is not known to be the
+	// pipeline's (its name taken, or not read) is not written: its pods would fetch into a claim of someone else's.
+	claims, claimSteps := DesiredCacheClaims(p)
+	heldBack := map[string]bool{}
+	for _, c := range claims {
+		if steps := claimSteps[c.Name]; !sync(child{steps[0], c}, steps[1:]...) {
+			for _, step := range steps {
+				heldBack[step] = true
+			}
+		}
 	}
 	names := map[string]bool{}
 	for i := range p.Spec.Steps {
 		name := StepName(p.Spec.Steps, i)
 		names[name] = true
-		if p.Spec.ModelStorage.Type == inferencev1alpha1.StorageCache {
+		if SourceOf(p.Spec.Steps[i].Model) == ModelFetched {
 			if msg := r.ModelFetch.problem(); msg != "" {
 				failures[name] = failure{ReasonApplyFailed, msg}
 				continue
 			}
 		}
-		d := DesiredDeployment(p, i, w, r.ModelFetch)
-		leaveReplicasTo(autoscalers[name], p.Spec.Steps[i], d)
-		kept[name].keep(d)
-		desired = append(desired, child{name, d}, child{name, DesiredService(p, i)})
-	}
-	for _, c := range desired {
-		f, err := r.syncChild(ctx, p, c.obj)
-		if err != nil {
-			errs = append(errs, err)
-			if f == nil {
-				retrying[c.step] = true // not refused: the step keeps its status while the write is retried
-			}
+		if !heldBack[name] {
+			d := DesiredDeployment(p, i, w, r.ModelFetch)
+			leaveReplicasTo(autoscalers[name], p.Spec.Steps[i], d)
+			kept[name].keep(d)
+			sync(child{name, d})
 		}
-		if _, seen := failures[c.step]; f != nil && !seen {
-			failures[c.step] = *f
-		}
+		sync(child{name, DesiredService(p, i)})
 	}
+	errs = append(errs, r.deleteUnusedCacheClaims(ctx, p, claimSteps)...)
 	return failures, retrying, append(errs, r.deleteRemovedSteps(ctx, p, names)...)
 }
 

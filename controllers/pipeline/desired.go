@@ -185,9 +185,9 @@ func stepLabels(p *inferencev1alpha1.Pipeline, i int) map[string]string {
 	return l
 }
 
-// DesiredDeployment is step i's Deployment: its image with sorted --key=value args, the models claim mounted
-// read-only at /models (the step's model as subPath) or, with storage cache, the model fetched into the node's
-// cache by an init container (fetch), the wiring env, the step's readiness probe (StepReadinessProbe), and a
+// DesiredDeployment is step i's Deployment: its image with sorted --key=value args, its model at /models (the
+// pipeline's storage or a claim of the namespace, mounted read-only with the model's path as sub-path, or a URI's
+// model fetched into the cache on its node by an init container: fetch), the wiring env, the step's readiness probe (StepReadinessProbe), and a
 // required node affinity on its node's hostname (never spec.nodeName, which would bypass the scheduler).
 func DesiredDeployment(p *inferencev1alpha1.Pipeline, i int, w Wiring, fetch ModelFetch) *appsv1.Deployment {
 	s := p.Spec.Steps[i]
@@ -211,20 +211,20 @@ func DesiredDeployment(p *inferencev1alpha1.Pipeline, i int, w Wiring, fetch Mod
 	}
 	env = append(env, s.Env...)
 
-	readOnly := p.Spec.ModelStorage.ReadOnly == nil || *p.Spec.ModelStorage.ReadOnly
 	pod := corev1.PodSpec{
 		Containers: []corev1.Container{{
 			Name: "server", Image: s.Image, Args: sortedArgs(s.Args), Env: env, Resources: s.Resources,
 			Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: port}},
 			ReadinessProbe: StepReadinessProbe(s),
-			VolumeMounts: []corev1.VolumeMount{{Name: modelsVolume, MountPath: ModelsMountPath, SubPath: s.Model,
-				ReadOnly: readOnly}},
 		}},
-		Volumes: []corev1.Volume{{Name: modelsVolume, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
-			ClaimName: ClaimName(p), ReadOnly: readOnly}}}},
 		Tolerations: s.Tolerations,
 	}
-	if p.Spec.ModelStorage.Type == inferencev1alpha1.StorageCache {
+	switch SourceOf(s.Model) {
+	case ModelOnStorage:
+		withStorageModel(&pod, p, s)
+	case ModelOnClaim:
+		withClaimModel(&pod, s)
+	case ModelFetched:
 		withModelCache(&pod, p, s, fetch)
 	}
 	if s.Location != "" {

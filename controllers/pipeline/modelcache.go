@@ -16,7 +16,7 @@ import (
 	"github.com/keelson-dev/keelson/controllers/pipeline/modelfetch"
 )
 
-// The node-local model cache (storage cache): where it is in a step's containers, and what a step's pod gets to
+// The node-local model cache (the steps whose model is an http(s):// or s3:// URI): where it is in a step's containers, and what a step's pod gets to
 // fetch into it.
 const (
 	// DefaultCacheDir and DefaultCacheMaxSize are the cache's directory on each node and one namespace's bound there,
@@ -97,24 +97,39 @@ func ModelFetchFromEnv(getenv func(string) string) (ModelFetch, error) {
 	return f, nil
 }
 
-// withModelCache gives a step's pod its model from the namespace's cache on the node: the cache's hostPath and
-// /models (an emptyDir) for the links to the model, the fetch as an init container (f.Image; run as root to write
-// the node's directory, with no capability and a read-only root; the server's cpu and memory, so the pod's size
-// and QoS class stay the server's), and the server reading /models and its model's directory of the cache, both
-// read-only, its MODEL_PATH /models as before.
+// withModelCache gives a step's pod its model from the cache on its node, and the fetch that fills it as an init
+// container (f.Image; run as root to write the cache, with no capability and a read-only root; the server's cpu
+// and memory, so the pod's size and QoS class stay the server's). The server reads /models (an emptyDir of links
+// to the model) and its model's directory of the cache, both read-only; its MODEL_PATH is /models as for any model.
+// The cache is the namespace's directory of the node (a hostPath), or with localVolume the pipeline's claim on the
+// step's node; a step without a location that would have such a claim gets a cache of its own pod instead.
 func withModelCache(pod *corev1.PodSpec, p *inferencev1alpha1.Pipeline, s inferencev1alpha1.Step, f ModelFetch) {
-	// The server mounts only its model's directory (its URI's key): not the models other steps of the namespace
-	// fetched, with credentials of their own.
+	// The server mounts only its model's directory (its URI's key): not the models other steps fetched, with
+	// credentials of their own.
 	key, _ := modelfetch.KeyOf(s.Model) // admission refused a URI that does not parse; the fetch says so otherwise
-	cache := f.cacheOf(p.Namespace)
-	pod.Volumes = []corev1.Volume{
-		{Name: modelsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-		{Name: cacheVolume, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
-			Path: cache, Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}},
-		{Name: modelVolume, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
-			Path: path.Join(cache, key), Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}},
+	maxSize := f.MaxSize
+	models := corev1.Volume{Name: modelsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+	serverCache := corev1.VolumeMount{Name: cacheVolume, MountPath: path.Join(CacheMountPath, key), SubPath: key, ReadOnly: true}
+	switch v := localCache(p); {
+	case v == nil:
+		cache := f.cacheOf(p.Namespace)
+		pod.Volumes = []corev1.Volume{models,
+			{Name: cacheVolume, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+				Path: cache, Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}},
+			{Name: modelVolume, VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+				Path: path.Join(cache, key), Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}},
+		}
+		serverCache = corev1.VolumeMount{Name: modelVolume, MountPath: path.Join(CacheMountPath, key), ReadOnly: true}
+	case s.Location == "":
+		maxSize = localCacheSize(v)
+		pod.Volumes = []corev1.Volume{models, {Name: cacheVolume, VolumeSource: corev1.VolumeSource{
+			EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(maxSize)}}}}
+	default:
+		maxSize = localCacheSize(v)
+		pod.Volumes = []corev1.Volume{models, {Name: cacheVolume, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: CacheClaimName(p, s.Location)}}}}
 	}
-	args := []string{modelfetch.Command, "--uri", s.Model, "--cache-dir", CacheMountPath, "--cache-max-size", f.MaxSize.String(),
+	args := []string{modelfetch.Command, "--uri", s.Model, "--cache-dir", CacheMountPath, "--cache-max-size", maxSize.String(),
 		"--links-dir", ModelsMountPath}
 	mounts := []corev1.VolumeMount{{Name: cacheVolume, MountPath: CacheMountPath}, {Name: modelsVolume, MountPath: ModelsMountPath}}
 	if c := p.Spec.ModelStorage.Cache; c != nil && c.S3SecretName != "" {
@@ -133,10 +148,25 @@ func withModelCache(pod *corev1.PodSpec, p *inferencev1alpha1.Pipeline, s infere
 			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		},
 	}}
-	pod.Containers[0].VolumeMounts = []corev1.VolumeMount{
-		{Name: modelsVolume, MountPath: ModelsMountPath, ReadOnly: true},
-		{Name: modelVolume, MountPath: path.Join(CacheMountPath, key), ReadOnly: true},
-	}
+	pod.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: modelsVolume, MountPath: ModelsMountPath, ReadOnly: true}, serverCache}
+}
+
+// withStorageModel gives a step's pod its model on the pipeline's storage (nfs, pvc): the claim at /models, the
+// model's path as the sub-path, read-only unless the storage says otherwise.
+func withStorageModel(pod *corev1.PodSpec, p *inferencev1alpha1.Pipeline, s inferencev1alpha1.Step) {
+	readOnly := p.Spec.ModelStorage.ReadOnly == nil || *p.Spec.ModelStorage.ReadOnly
+	pod.Volumes = []corev1.Volume{{Name: modelsVolume, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+		ClaimName: ClaimName(p), ReadOnly: readOnly}}}}
+	pod.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: modelsVolume, MountPath: ModelsMountPath, SubPath: s.Model, ReadOnly: readOnly}}
+}
+
+// withClaimModel gives a step's pod its model on a claim of the namespace (pvc://claim/path): the claim at /models,
+// the path as the sub-path, always read-only (the claim is the user's, and may be other steps' too).
+func withClaimModel(pod *corev1.PodSpec, s inferencev1alpha1.Step) {
+	claim, sub, _ := ParseClaimModel(s.Model) // admission refused a model that does not parse; the pod says so otherwise
+	pod.Volumes = []corev1.Volume{{Name: modelsVolume, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+		ClaimName: claim, ReadOnly: true}}}}
+	pod.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: modelsVolume, MountPath: ModelsMountPath, SubPath: sub, ReadOnly: true}}
 }
 
 // cpuAndMemory is the cpu and memory of r, nothing else: a GPU asked for by the init container too would be held

@@ -121,6 +121,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return passResult(err)
 	}
 	w, verrs := Wire(p.Spec.Steps)
+	verrs = append(verrs, storageModels(p)...)
 	var errs []error
 	o := observed{autoscalers: allAutoscalers, now: r.now()}
 	if len(verrs) > 0 {
@@ -192,15 +193,17 @@ func (r *Reconciler) observe(ctx context.Context, p *inferencev1alpha1.Pipeline,
 			return err
 		}
 	}
-	var pvc corev1.PersistentVolumeClaim
-	var claims client.Reader = r.Client
-	if p.Spec.ModelStorage.Type == inferencev1alpha1.StoragePVC && r.APIReader != nil {
-		claims = r.APIReader // the user's claim carries no label of ours: the cache cannot hold it
-	}
-	if err := claims.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: ClaimName(p)}, &pvc); err == nil {
-		o.pvc = &pvc
-	} else if !apierrors.IsNotFound(err) {
-		return err
+	if p.Spec.ModelStorage.Type != inferencev1alpha1.StorageCache {
+		var pvc corev1.PersistentVolumeClaim
+		var claims client.Reader = r.Client
+		if p.Spec.ModelStorage.Type == inferencev1alpha1.StoragePVC && r.APIReader != nil {
+			claims = r.APIReader // the user's claim carries no label of ours: the cache cannot hold it
+		}
+		if err := claims.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: ClaimName(p)}, &pvc); err == nil {
+			o.pvc = &pvc
+		} else if !apierrors.IsNotFound(err) {
+			return err
+		}
 	}
 	var deps appsv1.DeploymentList
 	if err := r.List(ctx, &deps, client.InNamespace(p.Namespace), client.MatchingLabels{PipelineLabel: p.Name}); err != nil {

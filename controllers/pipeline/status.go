@@ -178,7 +178,7 @@ func stepState(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alph
 		}
 	}
 	st.LastFailure = lastFailure(pods)
-	if p.Spec.ModelStorage.Type == inferencev1alpha1.StorageCache {
+	if SourceOf(s.Model) == ModelFetched {
 		st.Model = stepModel(pods)
 	}
 	d := o.deployments[name]
@@ -284,9 +284,10 @@ func computeStatus(p *inferencev1alpha1.Pipeline, old inferencev1alpha1.Pipeline
 	cache := p.Spec.ModelStorage.Type == inferencev1alpha1.StorageCache
 	switch {
 	case cache:
-		// Nothing to bind: each step fetches its model into its node's cache; a failed fetch is the step's.
+		// Nothing to bind: each step fetches its model into its node's cache, or mounts its claim; a failed fetch
+		// or a missing claim is the step's.
 		storageReady = true
-		cond(ConditionStorageReady, true, ReasonCache, "each step's model is fetched into the namespace's cache on the step's node")
+		cond(ConditionStorageReady, true, ReasonCache, "each step's model is fetched into the cache on the step's node, or mounted from its claim")
 	case o.retrying[storageKey] && meta.FindStatusCondition(old.Conditions, ConditionStorageReady) != nil:
 		// Kept as it was while the write is retried.
 		storageReady = meta.IsStatusConditionTrue(old.Conditions, ConditionStorageReady)

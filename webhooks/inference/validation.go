@@ -118,9 +118,7 @@ func Validate(p *inferencev1alpha1.Pipeline) field.ErrorList {
 	default:
 		errs = append(errs, field.NotSupported(mp.Child("type"), ms.Type, []string{"nfs", "pvc", "cache"}))
 	}
-	if ms.Cache != nil && ms.Type != inferencev1alpha1.StorageCache {
-		errs = append(errs, field.Forbidden(mp.Child("cache"), "cache is for type cache"))
-	}
+	errs = append(errs, validateLocalVolume(mp.Child("cache", "localVolume"), ms.Cache)...)
 	if ms.Capacity != nil && ms.Capacity.Sign() <= 0 {
 		errs = append(errs, field.Invalid(mp.Child("capacity"), ms.Capacity.String(),
 			"must be greater than zero: the PersistentVolume and claim need a size"))
@@ -146,11 +144,7 @@ func Validate(p *inferencev1alpha1.Pipeline) field.ErrorList {
 		}
 		errs = append(errs, validateEnv(stp.Child("env"), s.Env)...)
 		errs = append(errs, validateTolerations(stp.Child("tolerations"), s.Tolerations)...)
-		if ms.Type == inferencev1alpha1.StorageCache {
-			errs = append(errs, validateModelURI(stp.Child("model"), s.Model, ms)...)
-		} else {
-			errs = append(errs, validateModel(stp.Child("model"), s.Model)...)
-		}
+		errs = append(errs, validateModel(stp.Child("model"), s.Model, ms)...)
 		errs = append(errs, validateResources(stp.Child("resources"), s.Resources)...)
 		errs = append(errs, validateReadiness(stp.Child("readiness"), s)...)
 		if v, ok := s.Args["listenPort"]; ok {
@@ -241,32 +235,38 @@ func validateCache(mp *field.Path, ms inferencev1alpha1.ModelStorage) field.Erro
 	return errs
 }
 
-// validateModelURI checks a step's model with storage cache: a URI the fetch can read (http, https, s3), an s3 one
-// only with the Secret that says where the store is.
-func validateModelURI(fp *field.Path, model string, ms inferencev1alpha1.ModelStorage) field.ErrorList {
-	if model == "" {
-		return field.ErrorList{field.Required(fp, "with storage cache a step's model is its URI: http(s)://host/file or s3://bucket/prefix")}
+// validateModel checks a step's model by its form: a URI the controller can serve (http, https and s3 fetched into
+// the cache, an s3 one only with the Secret that says where the store is; pvc:// on a claim), or a path that stays
+// inside the pipeline's storage, which storage cache does not have.
+func validateModel(fp *field.Path, model string, ms inferencev1alpha1.ModelStorage) field.ErrorList {
+	switch pipeline.SourceOf(model) {
+	case pipeline.ModelOnClaim:
+		if _, _, err := pipeline.ParseClaimModel(model); err != nil {
+			return field.ErrorList{field.Invalid(fp, model, err.Error())}
+		}
+		return nil
+	case pipeline.ModelFetched:
+		src, err := modelfetch.Parse(model)
+		if err != nil {
+			return field.ErrorList{field.Invalid(fp, model, err.Error())}
+		}
+		if src.Scheme == modelfetch.SchemeS3 && (ms.Cache == nil || ms.Cache.S3SecretName == "") {
+			return field.ErrorList{field.Invalid(fp, model, "an s3:// model needs modelStorage.cache.s3SecretName, "+
+				"the Secret that names the store's endpoint (and its keys)")}
+		}
+		return nil
 	}
-	src, err := modelfetch.Parse(model)
-	if err != nil {
-		return field.ErrorList{field.Invalid(fp, model, err.Error())}
+	if ms.Type == inferencev1alpha1.StorageCache {
+		if model == "" {
+			return field.ErrorList{field.Required(fp, "with storage cache a step's model is its URI: http(s)://host/file, "+
+				"s3://bucket/prefix or pvc://claim/path")}
+		}
+		return field.ErrorList{field.Invalid(fp, model, "with storage cache a step's model is a URI (http(s)://, s3:// or "+
+			"pvc://): there is no share to hold a path")}
 	}
-	if src.Scheme == modelfetch.SchemeS3 && (ms.Cache == nil || ms.Cache.S3SecretName == "") {
-		return field.ErrorList{field.Invalid(fp, model, "an s3:// model needs modelStorage.cache.s3SecretName, "+
-			"the Secret that names the store's endpoint (and its keys)")}
-	}
-	return nil
-}
-
-// validateModel checks that a model path stays inside the models storage: a relative path without a ".." segment
-// (the kubelet refuses any other sub-path, so the step would never start).
-func validateModel(fp *field.Path, model string) field.ErrorList {
 	switch {
 	case model == "":
 		return nil
-	case modelfetch.IsURI(model):
-		return field.ErrorList{field.Invalid(fp, model, "a URI is a model of storage cache (modelStorage.type: cache); "+
-			"with nfs or pvc the model is a path on the share")}
 	case path.IsAbs(model) || strings.HasPrefix(model, "\\"):
 		return field.ErrorList{field.Invalid(fp, model, "must be a path relative to the models storage, without a leading /")}
 	}
@@ -276,6 +276,22 @@ func validateModel(fp *field.Path, model string) field.ErrorList {
 		}
 	}
 	return nil
+}
+
+// validateLocalVolume checks the cache on local volumes: a size above zero (the claims ask for it, and the cache
+// evicts to stay below it).
+func validateLocalVolume(fp *field.Path, c *inferencev1alpha1.ModelCache) field.ErrorList {
+	if c == nil || c.LocalVolume == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if c.LocalVolume.StorageClassName == "" {
+		errs = append(errs, field.Required(fp.Child("storageClassName"), "the class of the nodes' local volumes the cache claims bind to"))
+	}
+	if sz := c.LocalVolume.Size; sz != nil && sz.Sign() <= 0 {
+		errs = append(errs, field.Invalid(fp.Child("size"), sz.String(), "must be greater than zero: each cache claim asks for it"))
+	}
+	return errs
 }
 
 // validateResources checks what the apiserver checks of a container's resources: an extended resource (a GPU, a
@@ -335,12 +351,14 @@ func NameClashes(p *inferencev1alpha1.Pipeline, others []inferencev1alpha1.Pipel
 	return errs
 }
 
-// ValidateUpdate checks what may not change: the model storage.
+// ValidateUpdate checks what may not change: the model storage, but for its cache settings (a cache is filled
+// anew; moving the models themselves needs a new pipeline).
 func ValidateUpdate(old, p *inferencev1alpha1.Pipeline) field.ErrorList {
 	om, nm := old.Spec.ModelStorage, p.Spec.ModelStorage
-	if om.Type != nm.Type || (nm.Type != inferencev1alpha1.StorageCache && !apiequality.Semantic.DeepEqual(om, nm)) {
+	om.Cache, nm.Cache = nil, nil
+	if !apiequality.Semantic.DeepEqual(om, nm) {
 		return field.ErrorList{field.Invalid(field.NewPath("spec", "modelStorage"), "",
-			"spec.modelStorage is immutable: create a new pipeline to move its models")}
+			"spec.modelStorage is immutable but for its cache: create a new pipeline to move its models")}
 	}
 	return nil
 }

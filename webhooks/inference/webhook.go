@@ -126,10 +126,11 @@ func (Validator) ValidateDelete(context.Context, *inferencev1alpha1.Pipeline) (a
 }
 
 // warnings says which pinned nodes do not exist now: the pipeline is admitted (the node may join later) and its
-// status will say the step waits for it. A node is found as pinning finds it: by its kubernetes.io/hostname label.
+// status will say the step waits for it. It says too which steps fetch their model at every start (uncachedSteps). A node is found as pinning finds it: by its kubernetes.io/hostname label.
 func (v Validator) warnings(ctx context.Context, p *inferencev1alpha1.Pipeline) admission.Warnings {
+	out := uncachedSteps(p)
 	if v.Reader == nil {
-		return nil
+		return out
 	}
 	var locations []string
 	for _, s := range p.Spec.Steps {
@@ -139,18 +140,33 @@ func (v Validator) warnings(ctx context.Context, p *inferencev1alpha1.Pipeline) 
 	}
 	sel, err := pipeline.PinnedNodesSelector(locations)
 	if err != nil || sel == nil {
-		return nil
+		return out
 	}
 	var nodes corev1.NodeList
 	if err := v.Reader.List(ctx, &nodes, client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return admission.Warnings{fmt.Sprintf("the pinned nodes could not be checked: %v", err)}
+		return append(out, fmt.Sprintf("the pinned nodes could not be checked: %v", err))
 	}
 	found := pipeline.ByHostname(nodes.Items)
-	var out admission.Warnings
 	for i, s := range p.Spec.Steps {
 		if _, ok := found[s.Location]; s.Location != "" && !ok {
 			out = append(out, fmt.Sprintf("spec.steps[%d].location: no node has %s=%s (yet); the step will wait for it",
 				i, pipeline.HostnameLabel, s.Location))
+		}
+	}
+	return out
+}
+
+// uncachedSteps says which steps have no cache to start from: with the cache on local volumes, a step without a
+// location has no node to keep a claim on, so its pods fetch their model at every start.
+func uncachedSteps(p *inferencev1alpha1.Pipeline) admission.Warnings {
+	if c := p.Spec.ModelStorage.Cache; c == nil || c.LocalVolume == nil {
+		return nil
+	}
+	var out admission.Warnings
+	for i, s := range p.Spec.Steps {
+		if s.Location == "" && pipeline.SourceOf(s.Model) == pipeline.ModelFetched {
+			out = append(out, fmt.Sprintf("spec.steps[%d].location: unset, so the step has no node to keep its model's cache "+
+				"on (modelStorage.cache.localVolume): each of its pods fetches the model when it starts", i))
 		}
 	}
 	return out

@@ -140,9 +140,31 @@ func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 			cached(p)
 			p.Spec.ModelStorage.CSIParameter = map[string]string{"server": "nfs", "share": "/m"}
 		}, "spec.modelStorage.csiParameter", ""},
-		"cache settings on an nfs share": {func(p *inferencev1alpha1.Pipeline) {
-			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{S3SecretName: "store"}
-		}, "spec.modelStorage.cache", "spec.modelStorage.cache"},
+		"claim model escaping its claim": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Model = "pvc://models/face/../../x" },
+			"spec.steps[0].model", ""},
+		"claim model naming no claim": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Model = "pvc:///face" },
+			"spec.steps[1].model", ""},
+		"claim model naming an invalid claim": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Model = "pvc://Models_1/face" },
+			"spec.steps[1].model", ""},
+		"claim model pinned to a digest": {func(p *inferencev1alpha1.Pipeline) {
+			cached(p)
+			p.Spec.Steps[0].Model = "pvc://models/face#sha256=" + strings.Repeat("0f", 32)
+		}, "spec.steps[0].model", ""},
+		"s3 model on an nfs share without the store's Secret": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Model = "s3://models/face" },
+			"spec.steps[0].model", ""},
+		"local cache volume without a class": {func(p *inferencev1alpha1.Pipeline) {
+			cached(p)
+			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{LocalVolume: &inferencev1alpha1.LocalCacheVolume{}}
+		}, "spec.modelStorage.cache.localVolume.storageClassName", "spec.modelStorage.cache.localVolume.storageClassName"},
+		"local cache volume of no size": {func(p *inferencev1alpha1.Pipeline) {
+			cached(p)
+			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{LocalVolume: &inferencev1alpha1.LocalCacheVolume{
+				StorageClassName: "local", Size: ptr.To(resource.MustParse("0"))}}
+		}, "spec.modelStorage.cache.localVolume.size", ""},
+		"local cache volume of a class that is no name": {func(p *inferencev1alpha1.Pipeline) {
+			cached(p)
+			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{LocalVolume: &inferencev1alpha1.LocalCacheVolume{StorageClassName: "Local Disks"}}
+		}, "spec.modelStorage.cache.localVolume.storageClassName", "spec.modelStorage.cache.localVolume.storageClassName"},
 		"cache with a claim": {func(p *inferencev1alpha1.Pipeline) {
 			cached(p)
 			p.Spec.ModelStorage.ClaimName = "models"
@@ -159,6 +181,10 @@ func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 			cached(p)
 			p.Spec.Steps[1].Model = "models/face"
 		}, "spec.steps[1].model", ""},
+		"cached model given as the whole share": {func(p *inferencev1alpha1.Pipeline) {
+			cached(p)
+			p.Spec.Steps[1].Model = "models"
+		}, "there is no share", ""},
 		"cached model missing": {func(p *inferencev1alpha1.Pipeline) {
 			cached(p)
 			p.Spec.Steps[0].Model = ""
@@ -175,8 +201,6 @@ func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 			cached(p)
 			p.Spec.Steps[1].Model = "s3://models/face"
 		}, "spec.steps[1].model", ""},
-		"model URI on an nfs share": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Model = "https://models.example/m.onnx" },
-			"spec.steps[0].model", ""},
 		"name with a leading digit": {func(p *inferencev1alpha1.Pipeline) { p.Name = "9lives" },
 			"metadata.name", "DNS-1035"},
 		"name with dots": {func(p *inferencev1alpha1.Pipeline) { p.Name = "face.detection" },
@@ -188,6 +212,73 @@ func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 			WithWebhook: tc.withWebhook, WithoutWebhook: tc.withoutWebhook}
 	}
 	pair.CheckAdmissions(t, func(name string) client.Object { return valid(name) }, cases)
+}
+
+// One pipeline may take its models from several places: a path on its share, a claim of the namespace, an http(s)
+// or s3 URI fetched into the cache. Storage cache takes URIs alone, claims included.
+func TestModelFormsMix(t *testing.T) {
+	serveWebhooks(t)
+	for _, env := range []*testenv.Env{withWebhook, withoutWebhook} {
+		g := NewWithT(t)
+		p := valid("mixed")
+		p.Namespace = namespace(t, env)
+		p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{S3SecretName: "store"}
+		p.Spec.Steps = []inferencev1alpha1.Step{
+			{Name: "share", Image: "x", Model: "face/v1"},
+			{Name: "claim", Image: "x", Model: "pvc://shared-models/detect/v2"},
+			{Name: "http", Image: "x", Model: "https://models.example/detect.tar.gz"},
+			{Name: "s3", Image: "x", Model: "s3://models/recognize/"},
+		}
+		g.Expect(env.Client.Create(context.Background(), p)).To(Succeed())
+		c := valid("claims-only")
+		c.Namespace = p.Namespace
+		cached(c)
+		c.Spec.Steps[1].Model = "pvc://shared-models"
+		g.Expect(env.Client.Create(context.Background(), c)).To(Succeed())
+	}
+}
+
+// The cache settings change with any storage type (the cache is filled anew); the rest of the storage does not,
+// with any type.
+func TestModelStorageCacheIsMutable(t *testing.T) {
+	serveWebhooks(t)
+	for _, env := range []*testenv.Env{withWebhook, withoutWebhook} {
+		g := NewWithT(t)
+		p := valid("recached")
+		p.Namespace = namespace(t, env)
+		g.Expect(env.Client.Create(context.Background(), p)).To(Succeed())
+		p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{S3SecretName: "store",
+			LocalVolume: &inferencev1alpha1.LocalCacheVolume{StorageClassName: "local"}}
+		g.Expect(env.Client.Update(context.Background(), p)).To(Succeed())
+		p.Spec.ModelStorage.Cache = nil
+		g.Expect(env.Client.Update(context.Background(), p)).To(Succeed())
+
+		c := valid("cached-driver")
+		c.Namespace = p.Namespace
+		cached(c)
+		g.Expect(env.Client.Create(context.Background(), c)).To(Succeed())
+		c.Spec.ModelStorage.Driver = "other.csi.example"
+		err := env.Client.Update(context.Background(), c)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+		g.Expect(err.Error()).To(ContainSubstring("create a new pipeline"))
+	}
+}
+
+// With the cache on local volumes, a step without a location has no node to keep a claim on: a warning says its
+// pods fetch at every start.
+func TestUnpinnedStepsOfALocalCacheAreWarnedOf(t *testing.T) {
+	serveWebhooks(t)
+	g := NewWithT(t)
+	p := valid("local-cache")
+	p.Namespace = namespace(t, withWebhook)
+	cached(p)
+	p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{LocalVolume: &inferencev1alpha1.LocalCacheVolume{StorageClassName: "local"}}
+	p.Spec.Steps[1].Location = "gpu-a"
+	c, recorded := withWebhook.ClientWithWarnings(t)
+	g.Expect(c.Create(context.Background(), p)).To(Succeed())
+	g.Expect(recorded.All()).To(ContainElement(And(ContainSubstring("spec.steps[0].location"), ContainSubstring("fetches the model when it starts"))))
+	g.Expect(recorded.All()).NotTo(ContainElement(ContainSubstring("spec.steps[1].location: unset")))
+	g.Expect(p.Spec.ModelStorage.Cache.LocalVolume.Size.String()).To(Equal("50Gi"), "the size is defaulted")
 }
 
 func TestModelStorageIsImmutable(t *testing.T) {

@@ -17,15 +17,17 @@ const (
 	StorageNFS StorageType = "nfs"
 	// StoragePVC: an existing PersistentVolumeClaim; the controller creates nothing.
 	StoragePVC StorageType = "pvc"
-	// StorageCache: each step's model is a URI (http, https, s3), fetched into a cache on the step's node.
+	// StorageCache: no shared storage; each step's model is a URI: http(s):// or s3:// (fetched into the cache on
+	// the step's node), or pvc:// (a claim of the namespace).
 	StorageCache StorageType = "cache"
 )
 
-// ModelCache is how steps fetch their models into the cache on their nodes (type cache). A model is fetched once per
-// node: a restarted step, or another step of the namespace on the node with the same model, starts from the cache.
-// An init container of the step runs the fetch, with the pipeline controller's own image. Where the cache is on
-// the nodes, and how much it holds, the cluster's operators set (the chart's pipelineController.modelCache); each
-// namespace has a cache of its own.
+// ModelCache is how steps fetch their models into the cache on their nodes: the steps whose model is an http(s)://
+// or s3:// URI, with any storage type. A model is fetched once per node: a restarted step, or another step on the
+// node with the same model, starts from the cache. An init container of the step runs the fetch, with the pipeline
+// controller's own image. By default the cache is a directory of each node that the cluster's operators choose
+// (the chart's pipelineController.modelCache), one per namespace; localVolume puts it on a PersistentVolume of the
+// node instead, for namespaces whose Pod Security forbids hostPath volumes.
 type ModelCache struct {
 	// S3SecretName names a Secret in the pipeline's namespace that says how s3:// models are reached, by key:
 	// endpoint (host[:port], or an http(s):// URL; required for s3), region (defaults to us-east-1), accessKeyID
@@ -34,17 +36,37 @@ type ModelCache struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	S3SecretName string `json:"s3SecretName,omitempty"`
+	// LocalVolume keeps the cache on a PersistentVolume of each node instead of the node's directory: the
+	// controller makes one claim per pipeline and node (<pipeline>-model-cache-<hash>), shared by the pipeline's
+	// steps pinned to that node, and deletes it with the pipeline or when no step is pinned to the node any more.
+	// A step without a location has no node to keep a cache on: it fetches its model into its pod at every start.
+	// +optional
+	LocalVolume *LocalCacheVolume `json:"localVolume,omitempty"`
 }
 
-// ModelStorage is where the models live. Immutable: models move with a new pipeline.
+// LocalCacheVolume is the model cache on a PersistentVolume of each node (modelStorage.cache.localVolume).
+type LocalCacheVolume struct {
+	// StorageClassName of the cache claims: a class of node-local volumes (local PersistentVolumes, or a local-path
+	// provisioner's) that binds WaitForFirstConsumer, so that each claim binds to a volume on its step's node.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	StorageClassName string `json:"storageClassName"`
+	// Size each claim asks for, and the cache's bound on it: the least recently used models are evicted to stay
+	// below it. Defaults to 50Gi. A new class or size is a new claim on each node, filled anew.
+	// +optional
+	// +kubebuilder:default="50Gi"
+	Size *resource.Quantity `json:"size,omitempty"`
+}
+
+// ModelStorage is where the models live. Immutable but for its cache: models move with a new pipeline.
 //
 // +kubebuilder:validation:XValidation:rule="self.type != 'nfs' || (has(self.csiParameter) && 'server' in self.csiParameter && 'share' in self.csiParameter && size(self.csiParameter['server']) > 0 && size(self.csiParameter['share']) > 0)",fieldPath=".csiParameter",reason="FieldValueRequired",message="type nfs needs csiParameter.server and csiParameter.share"
 // +kubebuilder:validation:XValidation:rule="self.type != 'pvc' || (has(self.claimName) && size(self.claimName) > 0)",fieldPath=".claimName",reason="FieldValueRequired",message="type pvc needs claimName"
-// +kubebuilder:validation:XValidation:rule="self.type == 'cache' || !has(self.cache)",fieldPath=".cache",reason="FieldValueForbidden",message="cache is for type cache"
 type ModelStorage struct {
 	// Type is nfs, pvc or cache.
 	Type StorageType `json:"type"`
-	// Cache says how steps fetch their models into the node-local cache (type cache).
+	// Cache says how the steps whose model is an http(s):// or s3:// URI fetch it into the cache on their node.
 	// +optional
 	Cache *ModelCache `json:"cache,omitempty"`
 	// CSIParameter holds the NFS share (the seed's form): server and share, plus any other volume attributes the
@@ -136,11 +158,15 @@ type Step struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
 	Location string `json:"location,omitempty"`
-	// Model is the step's model, which the step finds at MODEL_PATH. With storage nfs or pvc, its path under the
-	// share, mounted at /models: relative, no ".." segment. With storage cache, its URI: http(s)://host/file (an
-	// archive, .tar, .tar.gz, .tgz or .zip, is unpacked) or s3://bucket/prefix (one object, or all below the
-	// prefix), optionally pinned to its content with #sha256=<hex>; the step finds it at /models too, as links to
-	// the files and directories at its top.
+	// Model is the step's model, which the step finds at MODEL_PATH (/models). Either a path on the pipeline's
+	// storage (nfs or pvc; relative, no ".." segment; empty mounts the whole share), or a URI, with any storage type:
+	//   - http(s)://host/file: downloaded (an archive, .tar, .tar.gz, .tgz or .zip, is unpacked) into the cache on
+	//     the step's node (modelStorage.cache);
+	//   - s3://bucket/prefix: one object, or all below the prefix, into the cache too (modelStorage.cache.s3SecretName
+	//     says where the store is);
+	//   - pvc://claim/path: a directory of a claim of the pipeline's namespace, mounted read-only, not copied.
+	// An http(s) or s3 URI may pin its content with #sha256=<hex>; the step finds such a model at /models as links
+	// to the files and directories at its top.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Model string `json:"model,omitempty"`
@@ -195,8 +221,8 @@ type Step struct {
 
 // PipelineSpec is the desired pipeline.
 type PipelineSpec struct {
-	// ModelStorage is where the models live. Immutable, but for the cache settings of type cache.
-	// +kubebuilder:validation:XValidation:rule="self.type == oldSelf.type && (self.type == 'cache' || self == oldSelf)",message="spec.modelStorage is immutable: create a new pipeline to move its models"
+	// ModelStorage is where the models live. Immutable, but for its cache settings.
+	// +kubebuilder:validation:XValidation:rule="self.type == oldSelf.type && has(self.csiParameter) == has(oldSelf.csiParameter) && (!has(self.csiParameter) || self.csiParameter == oldSelf.csiParameter) && has(self.driver) == has(oldSelf.driver) && (!has(self.driver) || self.driver == oldSelf.driver) && has(self.csi) == has(oldSelf.csi) && (!has(self.csi) || self.csi == oldSelf.csi) && has(self.capacity) == has(oldSelf.capacity) && (!has(self.capacity) || self.capacity == oldSelf.capacity) && has(self.mountOptions) == has(oldSelf.mountOptions) && (!has(self.mountOptions) || self.mountOptions == oldSelf.mountOptions) && has(self.readOnly) == has(oldSelf.readOnly) && (!has(self.readOnly) || self.readOnly == oldSelf.readOnly) && has(self.claimName) == has(oldSelf.claimName) && (!has(self.claimName) || self.claimName == oldSelf.claimName)",message="spec.modelStorage is immutable but for its cache: create a new pipeline to move its models"
 	ModelStorage ModelStorage `json:"modelStorage"`
 	// Steps of the pipeline, in order. The first step without a predecessor is the entry (status.url).
 	// +kubebuilder:validation:MinItems=1

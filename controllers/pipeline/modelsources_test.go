@@ -1,0 +1,205 @@
+package pipeline_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/pipeline"
+	"github.com/keelson-dev/keelson/controllers/pipeline/modelfetch"
+)
+
+// startFetchingController starts the controller with an image for fetches and the nodes' cache directory.
+func startFetchingController(t *testing.T) {
+	env.StartCountedManager(t, pipeline.CacheOptions(), func(client.Object) bool { return false },
+		func(mgr ctrl.Manager, c client.Client) error {
+			return (&pipeline.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), ModelFetch: pipeline.ModelFetch{
+				Image: fetchImage, CacheDir: "/data/models", MaxSize: resource.MustParse("10Gi")}}).SetupWithManager(mgr)
+		})
+}
+
+// podSpec waits for a step's Deployment and returns its pod template.
+func (s *scenario) podSpec(name string) corev1.PodSpec {
+	s.g.Eventually(func() *corev1.PodSpec {
+		if d := s.deployment(name); d != nil {
+			return &d.Spec.Template.Spec
+		}
+		return nil
+	}, timeout, poll).ShouldNot(BeNil(), "Deployment %s", name)
+	return s.deployment(name).Spec.Template.Spec
+}
+
+// cacheClaims lists the model cache claims of the scenario's namespace.
+func (s *scenario) cacheClaims() []corev1.PersistentVolumeClaim {
+	var claims corev1.PersistentVolumeClaimList
+	s.g.Expect(env.Client.List(s.ctx, &claims, client.InNamespace(s.ns), client.HasLabels{pipeline.CacheClaimLabel})).To(Succeed())
+	var live []corev1.PersistentVolumeClaim
+	for _, c := range claims.Items {
+		if c.DeletionTimestamp == nil { // held by its in-use protection: deleted as far as the controller goes
+			live = append(live, c)
+		}
+	}
+	return live
+}
+
+// One pipeline takes its models from a path on its share, a claim of the namespace (pvc://, mounted read-only,
+// never copied) and an http URI (fetched into the node's cache): each step's pod has its model at /models, and
+// only the fetched step says where its model came from.
+func TestModelSourcesMix(t *testing.T) {
+	s := newScenario(t)
+	startFetchingController(t)
+	uri := "https://models.example/recognize.onnx"
+	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "mixed", Namespace: s.ns},
+		Spec: inferencev1alpha1.PipelineSpec{
+			ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StoragePVC, ClaimName: "share",
+				ReadOnly: ptrTo(false)},
+			Steps: []inferencev1alpha1.Step{
+				{Name: "share", Image: "x", Model: "face/detect"},
+				{Name: "claim", Image: "x", Model: "pvc://shared-models/face/align"},
+				{Name: "fetched", Image: "x", Model: uri},
+			},
+		}}
+	s.g.Expect(env.Client.Create(s.ctx, p)).To(Succeed())
+
+	share := s.podSpec("mixed-share")
+	s.g.Expect(share.InitContainers).To(BeEmpty())
+	s.g.Expect(share.Volumes).To(ConsistOf(HaveField("VolumeSource.PersistentVolumeClaim", Equal(
+		&corev1.PersistentVolumeClaimVolumeSource{ClaimName: "share", ReadOnly: false}))))
+	s.g.Expect(share.Containers[0].VolumeMounts).To(ConsistOf(corev1.VolumeMount{Name: "models", MountPath: "/models",
+		SubPath: "face/detect"}), "the share's own read-only setting")
+
+	claim := s.podSpec("mixed-claim")
+	s.g.Expect(claim.InitContainers).To(BeEmpty(), "a claim's model is mounted, not fetched")
+	s.g.Expect(claim.Volumes).To(ConsistOf(HaveField("VolumeSource.PersistentVolumeClaim", Equal(
+		&corev1.PersistentVolumeClaimVolumeSource{ClaimName: "shared-models", ReadOnly: true}))))
+	s.g.Expect(claim.Containers[0].VolumeMounts).To(ConsistOf(corev1.VolumeMount{Name: "models", MountPath: "/models",
+		SubPath: "face/align", ReadOnly: true}), "another's claim is always read-only")
+
+	fetched := s.podSpec("mixed-fetched")
+	s.g.Expect(fetched.InitContainers).To(ConsistOf(HaveField("Name", pipeline.FetchContainer)))
+	s.g.Expect(fetched.Volumes).To(ContainElement(HaveField("VolumeSource.HostPath.Path", "/data/models/namespaces/"+s.ns)))
+	s.g.Expect(slices.ContainsFunc(fetched.Volumes, func(v corev1.Volume) bool { return v.PersistentVolumeClaim != nil })).To(BeFalse())
+
+	digest := "sha256:" + strings.Repeat("cd", 32)
+	s.stepPod("mixed", "fetched", fetched0(uri, digest))
+	s.g.Eventually(func() *inferencev1alpha1.StepModel { return s.stepStatus("mixed", "fetched").Model }, timeout, poll).Should(
+		HaveField("Digest", digest))
+	s.g.Expect(s.stepStatus("mixed", "share").Model).To(BeNil())
+	s.g.Expect(s.stepStatus("mixed", "claim").Model).To(BeNil())
+}
+
+// fetched0 is a running step pod's status after a fetch that downloaded uri.
+func fetched0(uri, digest string) corev1.PodStatus {
+	return fetched(0, `{"uri":"`+uri+`","digest":"`+digest+`","size":1024}`, true)
+}
+
+// With the cache on local volumes, the controller makes one claim per node its fetching steps are pinned to (of the
+// class and size asked for, owned by the pipeline), shared by the steps on that node; a step without a location
+// fetches into a volume of its pod. No pod mounts a directory of the node. A claim no step needs any more is
+// deleted; a claim of that name that is someone else's is never written, nor is the step that would mount it.
+func TestLocalCacheVolumes(t *testing.T) {
+	s := newScenario(t)
+	startFetchingController(t)
+	uri := "https://models.example/detect.tar.gz"
+	node1, node2 := s.ns+"-gpu-1", s.ns+"-gpu-2"
+	s.node(node1, 0, false)
+	s.node(node2, 0, false)
+	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "local", Namespace: s.ns},
+		Spec: inferencev1alpha1.PipelineSpec{
+			ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StorageCache,
+				Cache: &inferencev1alpha1.ModelCache{LocalVolume: &inferencev1alpha1.LocalCacheVolume{
+					StorageClassName: "local-models", Size: ptrTo(resource.MustParse("20Gi"))}}},
+			Steps: []inferencev1alpha1.Step{
+				{Name: "a", Image: "x", Model: uri, Location: node1},
+				{Name: "b", Image: "x", Model: uri, Location: node1},
+				{Name: "c", Image: "x", Model: uri, Location: node2},
+				{Name: "d", Image: "x", Model: uri},
+				{Name: "e", Image: "x", Model: "pvc://shared-models/e", Location: node2},
+			},
+		}}
+	s.g.Expect(env.Client.Create(s.ctx, p)).To(Succeed())
+	p = s.get("local")
+	claim1, claim2 := pipeline.CacheClaimName(p, node1), pipeline.CacheClaimName(p, node2)
+	s.g.Expect(claim1).NotTo(Equal(claim2))
+
+	s.g.Eventually(func() []string {
+		var names []string
+		for _, c := range s.cacheClaims() {
+			names = append(names, c.Name)
+		}
+		return names
+	}, timeout, poll).Should(ConsistOf(claim1, claim2))
+	for _, c := range s.cacheClaims() {
+		s.g.Expect(*c.Spec.StorageClassName).To(Equal("local-models"))
+		s.g.Expect(c.Spec.AccessModes).To(ConsistOf(corev1.ReadWriteOnce))
+		s.g.Expect(c.Spec.Resources.Requests[corev1.ResourceStorage]).To(Equal(resource.MustParse("20Gi")))
+		s.g.Expect(metav1.IsControlledBy(&c, p)).To(BeTrue(), "deleted with the pipeline")
+	}
+	key, err := modelfetch.KeyOf(uri)
+	s.g.Expect(err).NotTo(HaveOccurred())
+	for step, want := range map[string]string{"a": claim1, "b": claim1, "c": claim2} {
+		pod := s.podSpec("local-" + step)
+		s.g.Expect(pod.Volumes).To(ContainElement(HaveField("VolumeSource.PersistentVolumeClaim.ClaimName", want)), "step %s", step)
+		s.g.Expect(strings.Join(pod.InitContainers[0].Args, " ")).To(ContainSubstring("--cache-max-size 20Gi"))
+		s.g.Expect(pod.Containers[0].VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "model-cache",
+			MountPath: pipeline.CacheMountPath + "/" + key, SubPath: key, ReadOnly: true}), "the server sees its model's directory only")
+	}
+	unpinned := s.podSpec("local-d")
+	s.g.Expect(unpinned.Volumes).To(ContainElement(HaveField("VolumeSource.EmptyDir.SizeLimit", ptrTo(resource.MustParse("20Gi")))))
+	for _, step := range []string{"a", "b", "c", "d", "e"} {
+		for _, v := range s.podSpec("local-" + step).Volumes {
+			s.g.Expect(v.HostPath).To(BeNil(), "step %s mounts a directory of its node", step)
+		}
+	}
+
+	// Step c moves to node 1: node 2's claim serves no step any more, and goes.
+	s.edit("local", func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[2].Location = node1 })
+	s.g.Eventually(func() int { return len(s.cacheClaims()) }, timeout, poll).Should(Equal(1))
+	s.g.Expect(s.cacheClaims()[0].Name).To(Equal(claim1))
+
+	// Someone else's claim has the name of the cache claim the next node would get: never written, and the step
+	// that would mount it is not written either.
+	node3 := s.ns + "-gpu-3"
+	s.node(node3, 0, false)
+	taken := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: pipeline.CacheClaimName(p, node3), Namespace: s.ns,
+		Labels: map[string]string{"team": "vision"}},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	s.g.Expect(env.Client.Create(s.ctx, taken)).To(Succeed())
+	s.edit("local", func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Location = node3 })
+	s.g.Eventually(func() string { return s.stepStatus("local", "b").Reason }, timeout, poll).Should(Equal(pipeline.ReasonNameTaken))
+	s.g.Expect(s.stepStatus("local", "b").Message).To(ContainSubstring(taken.Name))
+	s.g.Consistently(func() []string {
+		var claims []string
+		for _, v := range s.deployment("local-b").Spec.Template.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil {
+				claims = append(claims, v.PersistentVolumeClaim.ClaimName)
+			}
+		}
+		return claims
+	}, "500ms", poll).Should(ConsistOf(claim1), "the step keeps the claim it had")
+	var after corev1.PersistentVolumeClaim
+	s.g.Expect(env.Client.Get(s.ctx, client.ObjectKeyFromObject(taken), &after)).To(Succeed())
+	s.g.Expect(after.DeletionTimestamp).To(BeNil())
+	s.g.Expect(after.Labels).To(Equal(map[string]string{"team": "vision"}))
+	s.g.Expect(after.OwnerReferences).To(BeEmpty())
+
+	// Back to the nodes' directory: no claim is needed any more.
+	s.edit("local", func(p *inferencev1alpha1.Pipeline) {
+		p.Spec.ModelStorage.Cache = nil
+		p.Spec.Steps[1].Location = node1
+	})
+	s.g.Eventually(func() int { return len(s.cacheClaims()) }, timeout, poll).Should(BeZero())
+	s.g.Eventually(func() []corev1.Volume { return s.deployment("local-a").Spec.Template.Spec.Volumes }, timeout, poll).Should(
+		ContainElement(HaveField("VolumeSource.HostPath.Path", "/data/models/namespaces/"+s.ns)))
+	s.g.Expect(env.Client.Get(s.ctx, client.ObjectKeyFromObject(taken), &after)).To(Succeed())
+	s.g.Expect(after.DeletionTimestamp).To(BeNil(), "someone else's claim is never deleted")
+}
