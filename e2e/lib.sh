@@ -110,3 +110,37 @@ ready_pod_other_than() {
   out=$(kubectl -n "$NAMESPACE" get pods -l "$1" -o go-template='{{range .items}}{{.metadata.uid}}{{range .status.conditions}}{{if eq .type "Ready"}} {{.status}}{{end}}{{end}}{{"\n"}}{{end}}') || return 1
   echo "$out" | grep -v "^$2 " | grep -q " True$"
 }
+
+# model_server: the echo server, in $NAMESPACE on the real node, serving generated models at
+# http://model-server.$NAMESPACE.svc:8080/models/<name>?size=N and counting them at /models-served.
+model_server() {
+  local node
+  node=$(real_node)
+  [ -n "$node" ] || { echo "no real node without taints to run on" >&2; return 1; }
+  kubectl -n "$NAMESPACE" apply -f - <<YAML
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: model-server}
+spec:
+  selector: {matchLabels: {app: model-server}}
+  template:
+    metadata: {labels: {app: model-server}}
+    spec:
+      nodeSelector: {kubernetes.io/hostname: $node}
+      containers:
+        - {name: server, image: localhost/keelson-echo:e2e, ports: [{containerPort: 8080}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: model-server}
+spec:
+  selector: {app: model-server}
+  ports: [{port: 8080, targetPort: 8080}]
+YAML
+  kubectl -n "$NAMESPACE" rollout status deployment/model-server --timeout=120s
+}
+
+# models_served: how many models the model server sent in full.
+models_served() {
+  kubectl get --raw "/api/v1/namespaces/$NAMESPACE/services/model-server:8080/proxy/models-served"
+}

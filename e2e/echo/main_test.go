@@ -37,6 +37,22 @@ func TestCatFile(t *testing.T) {
 	}
 }
 
+// --write makes a file of the size asked for, its directories too, and refuses a spec without a size.
+func TestWriteFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "face", "weights.bin")
+	if err := writeFile(p + ":4096"); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := os.Stat(p); err != nil || info.Size() != 4096 {
+		t.Fatalf("wrote %v, %v; want 4096 bytes", info, err)
+	}
+	for _, bad := range []string{p, p + ":-1", p + ":big", ":5"} {
+		if err := writeFile(bad); err == nil {
+			t.Errorf("--write=%s accepted", bad)
+		}
+	}
+}
+
 // A model is the same bytes for the same name and size, sent in full once per client that does not hold it yet:
 // a request with its ETag gets 304 and counts nothing.
 func TestModelServer(t *testing.T) {
