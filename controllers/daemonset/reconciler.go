@@ -87,11 +87,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ds := &daemonsetv1alpha1.DaemonSet{}
 	if err := r.Get(ctx, req.NamespacedName, ds); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.expectations.Forget(req.String())
-			r.pacer.Forget(req.String())
-			r.seeded.forget(req.String())
-			r.written.forget(req.String())
-			r.vanished.forget(req.String())
+			r.forget(req.String())
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -126,6 +122,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		conflict, serr := r.writeStatus(ctx, ds, *status)
 		switch {
+		case apierrors.IsNotFound(serr):
+			// Deleted since the cache was read: no status to write, and the garbage collector removes what the
+			// pass made.
+			r.forget(req.String())
+			return ctrl.Result{}, nil
 		case serr != nil:
 			err = errors.Join(err, serr)
 		case conflict:
@@ -335,6 +336,15 @@ func strategyFor(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSp
 	}
 	onDelete := ds.Spec.UpdateStrategy.Type == daemonsetv1alpha1.OnDeleteStrategyType
 	return resolveStrategy(knobs, onDelete, usesHostPorts(&template.Spec), ds.Spec.MinReadySeconds, desired)
+}
+
+// forget drops what the reconciler remembers of a DaemonSet that is gone.
+func (r *Reconciler) forget(key string) {
+	r.expectations.Forget(key)
+	r.pacer.Forget(key)
+	r.seeded.forget(key)
+	r.written.forget(key)
+	r.vanished.forget(key)
 }
 
 // writeStatus writes status to the status subresource with a merge patch that states the whole status (see

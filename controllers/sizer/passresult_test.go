@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -17,6 +20,7 @@ import (
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/internal/passerr"
+	"github.com/keelson-dev/keelson/controllers/internal/statuspace"
 )
 
 // A pass that adds the finalizer while another writer moved the sizer (an edit right after the create) looks again
@@ -63,5 +67,31 @@ func TestANamespaceBeingDeletedIsNoError(t *testing.T) {
 				t.Fatalf("passResult = %+v, %v, %v", res, terminating, err)
 			}
 		})
+	}
+}
+
+// A sizer deleted while its pass runs has no status to write: the write's NotFound is no error, logged and retried.
+func TestAStatusWriteToADeletedSizerIsNoError(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{sizerv1alpha1.AddToScheme, clientgoscheme.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wls := &sizerv1alpha1.WorkloadSizer{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", Finalizers: []string{Finalizer}},
+		Spec: sizerv1alpha1.WorkloadSizerSpec{TargetRef: &sizerv1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "gone"}}}
+	patches := 0
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(wls).WithStatusSubresource(wls).WithInterceptorFuncs(interceptor.Funcs{
+		SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+			patches++
+			return apierrors.NewNotFound(schema.GroupResource{Group: "sizer.keelson.dev", Resource: "workloadsizers"}, "s")
+		}}).Build()
+	res, err := (&Reconciler{Client: c, Recorder: events.NewFakeRecorder(10), pacer: statuspace.New(time.Second)}).Reconcile(context.Background(),
+		ctrl.Request{NamespacedName: client.ObjectKeyFromObject(wls)})
+	if patches == 0 {
+		t.Fatal("the pass wrote no status: the test tests nothing")
+	}
+	if err != nil || res.RequeueAfter != 0 {
+		t.Fatalf("Reconcile = %+v, %v; want nothing more to do", res, err)
 	}
 }

@@ -160,7 +160,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 			return result, err // only counts moved, moments after the last write
 		}
-		if serr := r.writeStatus(ctx, wls, *p.status); serr != nil {
+		if serr := r.writeStatus(ctx, wls, *p.status); apierrors.IsNotFound(serr) {
+			// Deleted since it was read: no status to write, nothing to look at again.
+			r.forget(req.String())
+			return ctrl.Result{}, nil
+		} else if serr != nil {
 			err = errors.Join(err, serr)
 		} else {
 			r.pacer.Wrote(req.String(), now)
@@ -198,7 +202,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, wls *sizerv1alpha1.Workloa
 	base := wls.DeepCopy()
 	wls.Status = status
 	if err := r.Status().Patch(ctx, wls, client.MergeFrom(base)); err != nil {
-		return fmt.Errorf("writing status: %w", client.IgnoreNotFound(err))
+		return fmt.Errorf("writing status: %w", err)
 	}
 	return nil
 }
