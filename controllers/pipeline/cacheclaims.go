@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +38,14 @@ func localCacheSize(v *inferencev1alpha1.LocalCacheVolume) resource.Quantity {
 		return *v.Size
 	}
 	return resource.MustParse(DefaultCacheMaxSize)
+}
+
+// localCacheBound is the cache's bound on a claim (or a pod's volume) of size: half of it, so that a model as large
+// as the bound is fetched (and, as an archive, unpacked) beside the models the cache keeps, on a volume that holds
+// no more than its size.
+func localCacheBound(v *inferencev1alpha1.LocalCacheVolume) resource.Quantity {
+	size := localCacheSize(v)
+	return *resource.NewQuantity(size.Value()/2, resource.BinarySI)
 }
 
 // CacheClaimName names the cache claim of a pipeline's steps on one node: the pipeline's name and a hash of the
@@ -85,18 +94,35 @@ func DesiredCacheClaims(p *inferencev1alpha1.Pipeline) ([]*corev1.PersistentVolu
 }
 
 // deleteUnusedCacheClaims deletes p's cache claims that no step needs any more (its steps moved, or the cache's
-// class or size changed, or it left local volumes): a cache is filled again from the models' sources. A claim that a
-// pod still mounts stays until that pod is gone (the claim's in-use protection).
+// class or size changed, or it left local volumes): a cache is filled again from the models' sources. A claim that
+// one of p's step Deployments still names (a step held back this pass, or not rolled yet) is still needed: its next
+// pod would wait for it forever. A claim that a pod still mounts stays until that pod is gone (the claim's in-use
+// protection).
 func (r *Reconciler) deleteUnusedCacheClaims(ctx context.Context, p *inferencev1alpha1.Pipeline, wanted map[string][]string) []error {
 	var claims corev1.PersistentVolumeClaimList
 	if err := r.List(ctx, &claims, client.InNamespace(p.Namespace),
 		client.MatchingLabels{PipelineLabel: p.Name, CacheClaimLabel: "true"}); err != nil {
 		return []error{fmt.Errorf("listing model cache claims: %w", err)}
 	}
+	if len(claims.Items) == 0 {
+		return nil
+	}
+	var deps appsv1.DeploymentList
+	if err := r.List(ctx, &deps, client.InNamespace(p.Namespace), client.MatchingLabels{PipelineLabel: p.Name}); err != nil {
+		return []error{fmt.Errorf("listing step Deployments: %w", err)}
+	}
+	named := map[string]bool{}
+	for _, d := range deps.Items {
+		for _, v := range d.Spec.Template.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil {
+				named[v.PersistentVolumeClaim.ClaimName] = true
+			}
+		}
+	}
 	var errs []error
 	for i := range claims.Items {
 		c := &claims.Items[i]
-		if _, ok := wanted[c.Name]; ok || c.DeletionTimestamp != nil || !ownedBy(c, p) {
+		if _, ok := wanted[c.Name]; ok || named[c.Name] || c.DeletionTimestamp != nil || !ownedBy(c, p) {
 			continue
 		}
 		if err := r.Delete(ctx, c, client.Preconditions{UID: &c.UID}); client.IgnoreNotFound(err) != nil {

@@ -65,10 +65,20 @@ func (r *Reconciler) syncChildren(ctx context.Context, p *inferencev1alpha1.Pipe
 	}
 	// A cache claim serves every step of the pipeline on its node. A step whose claim is not known to be the
 	// pipeline's (its name taken, or not read) is not written: its pods would fetch into a claim of someone else's.
+	// A claim still being deleted (a class or size changed back before its pods were gone) is not there for a new
+	// pod either: its steps wait, as they were, for the deletion to end, whose event brings the pass that makes it
+	// again.
 	claims, claimSteps := DesiredCacheClaims(p)
 	heldBack := map[string]bool{}
 	for _, c := range claims {
-		if steps := claimSteps[c.Name]; !sync(child{steps[0], c}, steps[1:]...) {
+		steps := claimSteps[c.Name]
+		if r.terminating(ctx, c) {
+			for _, step := range steps {
+				heldBack[step], retrying[step] = true, true
+			}
+			continue
+		}
+		if !sync(child{steps[0], c}, steps[1:]...) {
 			for _, step := range steps {
 				heldBack[step] = true
 			}
@@ -79,7 +89,7 @@ func (r *Reconciler) syncChildren(ctx context.Context, p *inferencev1alpha1.Pipe
 		name := StepName(p.Spec.Steps, i)
 		names[name] = true
 		if SourceOf(p.Spec.Steps[i].Model) == ModelFetched {
-			if msg := r.ModelFetch.problem(); msg != "" {
+			if msg := r.ModelFetch.problem(localCache(p) != nil); msg != "" {
 				failures[name] = failure{ReasonApplyFailed, msg}
 				continue
 			}
@@ -172,8 +182,18 @@ func (r *Reconciler) syncChild(ctx context.Context, p *inferencev1alpha1.Pipelin
 	return nil, nil
 }
 
+// terminating reports whether the pipeline's object of desired's name (as the cache has it) is being deleted.
+func (r *Reconciler) terminating(ctx context.Context, desired client.Object) bool {
+	existing := desired.DeepCopyObject().(client.Object)
+	return r.Get(ctx, client.ObjectKeyFromObject(desired), existing) == nil && existing.GetDeletionTimestamp() != nil
+}
+
 // nameTakenFailure says that desired's name is taken by an object that is not the pipeline's.
 func nameTakenFailure(desired client.Object) *failure {
+	if desired.GetLabels()[CacheClaimLabel] != "" {
+		return &failure{ReasonNameTaken, fmt.Sprintf("PersistentVolumeClaim %s, the model cache's claim on node %s, already "+
+			"exists and is not this pipeline's: remove that claim, or rename the pipeline", desired.GetName(), desired.GetLabels()[CacheNodeLabel])}
+	}
 	return &failure{ReasonNameTaken, fmt.Sprintf("%s %s already exists and is not this pipeline's: rename the step (or the pipeline), or remove that %s",
 		kindOf(desired), desired.GetName(), kindOf(desired))}
 }

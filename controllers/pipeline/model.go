@@ -40,6 +40,19 @@ func SourceOf(model string) ModelSource {
 	return ModelFetched
 }
 
+// mountsStorage reports whether a step of p mounts the pipeline's own storage (a path model with nfs or pvc).
+func mountsStorage(p *inferencev1alpha1.Pipeline) bool {
+	if p.Spec.ModelStorage.Type == inferencev1alpha1.StorageCache {
+		return false
+	}
+	for _, s := range p.Spec.Steps {
+		if SourceOf(s.Model) == ModelOnStorage {
+			return true
+		}
+	}
+	return false
+}
+
 // storageModels says which steps of a pipeline of storage cache have a model that is a path (or none): there is
 // no storage for it to be on. Admission refuses them; this catches one admitted while the webhook was down.
 func storageModels(p *inferencev1alpha1.Pipeline) field.ErrorList {

@@ -53,15 +53,16 @@ type ModelFetch struct {
 	CacheDir string
 	// MaxSize bounds one namespace's cache on a node.
 	MaxSize resource.Quantity
-	// Problem, when set, says why the controller cannot run fetches (its configuration is wrong): pipelines of
-	// storage cache fail with it, the others run.
+	// Problem, when set, says why the controller cannot run fetches into the nodes' directory (its configuration is
+	// wrong): the steps that would fail with it, the others run.
 	Problem string
 }
 
-// problem says why the controller cannot run fetches, or "".
-func (f ModelFetch) problem() string {
+// problem says why the controller cannot run fetches, or "". A cache on local volumes needs only the image: the
+// nodes' directory and its bound are not its own.
+func (f ModelFetch) problem(localVolume bool) string {
 	switch {
-	case f.Problem != "":
+	case f.Problem != "" && !localVolume:
 		return "the pipeline controller cannot fetch models: " + f.Problem
 	case f.Image == "":
 		return "the pipeline controller has no image to fetch models with: its " + EnvFetchImage + " is unset (the chart sets it)"
@@ -76,7 +77,8 @@ func (f ModelFetch) cacheOf(namespace string) string {
 
 // ModelFetchFromEnv reads the fetches' configuration from the controller's environment (EnvFetchImage,
 // EnvCacheDir, EnvCacheMaxSize), with the defaults for what is unset. A wrong value is an error, which the
-// controller keeps as the configuration's Problem: it fails the pipelines of storage cache, not the controller.
+// controller keeps as the configuration's Problem: it fails the steps that fetch into the nodes' directory, not the
+// controller.
 func ModelFetchFromEnv(getenv func(string) string) (ModelFetch, error) {
 	f := ModelFetch{Image: getenv(EnvFetchImage), CacheDir: getenv(EnvCacheDir)}
 	if f.CacheDir == "" {
@@ -121,11 +123,11 @@ func withModelCache(pod *corev1.PodSpec, p *inferencev1alpha1.Pipeline, s infere
 		}
 		serverCache = corev1.VolumeMount{Name: modelVolume, MountPath: path.Join(CacheMountPath, key), ReadOnly: true}
 	case s.Location == "":
-		maxSize = localCacheSize(v)
+		maxSize = localCacheBound(v)
 		pod.Volumes = []corev1.Volume{models, {Name: cacheVolume, VolumeSource: corev1.VolumeSource{
-			EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(maxSize)}}}}
+			EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(localCacheSize(v))}}}}
 	default:
-		maxSize = localCacheSize(v)
+		maxSize = localCacheBound(v)
 		pod.Volumes = []corev1.Volume{models, {Name: cacheVolume, VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: CacheClaimName(p, s.Location)}}}}
 	}

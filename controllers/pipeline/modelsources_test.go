@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -43,11 +44,42 @@ func (s *scenario) cacheClaims() []corev1.PersistentVolumeClaim {
 	s.g.Expect(env.Client.List(s.ctx, &claims, client.InNamespace(s.ns), client.HasLabels{pipeline.CacheClaimLabel})).To(Succeed())
 	var live []corev1.PersistentVolumeClaim
 	for _, c := range claims.Items {
-		if c.DeletionTimestamp == nil { // held by its in-use protection: deleted as far as the controller goes
+		// One being deleted is held by its in-use protection (no controller here lifts it): deleted as far as
+		// the pipeline controller goes. One of someone else's is not the pipeline's.
+		if c.DeletionTimestamp == nil && len(c.OwnerReferences) > 0 {
 			live = append(live, c)
 		}
 	}
 	return live
+}
+
+// claimsOf lists the claims a step's Deployment names.
+func (s *scenario) claimsOf(deployment string) []string {
+	var claims []string
+	if d := s.deployment(deployment); d != nil {
+		for _, v := range d.Spec.Template.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil {
+				claims = append(claims, v.PersistentVolumeClaim.ClaimName)
+			}
+		}
+	}
+	return claims
+}
+
+// release plays the claim's in-use protection once no pod uses it: the claim's deletion ends.
+func (s *scenario) release(name string) {
+	s.g.Eventually(func() error {
+		var c corev1.PersistentVolumeClaim
+		if err := env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: name}, &c); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		c.Finalizers = nil
+		return env.Client.Update(s.ctx, &c)
+	}, timeout, poll).Should(Succeed())
+	s.g.Eventually(func() bool {
+		var c corev1.PersistentVolumeClaim
+		return apierrors.IsNotFound(env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: name}, &c))
+	}, timeout, poll).Should(BeTrue(), "claim %s gone", name)
 }
 
 // One pipeline takes its models from a path on its share, a claim of the namespace (pvc://, mounted read-only,
@@ -148,7 +180,8 @@ func TestLocalCacheVolumes(t *testing.T) {
 	for step, want := range map[string]string{"a": claim1, "b": claim1, "c": claim2} {
 		pod := s.podSpec("local-" + step)
 		s.g.Expect(pod.Volumes).To(ContainElement(HaveField("VolumeSource.PersistentVolumeClaim.ClaimName", want)), "step %s", step)
-		s.g.Expect(strings.Join(pod.InitContainers[0].Args, " ")).To(ContainSubstring("--cache-max-size 20Gi"))
+		s.g.Expect(strings.Join(pod.InitContainers[0].Args, " ")).To(ContainSubstring("--cache-max-size 10Gi"),
+			"half the claim: room to fetch a new model beside those kept")
 		s.g.Expect(pod.Containers[0].VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "model-cache",
 			MountPath: pipeline.CacheMountPath + "/" + key, SubPath: key, ReadOnly: true}), "the server sees its model's directory only")
 	}
@@ -169,27 +202,23 @@ func TestLocalCacheVolumes(t *testing.T) {
 	// that would mount it is not written either.
 	node3 := s.ns + "-gpu-3"
 	s.node(node3, 0, false)
+	// It even carries the labels of the pipeline's cache claims (copied from one of them): only an owner makes a
+	// claim the pipeline's.
+	takenLabels := map[string]string{"team": "vision", pipeline.PipelineLabel: "local", pipeline.CacheClaimLabel: "true"}
 	taken := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: pipeline.CacheClaimName(p, node3), Namespace: s.ns,
-		Labels: map[string]string{"team": "vision"}},
+		Labels: takenLabels},
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
 	s.g.Expect(env.Client.Create(s.ctx, taken)).To(Succeed())
 	s.edit("local", func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Location = node3 })
 	s.g.Eventually(func() string { return s.stepStatus("local", "b").Reason }, timeout, poll).Should(Equal(pipeline.ReasonNameTaken))
 	s.g.Expect(s.stepStatus("local", "b").Message).To(ContainSubstring(taken.Name))
-	s.g.Consistently(func() []string {
-		var claims []string
-		for _, v := range s.deployment("local-b").Spec.Template.Spec.Volumes {
-			if v.PersistentVolumeClaim != nil {
-				claims = append(claims, v.PersistentVolumeClaim.ClaimName)
-			}
-		}
-		return claims
-	}, "500ms", poll).Should(ConsistOf(claim1), "the step keeps the claim it had")
+	s.g.Consistently(func() []string { return s.claimsOf("local-b") }, "500ms", poll).Should(ConsistOf(claim1),
+		"the step keeps the claim it had")
 	var after corev1.PersistentVolumeClaim
 	s.g.Expect(env.Client.Get(s.ctx, client.ObjectKeyFromObject(taken), &after)).To(Succeed())
 	s.g.Expect(after.DeletionTimestamp).To(BeNil())
-	s.g.Expect(after.Labels).To(Equal(map[string]string{"team": "vision"}))
+	s.g.Expect(after.Labels).To(Equal(takenLabels))
 	s.g.Expect(after.OwnerReferences).To(BeEmpty())
 
 	// Back to the nodes' directory: no claim is needed any more.
@@ -202,4 +231,77 @@ func TestLocalCacheVolumes(t *testing.T) {
 		ContainElement(HaveField("VolumeSource.HostPath.Path", "/data/models/namespaces/"+s.ns)))
 	s.g.Expect(env.Client.Get(s.ctx, client.ObjectKeyFromObject(taken), &after)).To(Succeed())
 	s.g.Expect(after.DeletionTimestamp).To(BeNil(), "someone else's claim is never deleted")
+}
+
+// A step held back keeps the claim its Deployment names, and that claim stays while it is named, even when the spec
+// wants it no more: step c, alone on its node, moves to a node whose claim name is taken. A claim still being
+// deleted (the size changed and changed back before its pods were gone) holds its steps back until it is gone, then
+// is made again.
+func TestLocalCacheClaimsInUseStay(t *testing.T) {
+	s := newScenario(t)
+	startFetchingController(t)
+	uri := "https://models.example/detect.tar.gz"
+	node1, node2, node3 := s.ns+"-gpu-1", s.ns+"-gpu-2", s.ns+"-gpu-3"
+	for _, n := range []string{node1, node2, node3} {
+		s.node(n, 0, false)
+	}
+	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "inuse", Namespace: s.ns},
+		Spec: inferencev1alpha1.PipelineSpec{
+			ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StorageCache,
+				Cache: &inferencev1alpha1.ModelCache{LocalVolume: &inferencev1alpha1.LocalCacheVolume{
+					StorageClassName: "local-models", Size: ptrTo(resource.MustParse("20Gi"))}}},
+			Steps: []inferencev1alpha1.Step{
+				{Name: "a", Image: "x", Model: uri, Location: node1},
+				{Name: "c", Image: "x", Model: uri, Location: node2},
+			},
+		}}
+	s.g.Expect(env.Client.Create(s.ctx, p)).To(Succeed())
+	p = s.get("inuse")
+	claim2 := pipeline.CacheClaimName(p, node2)
+	s.g.Eventually(func() []string { return s.claimsOf("inuse-c") }, timeout, poll).Should(ConsistOf(claim2))
+
+	taken := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: pipeline.CacheClaimName(p, node3), Namespace: s.ns},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	s.g.Expect(env.Client.Create(s.ctx, taken)).To(Succeed())
+	s.edit("inuse", func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Location = node3 })
+	s.g.Eventually(func() string { return s.stepStatus("inuse", "c").Reason }, timeout, poll).Should(Equal(pipeline.ReasonNameTaken))
+	s.g.Expect(s.stepStatus("inuse", "c").Message).To(ContainSubstring("remove that claim, or rename the pipeline"))
+	s.g.Consistently(func() []string {
+		var names []string
+		for _, c := range s.cacheClaims() {
+			names = append(names, c.Name)
+		}
+		return names
+	}, "1s", poll).Should(ContainElement(claim2), "the claim step c's Deployment still names is kept")
+	s.g.Expect(s.claimsOf("inuse-c")).To(ConsistOf(claim2))
+
+	// Back on node 2, then a size and back: the first size's claims are being deleted when the spec wants them
+	// again. The steps stay on the claims they have until those are gone.
+	s.edit("inuse", func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Location = node2 })
+	s.g.Eventually(func() string { return s.stepStatus("inuse", "c").Reason }, timeout, poll).ShouldNot(Equal(pipeline.ReasonNameTaken))
+	claim1 := pipeline.CacheClaimName(p, node1)
+	s.edit("inuse", func(p *inferencev1alpha1.Pipeline) {
+		p.Spec.ModelStorage.Cache.LocalVolume.Size = ptrTo(resource.MustParse("30Gi"))
+	})
+	bigger := s.get("inuse")
+	big1 := pipeline.CacheClaimName(bigger, node1)
+	s.g.Eventually(func() []string { return s.claimsOf("inuse-a") }, timeout, poll).Should(ConsistOf(big1))
+	s.g.Eventually(func() []string {
+		var names []string
+		for _, c := range s.cacheClaims() {
+			names = append(names, c.Name)
+		}
+		return names
+	}, timeout, poll).ShouldNot(ContainElement(claim1), "the old size's claim is deleted once no Deployment names it")
+	s.edit("inuse", func(p *inferencev1alpha1.Pipeline) {
+		p.Spec.ModelStorage.Cache.LocalVolume.Size = ptrTo(resource.MustParse("20Gi"))
+	})
+	s.g.Consistently(func() []string { return s.claimsOf("inuse-a") }, "1s", poll).Should(ConsistOf(big1),
+		"a claim being deleted is no claim for a new pod: the step keeps the one it has")
+	s.release(claim1)
+	s.g.Eventually(func() []string { return s.claimsOf("inuse-a") }, timeout, poll).Should(ConsistOf(claim1))
+	var again corev1.PersistentVolumeClaim
+	s.g.Expect(env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: claim1}, &again)).To(Succeed())
+	s.g.Expect(again.DeletionTimestamp).To(BeNil(), "made again")
 }

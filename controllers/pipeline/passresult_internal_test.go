@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -98,7 +99,33 @@ func TestAFinalizerConflictIsARequeue(t *testing.T) {
 	}
 	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(p).WithInterceptorFuncs(interceptor.Funcs{
-		Update: func(context.Context, client.WithWatch, client.Object, ...client.UpdateOption) error {
+		Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
+			return apierrors.NewConflict(schema.GroupResource{Group: "inference.keelson.dev", Resource: "pipelines"}, "p",
+				errors.New("the object has been modified"))
+		}}).Build()
+	res, err := (&Reconciler{Client: c}).Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)})
+	if err != nil || res.RequeueAfter != conflictRequeue {
+		t.Fatalf("Reconcile = %+v, %v; want a requeue after %s and no error", res, err, conflictRequeue)
+	}
+}
+
+// The last write of a deletion, removing the finalizer, may race another writer (a user's edit, the pass's own
+// status write): it looks again in a moment, and is no error, logged and backed off.
+func TestAFinalizerRemovalConflictIsARequeue(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := inferencev1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := appsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Finalizers: []string{Finalizer},
+		DeletionTimestamp: &metav1.Time{Time: time.Now()}}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(p).WithInterceptorFuncs(interceptor.Funcs{
+		Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
 			return apierrors.NewConflict(schema.GroupResource{Group: "inference.keelson.dev", Resource: "pipelines"}, "p",
 				errors.New("the object has been modified"))
 		}}).Build()

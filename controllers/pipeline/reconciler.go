@@ -104,8 +104,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if p.DeletionTimestamp != nil {
 		return r.finalize(ctx, p)
 	}
-	if controllerutil.AddFinalizer(p, Finalizer) {
-		if err := r.Update(ctx, p); err != nil {
+	if before := p.DeepCopy(); controllerutil.AddFinalizer(p, Finalizer) {
+		if err := r.patchFinalizers(ctx, p, before); err != nil {
 			return passResult(fmt.Errorf("adding the finalizer: %w", err))
 		}
 	}
@@ -237,7 +237,7 @@ func (r *Reconciler) finalize(ctx context.Context, p *inferencev1alpha1.Pipeline
 	}
 	waiting, err := r.deleteStage(ctx, p)
 	if err != nil {
-		return ctrl.Result{}, err
+		return passResult(err)
 	}
 	if waiting != "" {
 		if p.Status.Phase != inferencev1alpha1.PhaseDeleting || stepsMessage(p) != waiting {
@@ -249,8 +249,19 @@ func (r *Reconciler) finalize(ctx context.Context, p *inferencev1alpha1.Pipeline
 		}
 		return ctrl.Result{RequeueAfter: deletionPoll}, nil
 	}
+	before := p.DeepCopy()
 	controllerutil.RemoveFinalizer(p, Finalizer)
-	return ctrl.Result{}, client.IgnoreNotFound(r.Update(ctx, p))
+	// A conflict (another writer moved the pipeline since it was read) is a requeue: the next pass reads it again.
+	return passResult(client.IgnoreNotFound(r.patchFinalizers(ctx, p, before)))
+}
+
+// patchFinalizers writes p's finalizers, and nothing else, as a merge patch from before, under before's
+// resourceVersion (another writer's finalizer is not dropped: a race is a conflict). An update would send the
+// whole object as this controller's types serialise it, and a spec stored another way (an empty list that the
+// types omit, written while the webhook was down) would then fail the spec's validation: the finalizer could never
+// be added, or removed.
+func (r *Reconciler) patchFinalizers(ctx context.Context, p, before *inferencev1alpha1.Pipeline) error {
+	return r.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 }
 
 // deleteStage deletes the first stage that still has objects and says what it waits for ("" when all are gone).

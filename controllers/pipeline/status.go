@@ -342,13 +342,19 @@ func computeStatus(p *inferencev1alpha1.Pipeline, old inferencev1alpha1.Pipeline
 	switch {
 	case p.DeletionTimestamp != nil:
 		st.Phase = inferencev1alpha1.PhaseDeleting
-	case worst == inferencev1alpha1.PhaseReady && !storageReady:
+	case worst == inferencev1alpha1.PhaseReady && !storageReady && mountsStorage(p):
+		// A step that mounts the storage cannot serve without it. One whose steps all take their models elsewhere
+		// (a claim of their own, a URI) serves regardless: a claim that binds only when a pod mounts it never would.
 		st.Phase = inferencev1alpha1.PhaseProgressing
 	default:
 		st.Phase = worst
 	}
 	if st.Phase == inferencev1alpha1.PhaseReady {
-		cond(ConditionReady, true, ReasonReady, "storage is bound and every step is ready at "+st.URL)
+		msg := "storage is bound and every step is ready at " + st.URL
+		if !mountsStorage(p) {
+			msg = "every step is ready at " + st.URL
+		}
+		cond(ConditionReady, true, ReasonReady, msg)
 		return st
 	}
 	// The reason of a pipeline that is not Ready is the most pressing one (kubectl get ipl shows it): the worst

@@ -160,7 +160,7 @@ func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 			cached(p)
 			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{LocalVolume: &inferencev1alpha1.LocalCacheVolume{
 				StorageClassName: "local", Size: ptr.To(resource.MustParse("0"))}}
-		}, "spec.modelStorage.cache.localVolume.size", ""},
+		}, "spec.modelStorage.cache.localVolume.size", "spec.modelStorage.cache.localVolume.size"},
 		"local cache volume of a class that is no name": {func(p *inferencev1alpha1.Pipeline) {
 			cached(p)
 			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{LocalVolume: &inferencev1alpha1.LocalCacheVolume{StorageClassName: "Local Disks"}}

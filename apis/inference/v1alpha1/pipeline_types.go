@@ -52,10 +52,12 @@ type LocalCacheVolume struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	StorageClassName string `json:"storageClassName"`
-	// Size each claim asks for, and the cache's bound on it: the least recently used models are evicted to stay
-	// below it. Defaults to 50Gi. A new class or size is a new claim on each node, filled anew.
+	// Size each claim asks for. The cache keeps at most half of it (the least recently used models are evicted to
+	// stay below that), so that a new model, at most as large, is fetched beside the ones it keeps. Defaults to
+	// 50Gi. A new class or size is a new claim on each node, filled anew.
 	// +optional
 	// +kubebuilder:default="50Gi"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="must be greater than zero: each cache claim asks for it"
 	Size *resource.Quantity `json:"size,omitempty"`
 }
 
@@ -222,7 +224,7 @@ type Step struct {
 // PipelineSpec is the desired pipeline.
 type PipelineSpec struct {
 	// ModelStorage is where the models live. Immutable, but for its cache settings.
-	// +kubebuilder:validation:XValidation:rule="self.type == oldSelf.type && has(self.csiParameter) == has(oldSelf.csiParameter) && (!has(self.csiParameter) || self.csiParameter == oldSelf.csiParameter) && has(self.driver) == has(oldSelf.driver) && (!has(self.driver) || self.driver == oldSelf.driver) && has(self.csi) == has(oldSelf.csi) && (!has(self.csi) || self.csi == oldSelf.csi) && has(self.capacity) == has(oldSelf.capacity) && (!has(self.capacity) || self.capacity == oldSelf.capacity) && has(self.mountOptions) == has(oldSelf.mountOptions) && (!has(self.mountOptions) || self.mountOptions == oldSelf.mountOptions) && has(self.readOnly) == has(oldSelf.readOnly) && (!has(self.readOnly) || self.readOnly == oldSelf.readOnly) && has(self.claimName) == has(oldSelf.claimName) && (!has(self.claimName) || self.claimName == oldSelf.claimName)",message="spec.modelStorage is immutable but for its cache: create a new pipeline to move its models"
+	// +kubebuilder:validation:XValidation:rule="self.type == oldSelf.type && (has(self.csiParameter) && size(self.csiParameter) > 0) == (has(oldSelf.csiParameter) && size(oldSelf.csiParameter) > 0) && (!(has(self.csiParameter) && size(self.csiParameter) > 0) || self.csiParameter == oldSelf.csiParameter) && has(self.driver) == has(oldSelf.driver) && (!has(self.driver) || self.driver == oldSelf.driver) && has(self.csi) == has(oldSelf.csi) && (!has(self.csi) || self.csi == oldSelf.csi) && has(self.capacity) == has(oldSelf.capacity) && (!has(self.capacity) || quantity(string(self.capacity)).compareTo(quantity(string(oldSelf.capacity))) == 0) && (has(self.mountOptions) && size(self.mountOptions) > 0) == (has(oldSelf.mountOptions) && size(oldSelf.mountOptions) > 0) && (!(has(self.mountOptions) && size(self.mountOptions) > 0) || self.mountOptions == oldSelf.mountOptions) && has(self.readOnly) == has(oldSelf.readOnly) && (!has(self.readOnly) || self.readOnly == oldSelf.readOnly) && has(self.claimName) == has(oldSelf.claimName) && (!has(self.claimName) || self.claimName == oldSelf.claimName)",message="spec.modelStorage is immutable but for its cache: create a new pipeline to move its models"
 	ModelStorage ModelStorage `json:"modelStorage"`
 	// Steps of the pipeline, in order. The first step without a predecessor is the entry (status.url).
 	// +kubebuilder:validation:MinItems=1
