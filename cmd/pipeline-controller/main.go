@@ -3,7 +3,8 @@
 // Run it with --help for its flags. In a cluster it is installed by the keelson Helm chart.
 //
 // pipeline-controller fetch-model fetches a step's model into the node's model cache instead (a step's init
-// container runs it, from this same image); --help lists its flags.
+// container runs it, from this same image); --help lists its flags. pipeline-controller hold-model holds that model
+// in the cache while the step's pod runs (its sidecar), so that the cache does not evict it.
 package main
 
 import (
@@ -27,6 +28,9 @@ import (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == modelfetch.Command {
 		os.Exit(modelfetch.Main(os.Args[2:], os.Stdout))
+	}
+	if len(os.Args) > 1 && os.Args[1] == modelfetch.HoldCommand {
+		os.Exit(modelfetch.HoldMain(os.Args[2:], os.Stdout))
 	}
 	manager.Main(manager.Binary{
 		Name:            "pipeline-controller",

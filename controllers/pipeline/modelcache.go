@@ -28,6 +28,9 @@ const (
 	CacheMountPath = "/var/cache/keelson/models"
 	// FetchContainer is the init container that fetches the model: pipeline-controller fetch-model.
 	FetchContainer = "fetch-model"
+	// HoldContainer is the sidecar that holds the model in a shared cache while the pod runs:
+	// pipeline-controller hold-model.
+	HoldContainer = "hold-model"
 	// EnvFetchImage, EnvCacheDir and EnvCacheMaxSize configure the fetches (the chart sets them): the image (the
 	// controller's own), the cache's directory on the nodes, and one namespace's bound.
 	EnvFetchImage   = "KEELSON_MODEL_FETCH_IMAGE"
@@ -112,6 +115,7 @@ func withModelCache(pod *corev1.PodSpec, p *inferencev1alpha1.Pipeline, s infere
 	maxSize := f.MaxSize
 	models := corev1.Volume{Name: modelsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 	serverCache := corev1.VolumeMount{Name: cacheVolume, MountPath: path.Join(CacheMountPath, key), SubPath: key, ReadOnly: true}
+	shared := true // the cache outlives the pod; not a volume of the pod's own
 	switch v := localCache(p); {
 	case v == nil:
 		cache := f.cacheOf(p.Namespace)
@@ -123,6 +127,7 @@ func withModelCache(pod *corev1.PodSpec, p *inferencev1alpha1.Pipeline, s infere
 		}
 		serverCache = corev1.VolumeMount{Name: modelVolume, MountPath: path.Join(CacheMountPath, key), ReadOnly: true}
 	case s.Location == "":
+		shared = false
 		maxSize = localCacheBound(v)
 		pod.Volumes = []corev1.Volume{models, {Name: cacheVolume, VolumeSource: corev1.VolumeSource{
 			EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(localCacheSize(v))}}}}
@@ -144,13 +149,58 @@ func withModelCache(pod *corev1.PodSpec, p *inferencev1alpha1.Pipeline, s infere
 		Name: FetchContainer, Image: f.Image, Args: args, VolumeMounts: mounts,
 		Resources:                cpuAndMemory(s.Resources),
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-		SecurityContext: &corev1.SecurityContext{
-			RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0), RunAsNonRoot: ptr.To(false),
-			AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
-			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		},
+		SecurityContext:          fetchSecurity(),
 	}}
+	if shared {
+		// A shared cache evicts what no pod holds: the hold keeps the model while the pod runs, so that a server
+		// that restarts after the cache's keep-for finds its model where its links point.
+		pod.InitContainers = append(pod.InitContainers, corev1.Container{
+			Name: HoldContainer, Image: f.Image, RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+			Args:         []string{modelfetch.HoldCommand, "--uri", s.Model, "--cache-dir", CacheMountPath},
+			VolumeMounts: []corev1.VolumeMount{{Name: cacheVolume, MountPath: CacheMountPath, ReadOnly: true}},
+			Resources:    holdResources(s.Resources), SecurityContext: fetchSecurity(),
+		})
+	}
 	pod.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: modelsVolume, MountPath: ModelsMountPath, ReadOnly: true}, serverCache}
+}
+
+// fetchSecurity is the security context of the fetch and the hold: root (the cache's directory is root's, made by
+// the kubelet or a volume's provisioner) without any capability, no privilege escalation, a read-only root.
+func fetchSecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsUser: ptr.To[int64](0), RunAsGroup: ptr.To[int64](0), RunAsNonRoot: ptr.To(false),
+		AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
+		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+// The hold's resources: a process that sleeps holding a lock.
+var (
+	holdCPU    = resource.MustParse("10m")
+	holdMemory = resource.MustParse("64Mi")
+)
+
+// holdResources are the hold's resources, chosen to keep the pod's QoS class the server's: none beside a server
+// that asks for none (BestEffort), requests equal to limits beside one whose cpu and memory are limited at their
+// requests (Guaranteed), else requests and a memory limit.
+func holdResources(server corev1.ResourceRequirements) corev1.ResourceRequirements {
+	r := cpuAndMemory(server)
+	if len(r.Requests) == 0 && len(r.Limits) == 0 {
+		return corev1.ResourceRequirements{}
+	}
+	guaranteed := true
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		limit, limited := r.Limits[name]
+		request, requested := r.Requests[name]
+		if !limited || (requested && request.Cmp(limit) != 0) {
+			guaranteed = false
+		}
+	}
+	both := corev1.ResourceList{corev1.ResourceCPU: holdCPU, corev1.ResourceMemory: holdMemory}
+	if guaranteed {
+		return corev1.ResourceRequirements{Requests: both, Limits: both}
+	}
+	return corev1.ResourceRequirements{Requests: both, Limits: corev1.ResourceList{corev1.ResourceMemory: holdMemory}}
 }
 
 // withStorageModel gives a step's pod its model on the pipeline's storage (nfs, pvc): the claim at /models, the

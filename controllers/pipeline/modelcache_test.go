@@ -70,8 +70,18 @@ func TestModelCache(t *testing.T) {
 		return nil
 	}, timeout, poll).ShouldNot(BeNil())
 	pod := s.deployment("cached-a").Spec.Template.Spec
-	s.g.Expect(pod.InitContainers).To(HaveLen(1))
+	s.g.Expect(pod.InitContainers).To(HaveLen(2))
 	fetch := pod.InitContainers[0]
+	// Then the hold, a sidecar that keeps the model in the cache while the pod runs: read-only, the same image.
+	hold := pod.InitContainers[1]
+	s.g.Expect(hold.Name).To(Equal(pipeline.HoldContainer))
+	s.g.Expect(hold.Image).To(Equal(fetchImage))
+	s.g.Expect(*hold.RestartPolicy).To(Equal(corev1.ContainerRestartPolicyAlways))
+	s.g.Expect(strings.Join(hold.Args, " ")).To(Equal("hold-model --uri " + uri + " --cache-dir " + pipeline.CacheMountPath))
+	s.g.Expect(hold.VolumeMounts).To(ConsistOf(corev1.VolumeMount{Name: "model-cache", MountPath: pipeline.CacheMountPath, ReadOnly: true}))
+	s.g.Expect(hold.Resources.Requests).To(HaveKey(corev1.ResourceCPU), "beside a server with requests, so the pod stays Burstable")
+	s.g.Expect(*hold.SecurityContext.AllowPrivilegeEscalation).To(BeFalse())
+	s.g.Expect(hold.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
 	s.g.Expect(fetch.Name).To(Equal(pipeline.FetchContainer))
 	s.g.Expect(fetch.Image).To(Equal(fetchImage))
 	s.g.Expect(strings.Join(fetch.Args, " ")).To(Equal("fetch-model --uri " + uri + " --cache-dir " + pipeline.CacheMountPath +

@@ -116,7 +116,7 @@ func TestModelSourcesMix(t *testing.T) {
 		SubPath: "face/align", ReadOnly: true}), "another's claim is always read-only")
 
 	fetched := s.podSpec("mixed-fetched")
-	s.g.Expect(fetched.InitContainers).To(ConsistOf(HaveField("Name", pipeline.FetchContainer)))
+	s.g.Expect(fetched.InitContainers).To(ConsistOf(HaveField("Name", pipeline.FetchContainer), HaveField("Name", pipeline.HoldContainer)))
 	s.g.Expect(fetched.Volumes).To(ContainElement(HaveField("VolumeSource.HostPath.Path", "/data/models/namespaces/"+s.ns)))
 	s.g.Expect(slices.ContainsFunc(fetched.Volumes, func(v corev1.Volume) bool { return v.PersistentVolumeClaim != nil })).To(BeFalse())
 
@@ -180,12 +180,15 @@ func TestLocalCacheVolumes(t *testing.T) {
 	for step, want := range map[string]string{"a": claim1, "b": claim1, "c": claim2} {
 		pod := s.podSpec("local-" + step)
 		s.g.Expect(pod.Volumes).To(ContainElement(HaveField("VolumeSource.PersistentVolumeClaim.ClaimName", want)), "step %s", step)
+		s.g.Expect(pod.InitContainers).To(ContainElement(HaveField("Name", pipeline.HoldContainer)), "step %s: its claim is shared", step)
 		s.g.Expect(strings.Join(pod.InitContainers[0].Args, " ")).To(ContainSubstring("--cache-max-size 10Gi"),
 			"half the claim: room to fetch a new model beside those kept")
 		s.g.Expect(pod.Containers[0].VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "model-cache",
 			MountPath: pipeline.CacheMountPath + "/" + key, SubPath: key, ReadOnly: true}), "the server sees its model's directory only")
 	}
 	unpinned := s.podSpec("local-d")
+	s.g.Expect(unpinned.InitContainers).To(ConsistOf(HaveField("Name", pipeline.FetchContainer)),
+		"a cache of the pod's own needs no hold: nothing else evicts from it")
 	s.g.Expect(unpinned.Volumes).To(ContainElement(HaveField("VolumeSource.EmptyDir.SizeLimit", ptrTo(resource.MustParse("20Gi")))))
 	for _, step := range []string{"a", "b", "c", "d", "e"} {
 		for _, v := range s.podSpec("local-" + step).Volumes {

@@ -190,20 +190,27 @@ func (c *cache) evict(ctx context.Context, keep *entry, keepKey string) ([]strin
 			continue
 		}
 		key := filepath.Base(filepath.Dir(e.dir))
-		release := func() {}
+		// A model a running pod uses (its hold, shared) stays: its server reads it through links, again at every
+		// restart.
+		unlockUse, ok, err := tryLockFile(filepath.Join(c.root, key+inUseSuffix))
+		if err != nil || !ok {
+			continue
+		}
+		release := unlockUse
 		if key != keepKey {
 			unlockKey, ok, err := tryLockFile(filepath.Join(c.root, key+".lock"))
 			if err != nil || !ok {
+				release()
 				continue // a fetch of that model runs now
 			}
-			release = unlockKey
+			release = func() { unlockKey(); unlockUse() }
 			// Read again under its lock: a fetch may have used it since the listing.
 			if again, ok := c.read(e.dir); !ok || now.Sub(again.LastUsed) < c.keepFor {
 				release()
 				continue
 			}
 		}
-		err := c.discard(e.dir, key)
+		err = c.discard(e.dir, key)
 		release()
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return removed, err
@@ -212,6 +219,16 @@ func (c *cache) evict(ctx context.Context, keep *entry, keepKey string) ([]strin
 		removed = append(removed, e.URI+" "+e.Digest)
 	}
 	return removed, nil
+}
+
+// makeInUse makes key's in-use lock file, readable by any user, for the pod's hold (which may run as any user,
+// and opens it read-only) to take.
+func (c *cache) makeInUse(key string) error {
+	f, err := os.OpenFile(filepath.Join(c.root, key+inUseSuffix), os.O_CREATE|os.O_RDONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // discard removes an entry of key: renamed into the cache's temporary directory first, so that an eviction cut
