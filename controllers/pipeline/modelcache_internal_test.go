@@ -15,7 +15,7 @@ func TestHoldResourcesKeepTheQoSClass(t *testing.T) {
 		requests, limits   int
 		limitsEqualRequest bool
 	}{
-		"best effort": {corev1.ResourceRequirements{}, 0, 0, false},
+		"best effort":                 {corev1.ResourceRequirements{}, 0, 0, false},
 		"best effort with a GPU only": {corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": q("1")}}, 0, 0, false},
 		"guaranteed by limits": {corev1.ResourceRequirements{Limits: corev1.ResourceList{
 			corev1.ResourceCPU: q("2"), corev1.ResourceMemory: q("4Gi")}}, 2, 2, true},
