@@ -84,7 +84,7 @@ const claimPoll = 5 * time.Second
 const nameTakenPoll = 30 * time.Second
 
 // RBAC of the pipeline-controller (make manifests turns these into its ClusterRole).
-// +kubebuilder:rbac:groups=inference.keelson.dev,resources=pipelines,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=inference.keelson.dev,resources=pipelines,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=inference.keelson.dev,resources=pipelines/status,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
