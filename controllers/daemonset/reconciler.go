@@ -126,6 +126,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// Deleted since the cache was read: no status to write, and the garbage collector removes what the
 			// pass made.
 			r.forget(req.String())
+			r.backoff.forget(string(ds.UID) + "/")
 			return ctrl.Result{}, nil
 		case serr != nil:
 			err = errors.Join(err, serr)

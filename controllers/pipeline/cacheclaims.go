@@ -40,12 +40,16 @@ func localCacheSize(v *inferencev1alpha1.LocalCacheVolume) resource.Quantity {
 	return resource.MustParse(DefaultCacheMaxSize)
 }
 
-// localCacheBound is the cache's bound on a claim (or a pod's volume) of size: half of it, so that a model as large
-// as the bound is fetched (and, as an archive, unpacked) beside the models the cache keeps, on a volume that holds
-// no more than its size.
+// localCacheBound is the cache's bound on a claim (or a pod's volume) of size: a third of it (in whole MiB), so that
+// a model as large as the bound is downloaded as an archive and unpacked beside the models the cache keeps, on a
+// volume that holds no more than its size.
 func localCacheBound(v *inferencev1alpha1.LocalCacheVolume) resource.Quantity {
 	size := localCacheSize(v)
-	return *resource.NewQuantity(size.Value()/2, resource.BinarySI)
+	b := size.Value() / 3
+	if b >= 1<<20 {
+		b = b >> 20 << 20
+	}
+	return *resource.NewQuantity(max(b, 1), resource.BinarySI)
 }
 
 // CacheClaimName names the cache claim of a pipeline's steps on one node: the pipeline's name and a hash of the

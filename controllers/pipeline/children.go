@@ -66,15 +66,19 @@ func (r *Reconciler) syncChildren(ctx context.Context, p *inferencev1alpha1.Pipe
 	// A cache claim serves every step of the pipeline on its node. A step whose claim is not known to be the
 	// pipeline's (its name taken, or not read) is not written: its pods would fetch into a claim of someone else's.
 	// A claim still being deleted (a class or size changed back before its pods were gone) is not there for a new
-	// pod either: its steps wait, as they were, for the deletion to end, whose event brings the pass that makes it
-	// again.
+	// pod: a step moving to it waits, as it is, for the deletion to end, whose event brings the pass that makes it
+	// again. A step whose Deployment names it already (someone deleted the claim under its pods) is written as
+	// usual: holding it back would hold the pods that keep the claim from going; its new pods wait, unschedulable,
+	// with the scheduler's reason in the step's status.
 	claims, claimSteps := DesiredCacheClaims(p)
 	heldBack := map[string]bool{}
 	for _, c := range claims {
 		steps := claimSteps[c.Name]
 		if r.terminating(ctx, c) {
 			for _, step := range steps {
-				heldBack[step], retrying[step] = true, true
+				if !r.deploymentNames(ctx, StepObjectName(p, step), p.Namespace, c.Name) {
+					heldBack[step], retrying[step] = true, true
+				}
 			}
 			continue
 		}
@@ -186,6 +190,20 @@ func (r *Reconciler) syncChild(ctx context.Context, p *inferencev1alpha1.Pipelin
 func (r *Reconciler) terminating(ctx context.Context, desired client.Object) bool {
 	existing := desired.DeepCopyObject().(client.Object)
 	return r.Get(ctx, client.ObjectKeyFromObject(desired), existing) == nil && existing.GetDeletionTimestamp() != nil
+}
+
+// deploymentNames reports whether the Deployment of that name (as the cache has it) mounts the claim.
+func (r *Reconciler) deploymentNames(ctx context.Context, name, namespace, claim string) bool {
+	var d appsv1.Deployment
+	if r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &d) != nil {
+		return false
+	}
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim {
+			return true
+		}
+	}
+	return false
 }
 
 // nameTakenFailure says that desired's name is taken by an object that is not the pipeline's.

@@ -156,9 +156,10 @@ func withModelCache(pod *corev1.PodSpec, p *inferencev1alpha1.Pipeline, s infere
 		// that restarts after the cache's keep-for finds its model where its links point.
 		pod.InitContainers = append(pod.InitContainers, corev1.Container{
 			Name: HoldContainer, Image: f.Image, RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
-			Args:         []string{modelfetch.HoldCommand, "--uri", s.Model, "--cache-dir", CacheMountPath},
-			VolumeMounts: []corev1.VolumeMount{{Name: cacheVolume, MountPath: CacheMountPath, ReadOnly: true}},
-			Resources:    holdResources(s.Resources), SecurityContext: fetchSecurity(),
+			Args: []string{modelfetch.HoldCommand, "--links-dir", ModelsMountPath, "--cache-dir", CacheMountPath},
+			VolumeMounts: []corev1.VolumeMount{{Name: cacheVolume, MountPath: CacheMountPath, ReadOnly: true},
+				{Name: modelsVolume, MountPath: ModelsMountPath, ReadOnly: true}},
+			Resources: holdResources(s.Resources), SecurityContext: fetchSecurity(),
 		})
 	}
 	pod.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: modelsVolume, MountPath: ModelsMountPath, ReadOnly: true}, serverCache}
@@ -181,26 +182,15 @@ var (
 )
 
 // holdResources are the hold's resources, chosen to keep the pod's QoS class the server's: none beside a server
-// that asks for none (BestEffort), requests equal to limits beside one whose cpu and memory are limited at their
-// requests (Guaranteed), else requests and a memory limit.
+// that asks for no cpu or memory (BestEffort), else requests equal to limits for both (the pod stays Guaranteed
+// beside a Guaranteed server, Burstable beside a Burstable one, and a ResourceQuota on limits finds them set).
 func holdResources(server corev1.ResourceRequirements) corev1.ResourceRequirements {
 	r := cpuAndMemory(server)
 	if len(r.Requests) == 0 && len(r.Limits) == 0 {
 		return corev1.ResourceRequirements{}
 	}
-	guaranteed := true
-	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		limit, limited := r.Limits[name]
-		request, requested := r.Requests[name]
-		if !limited || (requested && request.Cmp(limit) != 0) {
-			guaranteed = false
-		}
-	}
 	both := corev1.ResourceList{corev1.ResourceCPU: holdCPU, corev1.ResourceMemory: holdMemory}
-	if guaranteed {
-		return corev1.ResourceRequirements{Requests: both, Limits: both}
-	}
-	return corev1.ResourceRequirements{Requests: both, Limits: corev1.ResourceList{corev1.ResourceMemory: holdMemory}}
+	return corev1.ResourceRequirements{Requests: both, Limits: both.DeepCopy()}
 }
 
 // withStorageModel gives a step's pod its model on the pipeline's storage (nfs, pvc): the claim at /models, the

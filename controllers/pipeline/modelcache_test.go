@@ -77,9 +77,10 @@ func TestModelCache(t *testing.T) {
 	s.g.Expect(hold.Name).To(Equal(pipeline.HoldContainer))
 	s.g.Expect(hold.Image).To(Equal(fetchImage))
 	s.g.Expect(*hold.RestartPolicy).To(Equal(corev1.ContainerRestartPolicyAlways))
-	s.g.Expect(strings.Join(hold.Args, " ")).To(Equal("hold-model --uri " + uri + " --cache-dir " + pipeline.CacheMountPath))
-	s.g.Expect(hold.VolumeMounts).To(ConsistOf(corev1.VolumeMount{Name: "model-cache", MountPath: pipeline.CacheMountPath, ReadOnly: true}))
-	s.g.Expect(hold.Resources.Requests).To(HaveKey(corev1.ResourceCPU), "beside a server with requests, so the pod stays Burstable")
+	s.g.Expect(strings.Join(hold.Args, " ")).To(Equal("hold-model --links-dir /models --cache-dir " + pipeline.CacheMountPath))
+	s.g.Expect(hold.VolumeMounts).To(ConsistOf(corev1.VolumeMount{Name: "model-cache", MountPath: pipeline.CacheMountPath, ReadOnly: true},
+		corev1.VolumeMount{Name: "models", MountPath: "/models", ReadOnly: true}))
+	s.g.Expect(hold.Resources.Limits).To(HaveKey(corev1.ResourceMemory), "beside a server with requests: a quota on limits finds it")
 	s.g.Expect(*hold.SecurityContext.AllowPrivilegeEscalation).To(BeFalse())
 	s.g.Expect(hold.SecurityContext.Capabilities.Drop).To(ConsistOf(corev1.Capability("ALL")))
 	s.g.Expect(fetch.Name).To(Equal(pipeline.FetchContainer))

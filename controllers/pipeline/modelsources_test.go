@@ -181,8 +181,8 @@ func TestLocalCacheVolumes(t *testing.T) {
 		pod := s.podSpec("local-" + step)
 		s.g.Expect(pod.Volumes).To(ContainElement(HaveField("VolumeSource.PersistentVolumeClaim.ClaimName", want)), "step %s", step)
 		s.g.Expect(pod.InitContainers).To(ContainElement(HaveField("Name", pipeline.HoldContainer)), "step %s: its claim is shared", step)
-		s.g.Expect(strings.Join(pod.InitContainers[0].Args, " ")).To(ContainSubstring("--cache-max-size 10Gi"),
-			"half the claim: room to fetch a new model beside those kept")
+		s.g.Expect(strings.Join(pod.InitContainers[0].Args, " ")).To(ContainSubstring("--cache-max-size 6826Mi"),
+			"a third of the claim: room to download a new model's archive and unpack it beside those kept")
 		s.g.Expect(pod.Containers[0].VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "model-cache",
 			MountPath: pipeline.CacheMountPath + "/" + key, SubPath: key, ReadOnly: true}), "the server sees its model's directory only")
 	}
@@ -307,4 +307,15 @@ func TestLocalCacheClaimsInUseStay(t *testing.T) {
 	var again corev1.PersistentVolumeClaim
 	s.g.Expect(env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: claim1}, &again)).To(Succeed())
 	s.g.Expect(again.DeletionTimestamp).To(BeNil(), "made again")
+
+	// Someone deletes the claim under the step's pods (to clear the cache): it goes when they stop. The step is not
+	// frozen meanwhile: a new version of it is written, its new pods waiting for the claim.
+	s.g.Expect(env.Client.Delete(s.ctx, &again)).To(Succeed())
+	s.g.Eventually(func() bool {
+		var c corev1.PersistentVolumeClaim
+		return env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: claim1}, &c) == nil && c.DeletionTimestamp != nil
+	}, timeout, poll).Should(BeTrue())
+	s.edit("inuse", func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Image = "x:v2" })
+	s.g.Eventually(func() string { return s.deployment("inuse-a").Spec.Template.Spec.Containers[0].Image }, timeout, poll).Should(Equal("x:v2"))
+	s.g.Expect(s.claimsOf("inuse-a")).To(ConsistOf(claim1))
 }

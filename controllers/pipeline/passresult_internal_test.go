@@ -134,3 +134,30 @@ func TestAFinalizerRemovalConflictIsARequeue(t *testing.T) {
 		t.Fatalf("Reconcile = %+v, %v; want a requeue after %s and no error", res, err, conflictRequeue)
 	}
 }
+
+// The finalizer is written as a patch of the finalizers alone, never as an update of the whole object as the
+// controller's types serialise it (which would send a spec stored another way through the spec's validation).
+func TestFinalizersArePatchedNotUpdated(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := inferencev1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}}
+	updates, patches := 0, 0
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(p).WithInterceptorFuncs(interceptor.Funcs{
+		Update: func(context.Context, client.WithWatch, client.Object, ...client.UpdateOption) error {
+			updates++
+			return errors.New("updated")
+		},
+		Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
+			patches++
+			return apierrors.NewConflict(schema.GroupResource{Group: "inference.keelson.dev", Resource: "pipelines"}, "p",
+				errors.New("the object has been modified"))
+		}}).Build()
+	if _, err := (&Reconciler{Client: c}).Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}); err != nil {
+		t.Fatal(err)
+	}
+	if updates != 0 || patches != 1 {
+		t.Fatalf("%d updates and %d patches of the pipeline, want 0 and 1", updates, patches)
+	}
+}

@@ -190,9 +190,9 @@ func (c *cache) evict(ctx context.Context, keep *entry, keepKey string) ([]strin
 			continue
 		}
 		key := filepath.Base(filepath.Dir(e.dir))
-		// A model a running pod uses (its hold, shared) stays: its server reads it through links, again at every
+		// An entry a running pod uses (its hold, shared) stays: its server reads it through links, again at every
 		// restart.
-		unlockUse, ok, err := tryLockFile(filepath.Join(c.root, key+inUseSuffix))
+		unlockUse, ok, err := tryLockFile(e.dir + inUseSuffix)
 		if err != nil || !ok {
 			continue
 		}
@@ -221,10 +221,10 @@ func (c *cache) evict(ctx context.Context, keep *entry, keepKey string) ([]strin
 	return removed, nil
 }
 
-// makeInUse makes key's in-use lock file, readable by any user, for the pod's hold (which may run as any user,
-// and opens it read-only) to take.
-func (c *cache) makeInUse(key string) error {
-	f, err := os.OpenFile(filepath.Join(c.root, key+inUseSuffix), os.O_CREATE|os.O_RDONLY, 0o644)
+// makeInUse makes an entry's in-use lock file (<entry>.inuse, beside it: it outlives the entry's removal, so a
+// hold never locks a file that an eviction replaced), readable by any user, for the pod's hold to take read-only.
+func makeInUse(entryDir string) error {
+	f, err := os.OpenFile(entryDir+inUseSuffix, os.O_CREATE|os.O_RDONLY, 0o644)
 	if err != nil {
 		return err
 	}

@@ -58,7 +58,7 @@ func fetchLocked(ctx context.Context, src Source, o Options) (Result, error) {
 	defer unlock()
 	res, err := fetch(ctx, c, src, o)
 	if err == nil {
-		err = c.makeInUse(src.key())
+		err = makeInUse(filepath.Dir(res.Path))
 	}
 	if err == nil && o.LinksDir != "" {
 		err = linkEntries(o.LinksDir, res.Path)

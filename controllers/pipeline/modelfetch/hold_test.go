@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,13 +29,9 @@ func TestAHeldModelIsNotEvicted(t *testing.T) {
 		return res
 	}
 	a, b := fetch("a"), fetch("b")
-	key, err := KeyOf(ts.URL + "/a.bin")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	release, err := Hold(ctx, o.CacheDir, key)
+	release, err := Hold(ctx, filepath.Dir(a.Path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,15 +49,70 @@ func TestAHeldModelIsNotEvicted(t *testing.T) {
 	}
 }
 
-// A hold waits for the fetch to make its lock, ends when told to stop, and needs a model URI.
-func TestHoldCommand(t *testing.T) {
+// A hold waits while an eviction holds the entry's lock, then takes it shared, which keeps the next eviction
+// out; it ends when told to stop, and needs its directories.
+func TestHold(t *testing.T) {
 	var out bytes.Buffer
-	if code := HoldMain([]string{"--cache-dir", t.TempDir()}, &out); code != 2 || !strings.Contains(out.String(), "--uri") {
-		t.Fatalf("a hold without a URI = %d, %q", code, out.String())
+	if code := HoldMain([]string{"--cache-dir", t.TempDir()}, &out); code != 2 || !strings.Contains(out.String(), "--links-dir") {
+		t.Fatalf("a hold without its links = %d, %q", code, out.String())
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := Hold(ctx, t.TempDir(), "0123"); err == nil {
-		t.Fatal("a hold without a lock file to take, told to stop, returned no error")
+	entry := filepath.Join(t.TempDir(), "key", "entry")
+	if err := os.MkdirAll(entry, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := makeInUse(entry); err != nil {
+		t.Fatal(err)
+	}
+	unlockEvict, ok, err := tryLockFile(entry + inUseSuffix)
+	if err != nil || !ok {
+		t.Fatalf("an eviction's lock: %v, %v", ok, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	held := make(chan error, 1)
+	var release func()
+	go func() {
+		var err error
+		release, err = Hold(ctx, entry)
+		held <- err
+	}()
+	unlockEvict()
+	if err := <-held; err != nil {
+		t.Fatalf("the hold, once the eviction let go: %v", err)
+	}
+	if _, ok, _ := tryLockFile(entry + inUseSuffix); ok {
+		t.Fatal("an eviction took the lock of a held entry")
+	}
+	release()
+	unlock, ok, _ := tryLockFile(entry + inUseSuffix)
+	if !ok {
+		t.Fatal("the entry is still held after its release")
+	}
+	unlock()
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	if _, err := Hold(stopped, filepath.Join(t.TempDir(), "gone")); err == nil {
+		t.Fatal("a hold of an entry with no lock file returned no error")
+	}
+}
+
+// The hold finds its entry from the links the fetch left; a link that points out of the cache is refused.
+func TestLinkedEntry(t *testing.T) {
+	root, links := t.TempDir(), t.TempDir()
+	if e, err := LinkedEntry(links, root); e != "" || err != nil {
+		t.Fatalf("no links: %q, %v", e, err)
+	}
+	if err := os.Symlink(filepath.Join(root, "k", "d", modelDir, "weights.bin"), filepath.Join(links, "weights.bin")); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := LinkedEntry(links, root); e != filepath.Join(root, "k", "d") || err != nil {
+		t.Fatalf("LinkedEntry = %q, %v", e, err)
+	}
+	other := t.TempDir()
+	if err := os.Symlink("/etc/passwd", filepath.Join(other, "passwd")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LinkedEntry(other, root); err == nil {
+		t.Fatal("a link out of the cache was taken for an entry")
 	}
 }
