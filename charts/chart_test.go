@@ -446,9 +446,9 @@ func TestRBACIsExactlyWhatEachControllerUses(t *testing.T) {
 			"/events":                 "create,list,patch", // list: the events of a pod stuck in ContainerCreating say which volume it waits for
 			"/persistentvolumeclaims": "create,delete,get,list,patch,watch", "/persistentvolumes": "create,delete,get,list,patch,watch",
 			"/services": "create,delete,get,list,patch,watch", "apps/deployments": "create,delete,get,list,patch,watch",
-			"autoscaling/horizontalpodautoscalers": "get,list,watch",   // a step an HPA scales leaves it the replicas
-			"events.k8s.io/events":                 "create,get,patch", // get: an event seen again counts up its series
-			"inference.keelson.dev/pipelines":      "get,list,update,watch", "inference.keelson.dev/pipelines/status": "update",
+			"autoscaling/horizontalpodautoscalers": "get,list,watch",                                                           // a step an HPA scales leaves it the replicas
+			"events.k8s.io/events":                 "create,get,patch",                                                         // get: an event seen again counts up its series
+			"inference.keelson.dev/pipelines":      "get,list,patch,watch", "inference.keelson.dev/pipelines/status": "update", // patch: the finalizer alone
 		},
 	}
 	for _, r := range ofKind[rbacv1.ClusterRole](t, mustRender(t, nil), "ClusterRole") {

@@ -40,12 +40,12 @@ func localCacheSize(v *inferencev1alpha1.LocalCacheVolume) resource.Quantity {
 	return resource.MustParse(DefaultCacheMaxSize)
 }
 
-// localCacheBound is the cache's bound on a claim (or a pod's volume) of size: a third of it (in whole MiB), so that
-// a model as large as the bound is downloaded as an archive and unpacked beside the models the cache keeps, on a
-// volume that holds no more than its size.
+// localCacheBound is the cache's bound on a claim (or a pod's volume) of size: a third of it, less 5% for the
+// filesystem's own use (in whole MiB), so that a model as large as the bound is downloaded as an archive and
+// unpacked beside the models the cache keeps, on a volume that holds no more than its size.
 func localCacheBound(v *inferencev1alpha1.LocalCacheVolume) resource.Quantity {
 	size := localCacheSize(v)
-	b := size.Value() / 3
+	b := size.Value() / 100 * 95 / 3
 	if b >= 1<<20 {
 		b = b >> 20 << 20
 	}

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -149,8 +151,21 @@ func TestFinalizersArePatchedNotUpdated(t *testing.T) {
 			updates++
 			return errors.New("updated")
 		},
-		Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
+		Patch: func(_ context.Context, _ client.WithWatch, obj client.Object, patch client.Patch, _ ...client.PatchOption) error {
 			patches++
+			data, err := patch.Data(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sent map[string]any
+			if err := json.Unmarshal(data, &sent); err != nil {
+				t.Fatal(err)
+			}
+			meta, _ := sent["metadata"].(map[string]any)
+			if patch.Type() != types.MergePatchType || len(sent) != 1 || len(meta) != 2 || meta["finalizers"] == nil ||
+				meta["resourceVersion"] == nil {
+				t.Errorf("the finalizer patch (%s) sends %s: want the finalizers and the resourceVersion alone", patch.Type(), data)
+			}
 			return apierrors.NewConflict(schema.GroupResource{Group: "inference.keelson.dev", Resource: "pipelines"}, "p",
 				errors.New("the object has been modified"))
 		}}).Build()

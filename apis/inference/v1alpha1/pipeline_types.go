@@ -52,8 +52,8 @@ type LocalCacheVolume struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	StorageClassName string `json:"storageClassName"`
-	// Size each claim asks for. The cache keeps at most a third of it (the least recently used models are evicted
-	// to stay below that), so that a new model, at most as large, is downloaded as an archive and unpacked beside
+	// Size each claim asks for. The cache keeps at most a third of it, less 5% (the least recently used models are
+	// evicted to stay below that), so that a new model, at most as large, is downloaded as an archive and unpacked beside
 	// the ones it keeps. Defaults to 50Gi. A new class or size is a new claim on each node, filled anew.
 	// +optional
 	// +kubebuilder:default="50Gi"

@@ -43,32 +43,42 @@ func HoldMain(args []string, out io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	entry, err := LinkedEntry(*links, *cacheDir)
-	if err != nil {
-		_, _ = fmt.Fprintf(out, "%s: %v\n", HoldCommand, err)
-		return 1
-	}
-	if entry == "" {
-		_, _ = fmt.Fprintf(out, "%s: the model has no files: nothing to hold\n", HoldCommand)
+	// The hold only keeps evictions off the model: whatever goes wrong, it says so and stays up, since a sidecar
+	// that exits would take the pod's server out of its Service with it.
+	idle := func(format string, a ...any) int {
+		_, _ = fmt.Fprintf(out, HoldCommand+": "+format+"\n", a...)
 		<-ctx.Done()
 		return 0
 	}
-	release, err := Hold(ctx, entry)
-	if errors.Is(err, context.Canceled) {
-		return 0 // told to stop before the hold was taken
+	entry, err := LinkedEntry(*links, *cacheDir)
+	switch {
+	case err != nil:
+		return idle("nothing held: %v", err)
+	case entry == "":
+		return idle("the model has no files: nothing to hold")
 	}
-	if err != nil {
-		_, _ = fmt.Fprintf(out, "%s: %v\n", HoldCommand, err)
-		return 1
+	release, err := Hold(ctx, entry)
+	switch {
+	case errors.Is(err, context.Canceled):
+		return 0 // told to stop before the hold was taken
+	case err != nil:
+		return idle("nothing held: %v", err)
+	}
+	defer release()
+	if _, err := os.Stat(filepath.Join(entry, entryFile)); err != nil {
+		// Evicted before the hold was taken (this sidecar restarted more than a day after the fetch): the
+		// server's links point nowhere, and a new pod fetches the model again.
+		return idle("the entry %s was evicted before it was held: the model's links point nowhere until the pod is "+
+			"recreated (%v)", entry, err)
 	}
 	_, _ = fmt.Fprintf(out, "%s: holding %s\n", HoldCommand, entry)
 	<-ctx.Done()
-	release()
 	return 0
 }
 
 // LinkedEntry is the cache entry (its directory, below root) that the links in dir point into, as the fetch left
-// them: <root>/<key>/<entry>/model/<name>. "" when dir holds no link (a model without files).
+// them: <root>/<key>/<entry>/model/<name> (all of them into one entry: the first is read). "" when dir holds no
+// link (a model without files).
 func LinkedEntry(dir, root string) (string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -84,7 +94,9 @@ func LinkedEntry(dir, root string) (string, error) {
 		}
 		entry := filepath.Dir(filepath.Dir(target))
 		rel, err := filepath.Rel(root, entry)
-		if err != nil || strings.HasPrefix(rel, "..") || strings.Count(rel, string(filepath.Separator)) != 1 {
+		parts := strings.Split(rel, string(filepath.Separator))
+		if err != nil || len(parts) != 2 || strings.HasPrefix(parts[0], ".") || strings.HasPrefix(parts[1], ".") ||
+			filepath.Base(filepath.Dir(target)) != modelDir {
 			return "", fmt.Errorf("link %s points to %s, not into a cache entry below %s", e.Name(), target, root)
 		}
 		return entry, nil

@@ -31,7 +31,19 @@ func TestAHeldModelIsNotEvicted(t *testing.T) {
 	a, b := fetch("a"), fetch("b")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	release, err := Hold(ctx, filepath.Dir(a.Path))
+	// The pod's hold finds the entry from the links its fetch left.
+	links := t.TempDir()
+	withLinks := o
+	withLinks.LinksDir = links
+	if _, err := Fetch(context.Background(), ts.URL+"/a.bin", withLinks); err != nil {
+		t.Fatal(err)
+	}
+	entry, err := LinkedEntry(links, o.CacheDir)
+	if err != nil || entry != filepath.Dir(a.Path) {
+		t.Fatalf("the links lead to %q (%v), want %s", entry, err, filepath.Dir(a.Path))
+	}
+	fetch("b") // b used after a again: a is the least recently used
+	release, err := Hold(ctx, entry)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +59,39 @@ func TestAHeldModelIsNotEvicted(t *testing.T) {
 	if _, err := os.Stat(a.Path); !os.IsNotExist(err) {
 		t.Errorf("a, no longer held, is still cached: %v", err)
 	}
+}
+
+// A held version of a model stays when a new version of the same URI is fetched over the bound; a version no pod
+// holds goes.
+func TestAHeldVersionOfAModelStays(t *testing.T) {
+	srv, ts := newModelServer(t)
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	o := Options{CacheDir: t.TempDir(), MaxBytes: 250, Now: func() time.Time { clock = clock.Add(time.Minute); return clock }}
+	version := func(b byte) Result {
+		t.Helper()
+		srv.set("/m.bin", bytes.Repeat([]byte{b}, 100))
+		res, err := Fetch(context.Background(), ts.URL+"/m.bin", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	v1 := version('1')
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	release, err := Hold(ctx, filepath.Dir(v1.Path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := version('2')
+	version('3') // over the bound: v1 is the least recently used, but held; v2 goes
+	if _, err := os.Stat(v1.Path); err != nil {
+		t.Errorf("v1, held, was evicted: %v", err)
+	}
+	if _, err := os.Stat(v2.Path); !os.IsNotExist(err) {
+		t.Errorf("v2, held by no pod, is still cached: %v", err)
+	}
+	release()
 }
 
 // A hold waits while an eviction holds the entry's lock, then takes it shared, which keeps the next eviction
@@ -76,6 +121,11 @@ func TestHold(t *testing.T) {
 		release, err = Hold(ctx, entry)
 		held <- err
 	}()
+	select {
+	case err := <-held:
+		t.Fatalf("the hold returned while an eviction held the entry: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
 	unlockEvict()
 	if err := <-held; err != nil {
 		t.Fatalf("the hold, once the eviction let go: %v", err)
