@@ -85,6 +85,9 @@ func Start(opts Options) (*Env, error) {
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		// A start that failed after the control plane came up (a CRD or webhook configuration refused) leaves it
+		// running: stop it, or its kube-apiserver and etcd outlive the tests.
+		_ = env.Stop()
 		return nil, fmt.Errorf("starting envtest with binaries from %s: %w", assets, err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
