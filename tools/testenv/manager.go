@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -39,7 +40,7 @@ type Manager struct {
 func (m *Manager) Stop() { m.stop() }
 
 // StartManager runs a controller-runtime manager against the Env inside the test, serving the Env's webhooks, and
-// returns once its caches have synced. The manager stops, and the test waits for it, when the test ends.
+// returns once its caches have synced and its webhook server (if the Env has webhooks) listens. The manager stops, and the test waits for it, when the test ends.
 // Leader election, metrics and probes are off: tests of those run the real binaries.
 func (e *Env) StartManager(t testing.TB, opts ManagerOptions) *Manager {
 	t.Helper()
@@ -84,6 +85,16 @@ func (e *Env) StartManager(t testing.TB, opts ManagerOptions) *Manager {
 	defer syncCancel()
 	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
 		t.Fatalf("test manager caches did not sync within %s", startTimeout)
+	}
+	if len(wh.MutatingWebhooks)+len(wh.ValidatingWebhooks) > 0 {
+		// The apiserver calls the webhooks from the test's first write on: a write before the server listens
+		// would be refused (connection refused), as if the webhook were down.
+		started := mgr.GetWebhookServer().StartedChecker()
+		if err := wait.PollUntilContextCancel(syncCtx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
+			return started(nil) == nil, nil
+		}); err != nil {
+			t.Fatalf("test manager's webhook server did not listen within %s: %v", startTimeout, err)
+		}
 	}
 	return &Manager{Manager: mgr, stop: stop}
 }
