@@ -116,11 +116,9 @@ func (r *Reconciler) deleteUnusedCacheClaims(ctx context.Context, p *inferencev1
 		return []error{fmt.Errorf("listing step Deployments: %w", err)}
 	}
 	named := map[string]bool{}
-	for _, d := range deps.Items {
-		for _, v := range d.Spec.Template.Spec.Volumes {
-			if v.PersistentVolumeClaim != nil {
-				named[v.PersistentVolumeClaim.ClaimName] = true
-			}
+	for i := range deps.Items {
+		for _, c := range claimsNamedBy(&deps.Items[i]) {
+			named[c] = true
 		}
 	}
 	var errs []error
@@ -134,4 +132,15 @@ func (r *Reconciler) deleteUnusedCacheClaims(ctx context.Context, p *inferencev1
 		}
 	}
 	return errs
+}
+
+// claimsNamedBy are the claims a Deployment's pods mount.
+func claimsNamedBy(d *appsv1.Deployment) []string {
+	var out []string
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			out = append(out, v.PersistentVolumeClaim.ClaimName)
+		}
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -195,15 +196,7 @@ func (r *Reconciler) terminating(ctx context.Context, desired client.Object) boo
 // deploymentNames reports whether the Deployment of that name (as the cache has it) mounts the claim.
 func (r *Reconciler) deploymentNames(ctx context.Context, name, namespace, claim string) bool {
 	var d appsv1.Deployment
-	if r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &d) != nil {
-		return false
-	}
-	for _, v := range d.Spec.Template.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim {
-			return true
-		}
-	}
-	return false
+	return r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &d) == nil && slices.Contains(claimsNamedBy(&d), claim)
 }
 
 // nameTakenFailure says that desired's name is taken by an object that is not the pipeline's.

@@ -90,15 +90,15 @@ func ParseClaimModel(model string) (claim, subPath string, err error) {
 		return "", "", fmt.Errorf("claim %q: %s", claim, strings.Join(msgs, "; "))
 	}
 	subPath = strings.Trim(u.Path, "/")
-	if err := checkSubPath(subPath); err != nil {
+	if err := CheckSubPath(subPath); err != nil {
 		return "", "", err
 	}
 	return claim, subPath, nil
 }
 
-// checkSubPath checks that a path stays inside the volume it is mounted from: relative, no ".." segment, no
-// backslash (the kubelet refuses any other sub-path, so the step would never start).
-func checkSubPath(p string) error {
+// CheckSubPath checks that a model's path stays inside the volume it is mounted from: relative, no ".." segment,
+// no leading backslash (the kubelet refuses any other sub-path, so the step would never start).
+func CheckSubPath(p string) error {
 	if path.IsAbs(p) || strings.HasPrefix(p, "\\") {
 		return fmt.Errorf("must be a path relative to the models storage, without a leading /")
 	}

@@ -128,6 +128,20 @@ func TestModelSourcesMix(t *testing.T) {
 	s.g.Expect(s.stepStatus("mixed", "claim").Model).To(BeNil())
 }
 
+// localCachePipeline creates a pipeline of storage cache whose cache is on local volumes (class local-models, 20Gi
+// claims), and returns it as stored.
+func (s *scenario) localCachePipeline(name string, steps ...inferencev1alpha1.Step) *inferencev1alpha1.Pipeline {
+	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns},
+		Spec: inferencev1alpha1.PipelineSpec{
+			ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StorageCache,
+				Cache: &inferencev1alpha1.ModelCache{LocalVolume: &inferencev1alpha1.LocalCacheVolume{
+					StorageClassName: "local-models", Size: ptrTo(resource.MustParse("20Gi"))}}},
+			Steps: steps,
+		}}
+	s.g.Expect(env.Client.Create(s.ctx, p)).To(Succeed())
+	return s.get(name)
+}
+
 // fetched0 is a running step pod's status after a fetch that downloaded uri.
 func fetched0(uri, digest string) corev1.PodStatus {
 	return fetched(0, `{"uri":"`+uri+`","digest":"`+digest+`","size":1024}`, true)
@@ -144,21 +158,12 @@ func TestLocalCacheVolumes(t *testing.T) {
 	node1, node2 := s.ns+"-gpu-1", s.ns+"-gpu-2"
 	s.node(node1, 0, false)
 	s.node(node2, 0, false)
-	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "local", Namespace: s.ns},
-		Spec: inferencev1alpha1.PipelineSpec{
-			ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StorageCache,
-				Cache: &inferencev1alpha1.ModelCache{LocalVolume: &inferencev1alpha1.LocalCacheVolume{
-					StorageClassName: "local-models", Size: ptrTo(resource.MustParse("20Gi"))}}},
-			Steps: []inferencev1alpha1.Step{
-				{Name: "a", Image: "x", Model: uri, Location: node1},
-				{Name: "b", Image: "x", Model: uri, Location: node1},
-				{Name: "c", Image: "x", Model: uri, Location: node2},
-				{Name: "d", Image: "x", Model: uri},
-				{Name: "e", Image: "x", Model: "pvc://shared-models/e", Location: node2},
-			},
-		}}
-	s.g.Expect(env.Client.Create(s.ctx, p)).To(Succeed())
-	p = s.get("local")
+	p := s.localCachePipeline("local",
+		inferencev1alpha1.Step{Name: "a", Image: "x", Model: uri, Location: node1},
+		inferencev1alpha1.Step{Name: "b", Image: "x", Model: uri, Location: node1},
+		inferencev1alpha1.Step{Name: "c", Image: "x", Model: uri, Location: node2},
+		inferencev1alpha1.Step{Name: "d", Image: "x", Model: uri},
+		inferencev1alpha1.Step{Name: "e", Image: "x", Model: "pvc://shared-models/e", Location: node2})
 	claim1, claim2 := pipeline.CacheClaimName(p, node1), pipeline.CacheClaimName(p, node2)
 	s.g.Expect(claim1).NotTo(Equal(claim2))
 
@@ -248,18 +253,9 @@ func TestLocalCacheClaimsInUseStay(t *testing.T) {
 	for _, n := range []string{node1, node2, node3} {
 		s.node(n, 0, false)
 	}
-	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "inuse", Namespace: s.ns},
-		Spec: inferencev1alpha1.PipelineSpec{
-			ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StorageCache,
-				Cache: &inferencev1alpha1.ModelCache{LocalVolume: &inferencev1alpha1.LocalCacheVolume{
-					StorageClassName: "local-models", Size: ptrTo(resource.MustParse("20Gi"))}}},
-			Steps: []inferencev1alpha1.Step{
-				{Name: "a", Image: "x", Model: uri, Location: node1},
-				{Name: "c", Image: "x", Model: uri, Location: node2},
-			},
-		}}
-	s.g.Expect(env.Client.Create(s.ctx, p)).To(Succeed())
-	p = s.get("inuse")
+	p := s.localCachePipeline("inuse",
+		inferencev1alpha1.Step{Name: "a", Image: "x", Model: uri, Location: node1},
+		inferencev1alpha1.Step{Name: "c", Image: "x", Model: uri, Location: node2})
 	claim2 := pipeline.CacheClaimName(p, node2)
 	s.g.Eventually(func() []string { return s.claimsOf("inuse-c") }, timeout, poll).Should(ConsistOf(claim2))
 

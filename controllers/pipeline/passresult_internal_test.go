@@ -95,58 +95,54 @@ func TestEventsRefusedInANamespaceBeingDeletedAreNotErrors(t *testing.T) {
 // A pass that adds the finalizer while another writer moved the Pipeline (a user's edit right after the create)
 // looks again in a moment; it is no error, logged and backed off.
 func TestAFinalizerConflictIsARequeue(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := inferencev1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(p).WithInterceptorFuncs(interceptor.Funcs{
-		Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
-			return apierrors.NewConflict(schema.GroupResource{Group: "inference.keelson.dev", Resource: "pipelines"}, "p",
-				errors.New("the object has been modified"))
-		}}).Build()
-	res, err := (&Reconciler{Client: c}).Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)})
-	if err != nil || res.RequeueAfter != conflictRequeue {
-		t.Fatalf("Reconcile = %+v, %v; want a requeue after %s and no error", res, err, conflictRequeue)
-	}
+	requeuesOnAConflict(t, &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}})
 }
 
 // The last write of a deletion, removing the finalizer, may race another writer (a user's edit, the pass's own
 // status write): it looks again in a moment, and is no error, logged and backed off.
 func TestAFinalizerRemovalConflictIsARequeue(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := inferencev1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := corev1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := appsv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Finalizers: []string{Finalizer},
-		DeletionTimestamp: &metav1.Time{Time: time.Now()}}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(p).WithInterceptorFuncs(interceptor.Funcs{
+	requeuesOnAConflict(t, &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns",
+		Finalizers: []string{Finalizer}, DeletionTimestamp: &metav1.Time{Time: time.Now()}}})
+}
+
+// requeuesOnAConflict runs a pass over p whose writes of the pipeline all conflict: it must be a short requeue,
+// and no error.
+func requeuesOnAConflict(t *testing.T, p *inferencev1alpha1.Pipeline) {
+	t.Helper()
+	c := pipelineClient(t, p, interceptor.Funcs{
 		Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
-			return apierrors.NewConflict(schema.GroupResource{Group: "inference.keelson.dev", Resource: "pipelines"}, "p",
-				errors.New("the object has been modified"))
-		}}).Build()
+			return pipelineConflict()
+		}})
 	res, err := (&Reconciler{Client: c}).Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)})
 	if err != nil || res.RequeueAfter != conflictRequeue {
 		t.Fatalf("Reconcile = %+v, %v; want a requeue after %s and no error", res, err, conflictRequeue)
 	}
 }
 
+// pipelineClient is a fake client holding p, with the pipeline, core and apps kinds, whose calls funcs intercept.
+func pipelineClient(t *testing.T, p *inferencev1alpha1.Pipeline, funcs interceptor.Funcs) client.Client {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{inferencev1alpha1.AddToScheme, corev1.AddToScheme, appsv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(p).WithInterceptorFuncs(funcs).Build()
+}
+
+// pipelineConflict is the apiserver's answer to a write of a pipeline that another writer moved.
+func pipelineConflict() error {
+	return apierrors.NewConflict(schema.GroupResource{Group: "inference.keelson.dev", Resource: "pipelines"}, "p",
+		errors.New("the object has been modified"))
+}
+
 // The finalizer is written as a patch of the finalizers alone, never as an update of the whole object as the
 // controller's types serialise it (which would send a spec stored another way through the spec's validation).
 func TestFinalizersArePatchedNotUpdated(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := inferencev1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
 	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}}
 	updates, patches := 0, 0
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(p).WithInterceptorFuncs(interceptor.Funcs{
+	c := pipelineClient(t, p, interceptor.Funcs{
 		Update: func(context.Context, client.WithWatch, client.Object, ...client.UpdateOption) error {
 			updates++
 			return errors.New("updated")
@@ -166,9 +162,8 @@ func TestFinalizersArePatchedNotUpdated(t *testing.T) {
 				meta["resourceVersion"] == nil {
 				t.Errorf("the finalizer patch (%s) sends %s: want the finalizers and the resourceVersion alone", patch.Type(), data)
 			}
-			return apierrors.NewConflict(schema.GroupResource{Group: "inference.keelson.dev", Resource: "pipelines"}, "p",
-				errors.New("the object has been modified"))
-		}}).Build()
+			return pipelineConflict()
+		}})
 	if _, err := (&Reconciler{Client: c}).Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package inference
 
 import (
 	"fmt"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -264,16 +263,8 @@ func validateModel(fp *field.Path, model string, ms inferencev1alpha1.ModelStora
 		return field.ErrorList{field.Invalid(fp, model, "with storage cache a step's model is a URI (http(s)://, s3:// or "+
 			"pvc://): there is no share to hold a path")}
 	}
-	switch {
-	case model == "":
-		return nil
-	case path.IsAbs(model) || strings.HasPrefix(model, "\\"):
-		return field.ErrorList{field.Invalid(fp, model, "must be a path relative to the models storage, without a leading /")}
-	}
-	for _, seg := range strings.FieldsFunc(model, func(r rune) bool { return r == '/' || r == '\\' }) {
-		if seg == ".." {
-			return field.ErrorList{field.Invalid(fp, model, "must not contain a '..' segment: the model must stay inside the models storage")}
-		}
+	if err := pipeline.CheckSubPath(model); err != nil {
+		return field.ErrorList{field.Invalid(fp, model, err.Error())}
 	}
 	return nil
 }
