@@ -28,6 +28,10 @@ func rolloutsMeasured(g Gomega) uint64 {
 // A completed rollout is measured once and told in a RolloutComplete event on the DaemonSet.
 func TestCompletedRolloutIsMeasuredAndTold(t *testing.T) {
 	s := newScenario(t)
+	// The histogram is the process's: a DaemonSet an earlier test left behind would add its rollouts to it.
+	var others daemonsetv1alpha1.DaemonSetList
+	s.g.Expect(env.Client.List(s.ctx, &others)).To(Succeed())
+	s.g.Expect(others.Items).To(BeEmpty(), "DaemonSets earlier tests left behind")
 	startController(t)
 	for _, n := range []string{"a", "b"} {
 		s.node(n, nil)
@@ -48,15 +52,31 @@ func TestCompletedRolloutIsMeasuredAndTold(t *testing.T) {
 	s.g.Eventually(func() uint64 { return rolloutsMeasured(s.g) - before }, timeout, poll).Should(Equal(uint64(1)))
 	s.g.Consistently(func() uint64 { return rolloutsMeasured(s.g) - before }, "500ms", poll).Should(Equal(uint64(1)),
 		"one rollout measured more than once")
-	s.g.Eventually(func() []string {
-		var events eventsv1.EventList
-		_ = env.Client.List(s.ctx, &events, client.InNamespace(s.ns))
-		var reasons []string
-		for _, e := range events.Items {
-			if e.Regarding.Name == "measured" {
+	// Told once per rollout: the creation's and the update's, each in its own event.
+	s.g.Eventually(func() []string { return s.rolloutEvents("measured") }, timeout, poll).
+		Should(HaveExactElements(eventRolloutComplete, eventRolloutComplete))
+	s.g.Consistently(func() []string { return s.rolloutEvents("measured") }, "500ms", poll).
+		Should(HaveLen(2), "one rollout told more than once")
+}
+
+// eventRolloutComplete is the reason of the event that tells a completed rollout.
+const eventRolloutComplete = "RolloutComplete"
+
+// rolloutEvents is the reasons of the events about the DaemonSet name that tell a rollout's end.
+func (s *scenario) rolloutEvents(name string) []string {
+	var events eventsv1.EventList
+	s.g.Expect(env.Client.List(s.ctx, &events, client.InNamespace(s.ns))).To(Succeed())
+	var reasons []string
+	for _, e := range events.Items {
+		if e.Regarding.Name == name && e.Reason == eventRolloutComplete {
+			times := int32(1) // a repeat of the same event is counted in its series
+			if e.Series != nil {
+				times = e.Series.Count
+			}
+			for range times {
 				reasons = append(reasons, e.Reason)
 			}
 		}
-		return reasons
-	}, timeout, poll).Should(ContainElement("RolloutComplete"))
+	}
+	return reasons
 }

@@ -67,6 +67,11 @@ func newScenario(t *testing.T) *scenario {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "kds-"}}
 	s.g.Expect(env.Client.Create(s.ctx, ns)).To(Succeed())
 	s.ns = ns.Name
+	// The test apiserver deletes no namespace: a DaemonSet left behind would be reconciled by the next test's
+	// controller, and its rollouts would show in the process-wide metrics that test reads.
+	t.Cleanup(func() {
+		_ = env.Client.DeleteAllOf(context.Background(), &daemonsetv1alpha1.DaemonSet{}, client.InNamespace(ns.Name))
+	})
 	return s
 }
 
