@@ -12,7 +12,7 @@ func TestEventReasonsAreDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range []string{eventCreated, eventDeleted, eventFailedCreate, eventFailedDelete, eventRolloutComplete, eventRolloutStuck} {
+	for _, r := range []string{eventCreated, eventDeleted, eventFailedCreate, eventFailedDelete, eventUpdated, eventFailedUpdate, eventRolloutComplete, eventRolloutStuck} {
 		if !strings.Contains(string(doc), "| daemonset-controller | `"+r+"` |") {
 			t.Errorf("docs/operations.md does not list the event %s", r)
 		}

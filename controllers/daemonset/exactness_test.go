@@ -70,18 +70,24 @@ func TestCacheLag(t *testing.T) {
 	}
 	other := owned("x", false)
 	other.OwnerReferences[0].UID = "other-ds"
-	live := []corev1.Pod{owned("kept", false), owned("new", false), owned("new-deleting", true), owned("deleting", true), other}
-	cachedPods := []corev1.Pod{owned("kept", false), owned("deleting", false), owned("gone", false), owned("seen-deleting", true)}
+	// "patched" was updated in place to revision r2; the cache still shows r1.
+	patchedLive, patchedCached := owned("patched", false), owned("patched", false)
+	patchedLive.Labels, patchedCached.Labels = map[string]string{RevisionLabel: "r2"}, map[string]string{RevisionLabel: "r1"}
+	live := []corev1.Pod{owned("kept", false), owned("new", false), owned("new-deleting", true), owned("deleting", true), other, patchedLive}
+	cachedPods := []corev1.Pod{owned("kept", false), owned("deleting", false), owned("gone", false), owned("seen-deleting", true), patchedCached}
 	var cached []*corev1.Pod
 	for i := range cachedPods {
 		cached = append(cached, &cachedPods[i])
 	}
-	creations, deletions := cacheLag("ds", live, cached)
-	if creations != 2 {
-		t.Errorf("creations = %d, want 2 (new, new-deleting)", creations)
+	lag := cacheLag("ds", live, cached)
+	if lag.creations != 2 {
+		t.Errorf("creations = %d, want 2 (new, new-deleting)", lag.creations)
 	}
-	if want := []types.UID{"deleting", "gone"}; !cmp.Equal(deletions, want) {
-		t.Errorf("deletions = %v, want %v", deletions, want)
+	if want := []types.UID{"deleting", "gone"}; !cmp.Equal(lag.deletions, want) {
+		t.Errorf("deletions = %v, want %v", lag.deletions, want)
+	}
+	if want := map[types.UID]string{"patched": "r2"}; !cmp.Equal(lag.updates, want) {
+		t.Errorf("updates = %v, want %v", lag.updates, want)
 	}
 }
 

@@ -25,6 +25,8 @@ const (
 	eventDeleted      = "SuccessfulDelete"
 	eventFailedCreate = "FailedCreate"
 	eventFailedDelete = "FailedDelete"
+	eventUpdated      = "SuccessfulUpdateInPlace"
+	eventFailedUpdate = "FailedUpdateInPlace"
 )
 
 // execute carries out a plan: deletions first (a node's old pod goes before its replacement is created in a later
@@ -39,7 +41,57 @@ func (r *Reconciler) execute(ctx context.Context, ds *daemonsetv1alpha1.DaemonSe
 	if err := r.deletePods(ctx, ds, key, p.deletes); err != nil {
 		return err
 	}
+	if err := r.updatePods(ctx, ds, key, p.updates, templates); err != nil {
+		return err
+	}
 	return r.createPods(ctx, ds, key, p.creates, templates)
+}
+
+// updatePods patches pods in place to their new revision (see inPlacePatch), all at once: the planner has already
+// kept them within maxUnavailable. A pod that changed since the cache read it (a conflict) or is gone is left to the
+// next pass, which reads it again.
+func (r *Reconciler) updatePods(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, key string, updates []podUpdate,
+	templates map[string]*corev1.PodTemplateSpec) error {
+	if len(updates) == 0 {
+		return nil
+	}
+	for _, u := range updates {
+		r.expectations.ExpectUpdate(key, u.pod.UID, u.hash)
+	}
+	errs := parallel(len(updates), func(i int) error {
+		u := updates[i]
+		from, to := templates[u.pod.Labels[RevisionLabel]], templates[u.hash]
+		if from == nil || to == nil { // the planner only updates pods of recorded revisions
+			r.expectations.UpdateAbandoned(key, u.pod.UID)
+			return fmt.Errorf("no recorded template to update pod %s in place", u.pod.Name)
+		}
+		body, err := inPlacePatch(u.pod, from, to, u.hash)
+		if err == nil {
+			err = r.Patch(ctx, u.pod.DeepCopy(), client.RawPatch(types.StrategicMergePatchType, body))
+		}
+		if err != nil {
+			r.expectations.UpdateAbandoned(key, u.pod.UID) // no event will show an update that did not happen
+			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+				return nil // gone, or changed since read: the next pass sees it as it is now
+			}
+			r.Recorder.Eventf(eventSubject(ds), u.pod, corev1.EventTypeWarning, eventFailedUpdate, "Update",
+				"Updating pod %s on node %s in place failed: %v", u.pod.Name, PodNode(u.pod), err)
+			return fmt.Errorf("updating pod %s in place: %w", u.pod.Name, err)
+		}
+		log.FromContext(ctx).V(1).Info("Updated pod in place", "pod", u.pod.Name, "node", PodNode(u.pod), "revision", u.hash)
+		return nil
+	})
+	var revisions []string
+	for i, err := range errs {
+		if err == nil {
+			revisions = append(revisions, updates[i].hash)
+		}
+	}
+	if len(revisions) > 0 {
+		r.Recorder.Eventf(eventSubject(ds), nil, corev1.EventTypeNormal, eventUpdated, "Update",
+			"Updated pods in place to revision %s", distinct(revisions))
+	}
+	return errors.Join(errs...)
 }
 
 func (r *Reconciler) deletePods(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, key string, deletes []podDelete) error {

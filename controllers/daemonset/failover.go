@@ -16,7 +16,8 @@ import (
 // fast) and empty expectations, and the cache may not yet show the pods the old leader created or deleted moments
 // ago: planning from it would put a second pod on such a node. So the first pass over a DaemonSet in this process
 // reads its pods live, past the cache, and expects what the cache has not seen yet: a creation for each live pod
-// missing from the cache, a deletion for each cached pod that is gone or being deleted. Until the cache has caught
+// missing from the cache, a deletion for each cached pod that is gone or being deleted, an update for each cached
+// pod whose live revision differs (updated in place). Until the cache has caught
 // up, the expectations hold the pass back, as they do after this process's own writes. Later passes need no live
 // read: everything this process writes is in its own expectations.
 func (r *Reconciler) seedExpectations(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, key string) error {
@@ -32,9 +33,12 @@ func (r *Reconciler) seedExpectations(ctx context.Context, ds *daemonsetv1alpha1
 	if err != nil {
 		return err
 	}
-	creations, deletions := cacheLag(ds.UID, live.Items, cached)
-	r.expectations.ExpectCreations(key, creations)
-	r.expectations.ExpectDeletions(key, deletions...)
+	lag := cacheLag(ds.UID, live.Items, cached)
+	r.expectations.ExpectCreations(key, lag.creations)
+	r.expectations.ExpectDeletions(key, lag.deletions...)
+	for uid, revision := range lag.updates {
+		r.expectations.ExpectUpdate(key, uid, revision)
+	}
 	r.seeded.add(key, ds.UID)
 	return nil
 }
@@ -47,10 +51,19 @@ func (r *Reconciler) liveReader() client.Reader {
 	return r.Client
 }
 
-// cacheLag compares a live list of pods with the cached pods the DaemonSet owner controls: how many of the owner's
-// live pods the cache has yet to see created, and which cached pods it has yet to see deleted (gone from the live
-// list, or being deleted there).
-func cacheLag(owner types.UID, live []corev1.Pod, cached []*corev1.Pod) (creations int, deletions []types.UID) {
+// lag is what the cache has yet to see of the DaemonSet's pods.
+type lag struct {
+	// creations is how many live pods the cache has yet to see created.
+	creations int
+	// deletions are the cached pods it has yet to see deleted (gone from the live list, or being deleted there).
+	deletions []types.UID
+	// updates are the cached pods whose live revision label differs, with that label: updated in place.
+	updates map[types.UID]string
+}
+
+// cacheLag compares a live list of pods with the cached pods the DaemonSet owner controls.
+func cacheLag(owner types.UID, live []corev1.Pod, cached []*corev1.Pod) lag {
+	out := lag{updates: map[types.UID]string{}}
 	liveByUID := map[types.UID]*corev1.Pod{}
 	for i := range live {
 		pod := &live[i]
@@ -64,16 +77,20 @@ func cacheLag(owner types.UID, live []corev1.Pod, cached []*corev1.Pod) (creatio
 		if pod.DeletionTimestamp != nil {
 			continue // its deletion is already seen
 		}
-		if l, ok := liveByUID[pod.UID]; !ok || l.DeletionTimestamp != nil {
-			deletions = append(deletions, pod.UID)
+		l, ok := liveByUID[pod.UID]
+		switch {
+		case !ok || l.DeletionTimestamp != nil:
+			out.deletions = append(out.deletions, pod.UID)
+		case l.Labels[RevisionLabel] != pod.Labels[RevisionLabel]:
+			out.updates[pod.UID] = l.Labels[RevisionLabel]
 		}
 	}
 	for uid := range liveByUID {
 		if !cachedUIDs[uid] {
-			creations++
+			out.creations++
 		}
 	}
-	return creations, deletions
+	return out
 }
 
 // seenSet remembers the DaemonSets whose first pass in this process is done, by key and UID (a DaemonSet deleted

@@ -203,14 +203,17 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 		return ctrl.Result{}, nil, err
 	}
 	s := strategyFor(ds, template, views)
+	if s.inPlace {
+		s.inPlaceFrom = inPlaceFrom(history.templates, history.updateHash)
+	}
 
 	var result ctrl.Result
 	var actErr error
 	if satisfied {
 		p := planNodes(views, s, history.updateHash, history.currentHash, now)
-		progressing := len(p.creates)+len(p.deletes) > 0
+		progressing := len(p.creates)+len(p.deletes)+len(p.updates) > 0
 		log.FromContext(ctx).V(1).Info("Planned", "nodes", len(nodes.Items), "pods", len(pods),
-			"creates", len(p.creates), "deletes", len(p.deletes), "requeueAfter", p.requeueAfter)
+			"creates", len(p.creates), "deletes", len(p.deletes), "updates", len(p.updates), "requeueAfter", p.requeueAfter)
 		for _, node := range p.failedNodes {
 			r.backoff.failed(backoffKey(ds, history.updateHash, node), now)
 		}
@@ -333,7 +336,8 @@ func strategyFor(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSp
 	var knobs *rollingUpdateKnobs
 	if ru := ds.Spec.UpdateStrategy.RollingUpdate; ru != nil {
 		knobs = &rollingUpdateKnobs{maxSurge: ru.MaxSurge, maxUnavailable: ru.MaxUnavailable,
-			partition: int(ptr.Deref(ru.Partition, 0)), paused: ru.Paused}
+			partition: int(ptr.Deref(ru.Partition, 0)), paused: ru.Paused,
+			inPlace: ru.InPlace == daemonsetv1alpha1.InPlaceIfPossible}
 	}
 	onDelete := ds.Spec.UpdateStrategy.Type == daemonsetv1alpha1.OnDeleteStrategyType
 	return resolveStrategy(knobs, onDelete, usesHostPorts(&template.Spec), ds.Spec.MinReadySeconds, desired)

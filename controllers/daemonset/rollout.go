@@ -33,11 +33,21 @@ type strategy struct {
 	maxSurge, maxUnavailable int
 	partition                int
 	minReadySeconds          int32
+	// inPlace: rollingUpdate.inPlace is IfPossible (and there is no surge). inPlaceFrom then lists the revisions
+	// whose pods can be patched to the update revision rather than replaced.
+	inPlace     bool
+	inPlaceFrom map[string]bool
 }
 
 // podCreate asks for a pod of revision hash on node.
 type podCreate struct {
 	node string
+	hash string
+}
+
+// podUpdate asks for pod to be updated in place to revision hash.
+type podUpdate struct {
+	pod  *corev1.Pod
 	hash string
 }
 
@@ -60,6 +70,7 @@ const (
 type plan struct {
 	creates []podCreate
 	deletes []podDelete
+	updates []podUpdate
 	// failedNodes are nodes whose failed (or succeeded) pods are deleted now: their backoff grows.
 	failedNodes []string
 	// requeueAfter is when time-based work is next due (backoff ends, a pod becomes available); 0 for never.
@@ -81,6 +92,7 @@ func resolveStrategy(rollingUpdate *rollingUpdateKnobs, onDelete bool, hostPort 
 	}
 	s.paused = rollingUpdate.paused
 	s.partition = rollingUpdate.partition
+	s.inPlace = rollingUpdate.inPlace
 	if rollingUpdate.maxUnavailable != nil {
 		s.maxUnavailable, _ = intstr.GetScaledValueFromIntOrPercent(rollingUpdate.maxUnavailable, desired, true)
 	}
@@ -90,6 +102,9 @@ func resolveStrategy(rollingUpdate *rollingUpdateKnobs, onDelete bool, hostPort 
 	if s.maxSurge == 0 && s.maxUnavailable == 0 {
 		s.maxUnavailable = 1 // admission forbids both 0; a host port can turn surge off, and then one at a time
 	}
+	if s.maxSurge > 0 {
+		s.inPlace = false // admission forbids both; surge starts a second pod, which in place never does
+	}
 	return s
 }
 
@@ -98,12 +113,19 @@ type rollingUpdateKnobs struct {
 	maxSurge, maxUnavailable *intstr.IntOrString
 	partition                int
 	paused                   bool
+	inPlace                  bool
 }
 
 // availability says whether pod is available: ready for minReadySeconds. When it is ready but not yet for long
-// enough, wait says how long until it is.
+// enough, wait says how long until it is. A pod updated in place is ready from when its last updated container
+// started again, if that is later than its Ready condition says (the kubelet may restart a container without the
+// pod's Ready condition ever turning false).
 func availability(pod *corev1.Pod, minReadySeconds int32, now time.Time) (available bool, wait time.Duration) {
 	if pod.Status.Phase != corev1.PodRunning {
+		return false, 0
+	}
+	restarted, since := inPlaceRestarted(pod)
+	if !restarted {
 		return false, 0
 	}
 	for _, c := range pod.Status.Conditions {
@@ -116,7 +138,10 @@ func availability(pod *corev1.Pod, minReadySeconds int32, now time.Time) (availa
 		if minReadySeconds == 0 {
 			return true, 0
 		}
-		readyFor := now.Sub(c.LastTransitionTime.Time)
+		if c.LastTransitionTime.After(since) {
+			since = c.LastTransitionTime.Time
+		}
+		readyFor := now.Sub(since)
 		min := time.Duration(minReadySeconds) * time.Second
 		if readyFor >= min {
 			return true, 0
@@ -126,7 +151,11 @@ func availability(pod *corev1.Pod, minReadySeconds int32, now time.Time) (availa
 	return false, 0
 }
 
+// isReady reports whether the pod is ready; one updated in place is not until its updated containers run again.
 func isReady(pod *corev1.Pod) bool {
+	if restarted, _ := inPlaceRestarted(pod); !restarted {
+		return false
+	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue
@@ -319,7 +348,8 @@ func countUnavailable(nodes []nodeView, kept map[string][]*corev1.Pod, s strateg
 
 // planReplace is the rolling update without surge: delete old pods (the unavailable ones first, as they cost
 // nothing) while no more than maxUnavailable nodes are without an available pod; the next pass creates their
-// replacements.
+// replacements. A pod whose revision can be updated in place is patched instead of deleted, within the same
+// budget: it is unavailable until its containers run again.
 func planReplace(nodes []nodeView, kept map[string][]*corev1.Pod, targets map[string]bool, s strategy, updateHash string, now time.Time, p *plan) {
 	unavailable := countUnavailable(nodes, kept, s, now, p)
 	var candidates []*corev1.Pod
@@ -329,7 +359,7 @@ func planReplace(nodes []nodeView, kept map[string][]*corev1.Pod, targets map[st
 			continue
 		}
 		if ok, _ := availability(pods[0], s.minReadySeconds, now); !ok {
-			p.deletes = append(p.deletes, podDelete{pods[0], deleteUpdate})
+			replace(pods[0], s, updateHash, p)
 			continue
 		}
 		candidates = append(candidates, pods[0])
@@ -338,9 +368,19 @@ func planReplace(nodes []nodeView, kept map[string][]*corev1.Pod, targets map[st
 		if unavailable >= s.maxUnavailable {
 			break
 		}
-		p.deletes = append(p.deletes, podDelete{pod, deleteUpdate})
+		replace(pod, s, updateHash, p)
 		unavailable++
 	}
+}
+
+// replace plans an old pod's move to the update revision: a patch when its revision can be updated in place, else
+// its deletion (a later pass creates the new pod).
+func replace(pod *corev1.Pod, s strategy, updateHash string, p *plan) {
+	if s.inPlace && s.inPlaceFrom[pod.Labels[RevisionLabel]] {
+		p.updates = append(p.updates, podUpdate{pod, updateHash})
+		return
+	}
+	p.deletes = append(p.deletes, podDelete{pod, deleteUpdate})
 }
 
 // planSurge is the rolling update with surge: start a new pod beside the old one on up to maxSurge nodes at a time,

@@ -1,6 +1,7 @@
 package daemonset
 
 import (
+	"reflect"
 	"sort"
 	"testing"
 	"time"
@@ -259,8 +260,12 @@ func TestResolveStrategy(t *testing.T) {
 		"host port turns surge off": {knobs: &rollingUpdateKnobs{maxUnavailable: num(0), maxSurge: num(1)}, hostPort: true, desired: 5, want: strategy{maxUnavailable: 1}},
 		"partition and pause":       {knobs: &rollingUpdateKnobs{maxUnavailable: num(2), partition: 3, paused: true}, desired: 5, want: strategy{maxUnavailable: 2, partition: 3, paused: true}},
 		"OnDelete":                  {onDelete: true, desired: 5, want: strategy{onDelete: true, maxUnavailable: 1}},
+		"in place":                  {knobs: &rollingUpdateKnobs{maxUnavailable: num(1), inPlace: true}, desired: 5, want: strategy{maxUnavailable: 1, inPlace: true}},
+		// Admission refuses in place with surge; should one get past it, the surge wins.
+		"in place with surge":     {knobs: &rollingUpdateKnobs{maxUnavailable: num(0), maxSurge: num(1), inPlace: true}, desired: 5, want: strategy{maxSurge: 1}},
+		"in place under OnDelete": {knobs: &rollingUpdateKnobs{inPlace: true}, onDelete: true, desired: 5, want: strategy{onDelete: true, maxUnavailable: 1}},
 	} {
-		if got := resolveStrategy(tc.knobs, tc.onDelete, tc.hostPort, 0, tc.desired); got != tc.want {
+		if got := resolveStrategy(tc.knobs, tc.onDelete, tc.hostPort, 0, tc.desired); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: got %+v, want %+v", name, got, tc.want)
 		}
 	}

@@ -188,6 +188,8 @@ func (h *podHandler) Update(_ context.Context, e event.UpdateEvent, q workqueue.
 		if e.ObjectNew.GetDeletionTimestamp() != nil && e.ObjectOld.GetDeletionTimestamp() == nil {
 			h.r.expectations.DeletionObserved(req.String(), e.ObjectNew.GetUID())
 		}
+		// An update in place is seen once the pod carries its new revision.
+		h.r.expectations.UpdateObserved(req.String(), e.ObjectNew.GetUID(), e.ObjectNew.GetLabels()[RevisionLabel])
 		q.Add(req)
 	} else if req, ok := h.claimant(e.ObjectNew); ok {
 		q.Add(req)

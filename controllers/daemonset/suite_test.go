@@ -205,6 +205,7 @@ func (s *scenario) setPodPhase(p *corev1.Pod, phase corev1.PodPhase, ready bool)
 	}
 	p.Status.Phase = phase
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: readyStatus, LastTransitionTime: metav1.Now()}}
+	p.Status.ContainerStatuses = containersRunning(p, ready)
 	err := env.Client.Status().Update(s.ctx, p)
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil // gone or changed meanwhile: the kubelet loop comes back to it
@@ -212,8 +213,48 @@ func (s *scenario) setPodPhase(p *corev1.Pod, phase corev1.PodPhase, ready bool)
 	return err
 }
 
+// containersRunning is the status of p's containers as the kubelet reports them once they run: each container's ID
+// names its image, so a container whose image changed in place gets a new ID and one more restart.
+func containersRunning(p *corev1.Pod, ready bool) []corev1.ContainerStatus {
+	before := map[string]corev1.ContainerStatus{}
+	for _, cs := range p.Status.ContainerStatuses {
+		before[cs.Name] = cs
+	}
+	var out []corev1.ContainerStatus
+	for _, c := range p.Spec.Containers {
+		cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image, ContainerID: "sim://" + string(p.UID) + "/" + c.Name + "/" + c.Image,
+			Ready: ready, Started: &ready,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}
+		if old, ok := before[c.Name]; ok {
+			cs.RestartCount = old.RestartCount
+			if old.ContainerID != cs.ContainerID {
+				cs.RestartCount++
+			} else {
+				cs.State = old.State
+			}
+		}
+		out = append(out, cs)
+	}
+	return out
+}
+
+// imageChanged reports whether a container of p runs another image than its spec now names (updated in place).
+func imageChanged(p *corev1.Pod) bool {
+	running := map[string]string{}
+	for _, cs := range p.Status.ContainerStatuses {
+		running[cs.Name] = cs.Image
+	}
+	for _, c := range p.Spec.Containers {
+		if image, ok := running[c.Name]; ok && image != c.Image {
+			return true
+		}
+	}
+	return false
+}
+
 // kubelet plays the kubelet for the DaemonSet until the test ends: every pod that is not ready becomes Running and
-// Ready, except on nodes listed in skip (a dead node's kubelet does nothing).
+// Ready, and a pod whose image changed in place restarts those containers, except on nodes listed in skip (a dead
+// node's kubelet does nothing).
 func (s *scenario) kubelet(name string, skip ...string) {
 	s.slowKubelet(name, 0, skip...)
 }
@@ -241,8 +282,11 @@ func (s *scenario) slowKubelet(name string, startup time.Duration, skip ...strin
 			}
 			for i := range list.Items {
 				p := &list.Items[i]
-				if p.DeletionTimestamp == nil && !dead[nodeOf(p)] && p.Status.Phase != corev1.PodRunning &&
-					p.Status.Phase != corev1.PodFailed && time.Since(p.CreationTimestamp.Time) >= startup {
+				if p.DeletionTimestamp != nil || dead[nodeOf(p)] {
+					continue
+				}
+				if (p.Status.Phase != corev1.PodRunning && p.Status.Phase != corev1.PodFailed &&
+					time.Since(p.CreationTimestamp.Time) >= startup) || (p.Status.Phase == corev1.PodRunning && imageChanged(p)) {
 					_ = s.setPodPhase(p, corev1.PodRunning, true)
 				}
 			}

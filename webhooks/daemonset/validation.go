@@ -157,6 +157,17 @@ func validateStrategy(spec *daemonsetv1alpha1.DaemonSetSpec, p *field.Path, ratc
 					"holds, so the rollout would wait forever; use maxUnavailable instead"))
 		}
 	}
+	switch ru.InPlace {
+	case "", daemonsetv1alpha1.InPlaceNever:
+	case daemonsetv1alpha1.InPlaceIfPossible:
+		if !surgeZero && ru.MaxSurge != nil {
+			errs = append(errs, field.Forbidden(rp.Child("inPlace"), "IfPossible requires maxSurge 0: a pod updated in "+
+				"place has no second pod beside it, so the update is paced by maxUnavailable"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(rp.Child("inPlace"), ru.InPlace,
+			[]string{string(daemonsetv1alpha1.InPlaceIfPossible), string(daemonsetv1alpha1.InPlaceNever)}))
+	}
 	if ru.Partition != nil && *ru.Partition < 0 {
 		errs = append(errs, field.Invalid(rp.Child("partition"), *ru.Partition, "must be non-negative"))
 	}

@@ -88,6 +88,17 @@ func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 		}, "spec.updateStrategy.rollingUpdate", "spec.updateStrategy.rollingUpdate"},
 		"unknown strategy type": {func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.UpdateStrategy.Type = "Recreate" },
 			"spec.updateStrategy.type", "spec.updateStrategy.type"},
+		"in place with surge": {func(ds *daemonsetv1alpha1.DaemonSet) {
+			ru := rollingUpdate(ds)
+			ru.InPlace, ru.MaxSurge, ru.MaxUnavailable = daemonsetv1alpha1.InPlaceIfPossible, ptr.To(intstr.FromInt32(1)), ptr.To(intstr.FromInt32(0))
+		}, "spec.updateStrategy.rollingUpdate.inPlace: Forbidden: IfPossible requires maxSurge 0",
+			"spec.updateStrategy.rollingUpdate.inPlace: Forbidden: IfPossible requires maxSurge 0"},
+		"in place with a surge of 0%": {func(ds *daemonsetv1alpha1.DaemonSet) {
+			ru := rollingUpdate(ds)
+			ru.InPlace, ru.MaxSurge = daemonsetv1alpha1.InPlaceIfPossible, ptr.To(intstr.FromString("0%"))
+		}, "", ""},
+		"unknown in-place policy": {func(ds *daemonsetv1alpha1.DaemonSet) { rollingUpdate(ds).InPlace = "Always" },
+			"spec.updateStrategy.rollingUpdate.inPlace: Unsupported value", "spec.updateStrategy.rollingUpdate.inPlace: Unsupported value"},
 		"negative partition": {func(ds *daemonsetv1alpha1.DaemonSet) { rollingUpdate(ds).Partition = ptr.To[int32](-1) },
 			"spec.updateStrategy.rollingUpdate.partition", "spec.updateStrategy.rollingUpdate.partition"},
 		"negative minReadySeconds": {func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.MinReadySeconds = -1 },

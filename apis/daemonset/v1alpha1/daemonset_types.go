@@ -81,6 +81,7 @@ type DaemonSetUpdateStrategy struct {
 // maxUnavailable budget, so a dead node does not stall the rollout everywhere else.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.maxUnavailable) || !has(self.maxSurge) || !(self.maxUnavailable == 0 || self.maxUnavailable == '0%') || !(self.maxSurge == 0 || self.maxSurge == '0%')",reason="FieldValueInvalid",message="maxUnavailable and maxSurge cannot both be 0: the rollout could never replace a pod"
+// +kubebuilder:validation:XValidation:rule="!has(self.inPlace) || self.inPlace != 'IfPossible' || !has(self.maxSurge) || self.maxSurge == 0 || self.maxSurge == '0%'",fieldPath=".inPlace",reason="FieldValueForbidden",message="IfPossible requires maxSurge 0: a pod updated in place has no second pod beside it, so the update is paced by maxUnavailable"
 type RollingUpdateDaemonSet struct {
 	// MaxUnavailable is how many eligible nodes may be without an available pod during the update, as a number or
 	// a percentage of the eligible nodes (rounded up). Defaults to 1. Pods on NotReady or unreachable nodes are
@@ -115,7 +116,27 @@ type RollingUpdateDaemonSet struct {
 	// Empty updates every node.
 	// +optional
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+
+	// InPlace says whether a pod may be updated in place rather than replaced. With IfPossible, a pod whose
+	// revision differs from the new one only in container images and pod labels and annotations is patched: it
+	// keeps its name, UID, IP, volumes and node, and the kubelet restarts the changed containers with their new
+	// images. The pod counts as unavailable (within maxUnavailable) until every changed container runs again and
+	// the pod is ready. Any other difference replaces the pod, as Never (the default) always does. IfPossible
+	// requires maxSurge 0.
+	// +optional
+	InPlace InPlacePolicy `json:"inPlace,omitempty"`
 }
+
+// InPlacePolicy says whether a rolling update may update a pod in place.
+// +kubebuilder:validation:Enum=IfPossible;Never
+type InPlacePolicy string
+
+const (
+	// InPlaceIfPossible updates a pod in place when only container images and pod labels and annotations change.
+	InPlaceIfPossible InPlacePolicy = "IfPossible"
+	// InPlaceNever always replaces a pod with a new one.
+	InPlaceNever InPlacePolicy = "Never"
+)
 
 // DaemonSetStatus is the observed state of a DaemonSet. Counts are of eligible nodes unless they say otherwise.
 type DaemonSetStatus struct {
@@ -172,6 +193,7 @@ type DaemonSetStatus struct {
 // +kubebuilder:printcolumn:name="Up-to-date",type=integer,JSONPath=`.status.updatedNumberScheduled`
 // +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.numberAvailable`
 // +kubebuilder:printcolumn:name="Node Selector",type=string,JSONPath=`.spec.template.spec.nodeSelector`
+// +kubebuilder:printcolumn:name="In-place",type=string,JSONPath=`.spec.updateStrategy.rollingUpdate.inPlace`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // DaemonSet runs one pod on every eligible node: nodes its template's node selector, required node affinity and

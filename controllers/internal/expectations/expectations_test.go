@@ -88,3 +88,28 @@ func TestExpiredExpectationsAreReset(t *testing.T) {
 		t.Fatal("an unknown key has time remaining")
 	}
 }
+
+// An update is seen once the cache shows its state, and not by an update to another state; a failed update or the
+// object's deletion drops it.
+func TestUpdateExpectations(t *testing.T) {
+	e := New()
+	e.ExpectUpdate("ns/a", "uid-1", "rev-2")
+	e.UpdateObserved("ns/a", "uid-1", "rev-1") // an event from before the update
+	if e.Satisfied("ns/a") {
+		t.Fatal("satisfied by an event that does not show the update")
+	}
+	e.UpdateObserved("ns/a", "uid-1", "rev-2")
+	if !e.Satisfied("ns/a") {
+		t.Fatal("not satisfied after the update was seen")
+	}
+	e.ExpectUpdate("ns/a", "uid-1", "rev-3")
+	e.UpdateAbandoned("ns/a", "uid-1")
+	if !e.Satisfied("ns/a") {
+		t.Fatal("a failed update is still expected")
+	}
+	e.ExpectUpdate("ns/a", "uid-1", "rev-4")
+	e.DeletionObserved("ns/a", "uid-1")
+	if !e.Satisfied("ns/a") {
+		t.Fatal("the update of a deleted object is still expected")
+	}
+}

@@ -1,0 +1,140 @@
+package daemonset_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/daemonset"
+)
+
+// inPlace allows in-place updates, one node at a time.
+func inPlace(ds *daemonsetv1alpha1.DaemonSet) {
+	one := intstr.FromInt32(1)
+	ds.Spec.UpdateStrategy.RollingUpdate = &daemonsetv1alpha1.RollingUpdateDaemonSet{MaxUnavailable: &one,
+		InPlace: daemonsetv1alpha1.InPlaceIfPossible}
+}
+
+// agent is the DaemonSet these tests roll out.
+const agent = "agent"
+
+// podsByNode maps each node to the UID of agent's pod on it.
+func (s *scenario) podsByNode() map[string]types.UID {
+	out := map[string]types.UID{}
+	for _, p := range s.pods(agent) {
+		out[nodeOf(&p)] = p.UID
+	}
+	return out
+}
+
+// rolledOut reports whether every node runs an available pod of agent's current template.
+func (s *scenario) rolledOut() bool {
+	ds := s.get(agent)
+	return ds.Status.ObservedGeneration == ds.Generation && ds.Status.UpdatedNumberScheduled == ds.Status.DesiredNumberScheduled &&
+		condition(ds, daemonset.ConditionReady) != nil && condition(ds, daemonset.ConditionReady).Reason == daemonset.ReasonAllNodesUpdated
+}
+
+// An image change is rolled out by patching the pods: each keeps its UID and node, runs the new image after one
+// restart of its container, carries the new revision, and costs one write; no pod is created or deleted.
+func TestImageChangeUpdatesPodsInPlace(t *testing.T) {
+	s := newScenario(t)
+	c := startController(t)
+	for _, n := range []string{"a", "b", "c"} {
+		s.node(n, nil)
+	}
+	s.daemonSet("agent", "agent:v1", inPlace)
+	s.kubelet("agent")
+	s.g.Eventually(s.rolledOut, timeout, poll).Should(BeTrue())
+	before := s.podsByNode()
+	s.g.Expect(before).To(HaveLen(3))
+	podWrites := func() int64 {
+		var n int64
+		for _, p := range s.pods("agent") {
+			n += c.WritesTo(p.Name)
+		}
+		return n
+	}
+	creates, writesBefore := c.Creates.Load(), podWrites()
+
+	s.update("agent", func(ds *daemonsetv1alpha1.DaemonSet) {
+		ds.Spec.Image = "agent:v2"
+		ds.Spec.Template.Labels = map[string]string{"release": "v2"}
+	})
+	s.g.Eventually(s.rolledOut, timeout, poll).Should(BeTrue())
+
+	ds := s.get("agent")
+	s.g.Expect(s.podsByNode()).To(Equal(before), "pods were replaced, not updated in place")
+	for _, p := range s.pods("agent") {
+		s.g.Expect(p.Spec.Containers[0].Image).To(Equal("agent:v2"))
+		s.g.Expect(p.Labels).To(HaveKeyWithValue(daemonset.RevisionLabel, ds.Status.UpdateRevision))
+		s.g.Expect(p.Labels).To(HaveKeyWithValue("release", "v2"))
+		s.g.Expect(p.Status.ContainerStatuses[0].RestartCount).To(Equal(int32(1)))
+	}
+	s.g.Expect(c.Creates.Load()-creates).To(Equal(int64(1)), "only the new ControllerRevision is created")
+	// The kubelet's status writes are not through the controller's client: these are the controller's own.
+	s.g.Expect(podWrites()-writesBefore).To(Equal(int64(3)), "one patch per pod")
+	s.g.Eventually(func() []string {
+		var events eventsv1.EventList
+		s.g.Expect(env.Client.List(s.ctx, &events, client.InNamespace(s.ns))).To(Succeed())
+		var reasons []string
+		for _, e := range events.Items {
+			reasons = append(reasons, e.Reason)
+		}
+		return reasons
+	}, timeout, poll).Should(ContainElement("SuccessfulUpdateInPlace"))
+}
+
+// Under in place, a change the running pod cannot take (here an environment variable) replaces the pod.
+func TestChangeThatCannotBeMadeInPlaceReplacesThePod(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	s.node("a", nil)
+	s.daemonSet("agent", "agent:v1", inPlace)
+	s.kubelet("agent")
+	s.g.Eventually(s.rolledOut, timeout, poll).Should(BeTrue())
+	before := s.podsByNode()
+
+	s.update("agent", func(ds *daemonsetv1alpha1.DaemonSet) {
+		ds.Spec.Image = "agent:v2"
+		ds.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "LEVEL", Value: "debug"}}
+	})
+	s.g.Eventually(s.rolledOut, timeout, poll).Should(BeTrue())
+	after := s.podsByNode()
+	s.g.Expect(after).To(HaveLen(1))
+	s.g.Expect(after[s.label+"-a"]).NotTo(Equal(before[s.label+"-a"]), "the pod was patched, though its environment changed")
+}
+
+// Until its container runs the new image, a pod updated in place counts as not ready and not available, and the
+// rollout does not move on to the next node.
+func TestPodUpdatingInPlaceHoldsTheRollout(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	s.node("a", nil)
+	s.node("b", nil)
+	s.daemonSet("agent", "agent:v1", inPlace)
+	s.kubelet("agent", "b") // b's kubelet runs nothing after the first start...
+	s.g.Eventually(func() int { return len(s.pods("agent")) }, timeout, poll).Should(Equal(2))
+	for _, p := range s.pods("agent") {
+		if nodeOf(&p) == s.label+"-b" {
+			s.g.Expect(s.setPodPhase(&p, corev1.PodRunning, true)).To(Succeed()) // ...but starts its first pod
+		}
+	}
+	s.g.Eventually(s.rolledOut, timeout, poll).Should(BeTrue())
+
+	s.update("agent", func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.Image = "agent:v2" })
+	// Node a ("…-a" sorts first) is updated and restarts; b is patched next and never restarts its container.
+	s.g.Eventually(func() int32 { return s.get("agent").Status.UpdatedNumberScheduled }, timeout, poll).Should(Equal(int32(2)))
+	holding := func() bool {
+		st := s.get("agent").Status
+		return st.NumberReady == 1 && st.NumberAvailable == 1 && st.NumberUnavailable == 1
+	}
+	s.g.Eventually(holding, timeout, poll).Should(BeTrue(), "a pod whose container has not restarted counts as ready or available")
+	s.g.Consistently(holding, "1s", poll).Should(BeTrue(), "a pod whose container has not restarted became ready or available")
+	s.g.Expect(s.reasonOf("agent", daemonset.ConditionReady)()).NotTo(Equal(daemonset.ReasonAllNodesUpdated))
+}
