@@ -32,6 +32,10 @@ COPY --from=build /out/echo /echo
 USER 65532:65532
 ENTRYPOINT ["/echo"]
 
+# The same server as another image (another user, so another image config and ID), for the in-place update suite.
+FROM e2e-echo AS e2e-echo-next
+USER 65533:65533
+
 FROM base AS daemonset-controller
 COPY --from=build /out/daemonset-controller /daemonset-controller
 ENTRYPOINT ["/tini", "--", "/daemonset-controller"]

@@ -201,9 +201,10 @@ e2e: $(KIND) $(CHAINSAW) $(HELM) envtest ## Run every chainsaw suite on kind (ne
 	$(KIND) get kubeconfig --name $(KIND_CLUSTER) > $(KIND_KUBECONFIG)
 	$(MAKE) docker-build IMAGE_TAG=$(LOCAL_IMAGE_TAG)
 	docker build --target e2e-echo -t $(ECHO_IMAGE) .
+	docker build --target e2e-echo-next -t $(ECHO_NEXT_IMAGE) .
 	$(MAKE) e2e-previous-docker
 	$(foreach i,$(addprefix $(IMAGE_REGISTRY)/$(IMAGE_REPOSITORY)/,$(addsuffix :$(LOCAL_IMAGE_TAG),$(BINARIES))) \
-		$(addprefix $(IMAGE_REGISTRY)/$(IMAGE_REPOSITORY)/,$(addsuffix :$(PREVIOUS_TAG),$(BINARIES))) $(ECHO_IMAGE), \
+		$(addprefix $(IMAGE_REGISTRY)/$(IMAGE_REPOSITORY)/,$(addsuffix :$(PREVIOUS_TAG),$(BINARIES))) $(ECHO_IMAGE) $(ECHO_NEXT_IMAGE), \
 		$(KIND) load docker-image --name $(KIND_CLUSTER) $(i) &&) true
 	$(KUBECTL) --kubeconfig $(KIND_KUBECONFIG) apply -f $(KWOK_RELEASE_URL)/kwok.yaml -f $(KWOK_RELEASE_URL)/stage-fast.yaml
 	$(MAKE) e2e-run KUBECONFIG=$(KIND_KUBECONFIG) \
@@ -342,6 +343,9 @@ KUBECTL_LOCAL := $(KUBECTL) --kubeconfig $(LOCAL_KUBECONFIG)
 HELM_LOCAL := $(HELM) --kubeconfig $(LOCAL_KUBECONFIG)
 # The end-to-end workload image (e2e/echo), the same name on kind and on the local cluster.
 ECHO_IMAGE := localhost/keelson-echo:e2e
+# The same server as a second image (another user makes another image config, so another image ID): an image
+# change a running pod can take in place, without a registry.
+ECHO_NEXT_IMAGE := localhost/keelson-echo:e2e-next
 RELEASE ?= keelson
 RELEASE_NAMESPACE ?= keelson-system
 # Locally built images carry a fixed tag (imported into the node, never pulled); the pods carry the images' digest,
@@ -370,6 +374,8 @@ cluster-images: ## Build the node's own images offline: pause, CoreDNS and the e
 		--out $(BIN)/images/coredns.tar >/dev/null
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN)/echo ./e2e/echo
 	go run ./tools/image --tini= --binary $(BIN)/echo --ref $(ECHO_IMAGE) --out $(BIN)/images/keelson-echo.tar >/dev/null
+	go run ./tools/image --tini= --user=65533:65533 --binary $(BIN)/echo --ref $(ECHO_NEXT_IMAGE) \
+		--out $(BIN)/images/keelson-echo-next.tar >/dev/null
 
 .PHONY: cluster-up
 cluster-up: cluster-tools cluster-images ## Start the local cluster (idempotent; FAKE_NODES=N adds simulated nodes). Needs root.

@@ -94,7 +94,8 @@ func (c *Cluster) procs() map[string]Proc {
 		"kwok": {Name: "kwok", Path: l.KwokBinary, Args: []string{"--kubeconfig=" + pki("kwok.kubeconfig"),
 			"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=" + fakeNodeAnnotation + "=fake",
 			"--cidr=" + s.FakePodCIDR, "--node-ip=" + s.HostIP, "--node-lease-duration-seconds=40",
-			"--server-address=127.0.0.1:10247", "--v=WARN", "--config=" + l.EtcFile(kwokConfig), "--config=" + l.KwokStages}},
+			"--server-address=127.0.0.1:10247", "--v=WARN", "--config=" + l.EtcFile(kwokConfig), "--config=" + l.KwokStages,
+			"--config=" + l.EtcFile(kwokStages)}},
 	}
 }
 

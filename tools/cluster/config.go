@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	_ "embed"
 	"fmt"
 	"text/template"
 )
@@ -65,7 +66,14 @@ const (
 	auditPolicy      = "audit-policy.yaml"
 	coreDNSManifest  = "coredns.yaml"
 	kwokConfig       = "kwok.yaml"
+	kwokStages       = "kwok-stages.yaml"
 )
+
+// inPlaceStage is kwok's stage that restarts a simulated pod's containers whose image changed in place. It is a
+// kwok template, so it is written as it is, not rendered.
+//
+//go:embed kwok-in-place-stage.yaml
+var inPlaceStage []byte
 
 // templates holds every config file. The comments inside name the knobs without which a node fails on a host
 // with cgroup v1, no CAP_SYS_RESOURCE and a FORWARD policy of DROP.
@@ -253,5 +261,6 @@ func Render(s Settings, l Layout) (map[string][]byte, error) {
 		}
 		out[name] = buf.Bytes()
 	}
+	out[kwokStages] = inPlaceStage
 	return out, nil
 }

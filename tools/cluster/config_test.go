@@ -52,6 +52,15 @@ func TestRender(t *testing.T) {
 	if cni.Plugins[0].Bridge != "keelson0" || cni.Plugins[0].IPAM.DataDir != "/w/.cluster/data/cni" {
 		t.Errorf("bridge %q, IPAM data %q: both must be ours, to clean up", cni.Plugins[0].Bridge, cni.Plugins[0].IPAM.DataDir)
 	}
+	var stage struct {
+		Kind     string `json:"kind"`
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	if err := yaml.Unmarshal(files[kwokStages], &stage); err != nil || stage.Kind != "Stage" || stage.Metadata.Name != "pod-in-place-restart" {
+		t.Errorf("kwok's in-place stage: %+v, %v", stage, err)
+	}
 	for _, name := range []string{kubeletConfig, kubeProxyConfig, auditPolicy, kwokConfig} {
 		var v map[string]any
 		if err := yaml.Unmarshal(files[name], &v); err != nil {
