@@ -166,8 +166,16 @@ func TestHandoverSentence(t *testing.T) {
 func TestMissingMeasurements(t *testing.T) {
 	r := sampleResults()
 	r.Plan.Pipelines, r.Plan.PipelineReps = 4, 1
-	r.DaemonSet = append(r.DaemonSet, trial{Bench: "rolling-update", Impl: implKeelson, Nodes: 100})
+	r.DaemonSet = append(r.DaemonSet, trial{Bench: benchRollingUpdate, Impl: implKeelson, Nodes: 100})
 	writers := []expectedWriter{{What: "sizers to Sized", User: "u", Writes: 5}}
+	r.Plan.ScaleNodes = 500
+	if got := missingMeasurements(r, writers); !cmp.Equal(got, []string{"DaemonSet in-place-update: no trial",
+		"DaemonSet scale: no trial", "scale: no daemonset-controller memory read at N = 500"}) {
+		t.Fatalf("a run without the in-place and scale trials: %v", got)
+	}
+	r.DaemonSet = append(r.DaemonSet, trial{Bench: benchInPlace, Impl: implKeelson, Nodes: 100},
+		trial{Bench: benchScale, Impl: implKeelson, Nodes: 500})
+	r.ScaleRSS = 40 << 20
 	if got := missingMeasurements(r, writers); len(got) != 0 {
 		t.Fatalf("a complete run: %v", got)
 	}

@@ -21,6 +21,24 @@ const (
 	implBuiltin = "builtin"
 )
 
+// The benchmarks a trial can belong to.
+const (
+	benchConvergence   = "convergence"
+	benchRollingUpdate = "rolling-update"
+	// benchInPlace is Keelson's image-only rolling update with inPlace: IfPossible, compared with the built-in's
+	// rolling update (which recreates every pod) of the same run.
+	benchInPlace = "in-place-update"
+	// benchScale is convergence at the one large pool size, one repetition per implementation.
+	benchScale = "scale"
+)
+
+// The image every bench pod starts with, and the one a rolling update changes it to. kwok runs nothing, so neither
+// is pulled.
+const (
+	benchImage     = "registry.k8s.io/pause:3.10.2"
+	benchImageNext = "localhost/keelson-bench-next:v2"
+)
+
 // benchPodTemplate is the same for both: a pause container on every simulated node (kwok runs nothing, so the
 // image is never pulled), tolerating their taint.
 func benchPodTemplate(name string) corev1.PodTemplateSpec {
@@ -29,13 +47,14 @@ func benchPodTemplate(name string) corev1.PodTemplateSpec {
 		Spec: corev1.PodSpec{
 			NodeSelector: map[string]string{"keelson.dev/fake-node": "true"},
 			Tolerations:  []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
-			Containers:   []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10.2"}},
+			Containers:   []corev1.Container{{Name: "pause", Image: benchImage}},
 		},
 	}
 }
 
-// newDaemonSet returns the implementation's DaemonSet named name; both roll with maxUnavailable 10%.
-func newDaemonSet(impl, ns, name string) client.Object {
+// newDaemonSet returns the implementation's DaemonSet named name; both roll with maxUnavailable 10%. inPlace lets
+// Keelson's update its pods in place.
+func newDaemonSet(impl, ns, name string, inPlace bool) client.Object {
 	tenPercent := intstr.FromString("10%")
 	if impl == implBuiltin {
 		return &appsv1.DaemonSet{
@@ -46,13 +65,17 @@ func newDaemonSet(impl, ns, name string) client.Object {
 					RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: &tenPercent}}},
 		}
 	}
-	return &daemonsetv1alpha1.DaemonSet{
+	ds := &daemonsetv1alpha1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: daemonsetv1alpha1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"bench": name}},
 			Template: benchPodTemplate(name),
 			UpdateStrategy: daemonsetv1alpha1.DaemonSetUpdateStrategy{Type: daemonsetv1alpha1.RollingUpdateStrategyType,
 				RollingUpdate: &daemonsetv1alpha1.RollingUpdateDaemonSet{MaxUnavailable: &tenPercent}}},
 	}
+	if inPlace {
+		ds.Spec.UpdateStrategy.RollingUpdate.InPlace = daemonsetv1alpha1.InPlaceIfPossible
+	}
+	return ds
 }
 
 // converged says whether the DaemonSet's own status reports n pods updated and available, for its current
@@ -83,12 +106,28 @@ type trial struct {
 	end    time.Time
 }
 
+// trialShape says what a trial does beyond converging.
+type trialShape struct {
+	// roll: change the image and time the rolling update, as benchRollingUpdate.
+	roll bool
+	// inPlace: Keelson's DaemonSet updates in place; its rolling update is timed as benchInPlace, and its
+	// convergence (the same as any other) is not reported.
+	inPlace bool
+	// convergence is the benchmark the convergence counts in: benchConvergence when empty.
+	convergence string
+	// converged, if set, runs once the DaemonSet has converged, before anything else (to read memory then).
+	converged func() error
+}
+
 // daemonSetTrial creates a DaemonSet and times it from create to its status saying n pods available; with roll,
-// it then changes the template and times the rolling update the same way. Then it deletes the DaemonSet and waits
+// it then changes the image and times the rolling update the same way. Then it deletes the DaemonSet and waits
 // until its pods are gone, so the next trial starts from an empty cluster.
-func daemonSetTrial(ctx context.Context, c client.Client, impl, ns string, n, rep int, roll bool) ([]trial, error) {
+func daemonSetTrial(ctx context.Context, c client.Client, impl, ns string, n, rep int, shape trialShape) ([]trial, error) {
 	name := fmt.Sprintf("%s-%d-%d", impl, n, rep)
-	obj := newDaemonSet(impl, ns, name)
+	if shape.inPlace {
+		name = fmt.Sprintf("%s-in-place-%d-%d", impl, n, rep)
+	}
+	obj := newDaemonSet(impl, ns, name, shape.inPlace)
 	wait := func(bench string, start time.Time) (trial, error) {
 		t := trial{Bench: bench, Impl: impl, Nodes: n, Rep: rep, start: start}
 		err := poll(ctx, 15*time.Minute, func() (bool, error) {
@@ -108,19 +147,35 @@ func daemonSetTrial(ctx context.Context, c client.Client, impl, ns string, n, re
 	if err := c.Create(ctx, obj); err != nil {
 		return nil, err
 	}
-	t, err := wait("convergence", start)
+	convergence := shape.convergence
+	if convergence == "" {
+		convergence = benchConvergence
+	}
+	t, err := wait(convergence, start)
 	if err != nil {
 		return nil, err
 	}
-	out := []trial{t}
-	if roll {
+	var out []trial
+	if !shape.inPlace {
+		out = append(out, t)
+	}
+	if shape.converged != nil {
+		if err := shape.converged(); err != nil {
+			return nil, err
+		}
+	}
+	if shape.roll || shape.inPlace {
+		bench := benchRollingUpdate
+		if shape.inPlace {
+			bench = benchInPlace
+		}
 		before := obj.DeepCopyObject().(client.Object)
-		setTemplateAnnotation(obj, "bench/version", "2")
+		setImage(obj, benchImageNext)
 		start := time.Now()
 		if err := c.Patch(ctx, obj, client.MergeFrom(before)); err != nil {
 			return nil, err
 		}
-		t, err := wait("rolling-update", start)
+		t, err := wait(bench, start)
 		if err != nil {
 			return nil, err
 		}
@@ -158,19 +213,15 @@ func daemonSetTrial(ctx context.Context, c client.Client, impl, ns string, n, re
 	})
 }
 
-// setTemplateAnnotation changes the pod template of either implementation.
-func setTemplateAnnotation(obj client.Object, k, v string) {
-	var meta *metav1.ObjectMeta
+// setImage changes the image of the pod template's container, for either implementation: the change both can
+// roll out, one by recreating pods, the other also in place.
+func setImage(obj client.Object, image string) {
 	switch d := obj.(type) {
 	case *appsv1.DaemonSet:
-		meta = &d.Spec.Template.ObjectMeta
+		d.Spec.Template.Spec.Containers[0].Image = image
 	case *daemonsetv1alpha1.DaemonSet:
-		meta = &d.Spec.Template.ObjectMeta
+		d.Spec.Template.Spec.Containers[0].Image = image
 	}
-	if meta.Annotations == nil {
-		meta.Annotations = map[string]string{}
-	}
-	meta.Annotations[k] = v
 }
 
 // poll calls cond every 200ms until it holds, fails, or timeout passes.

@@ -54,7 +54,15 @@ func summaryText(r Results) string {
 	sec := func(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
 	ssec := func(d time.Duration) string { return fmt.Sprintf("%+.3f s", d.Seconds()) }
 	fmt.Fprintf(&b, "### DaemonSet convergence (create → all N pods available)\n\n%s\n", r.Convergence.Table())
-	fmt.Fprintf(&b, "### DaemonSet rolling update (N = %d, maxUnavailable 10%%)\n\n%s\n", r.Plan.RollingNodes, r.RollingUpdate.Table())
+	fmt.Fprintf(&b, "### DaemonSet rolling update (N = %d, maxUnavailable 10%%, an image change; both recreate every pod)\n\n%s\n",
+		r.Plan.RollingNodes, r.RollingUpdate.Table())
+	fmt.Fprintf(&b, "### DaemonSet image update in place (N = %d, maxUnavailable 10%%): Keelson with `inPlace: IfPossible` "+
+		"against the built-in's rolling update above\n\n%s\n", r.Plan.RollingNodes, r.InPlaceUpdate.Table())
+	if r.Plan.ScaleNodes > 0 {
+		fmt.Fprintf(&b, "### DaemonSet convergence at N = %d (one repetition each)\n\n%s\n"+
+			"daemonset-controller's resident size once Keelson's DaemonSet had converged on %d nodes: %.1f MiB.\n\n",
+			r.Plan.ScaleNodes, r.Scale.Table(), r.Plan.ScaleNodes, float64(r.ScaleRSS)/(1<<20))
+	}
 	fmt.Fprintf(&b, "Over the %d repetitions at each N, Keelson went first %d times and the built-in %d times.\n\n",
 		r.Plan.Reps, r.FirstCounts[implKeelson], r.FirstCounts[implBuiltin])
 	// The worst ratio, and the largest excess of Keelson's writes per node over the built-in's, across every N.
@@ -63,9 +71,11 @@ func summaryText(r Results) string {
 		worstRatio = max(worstRatio, row.Ratio)
 		keelsonWrites = max(keelsonWrites, row.KeelsonWritesPerNode-row.BuiltinWritesPerNode)
 	}
-	fmt.Fprintf(&b, "### What the writes are (N = %d, per trial, averaged over the repetitions)\n\nConvergence:\n\n%s\nRolling update:\n\n%s\n",
-		r.Plan.RollingNodes, resourceTable(resourceWrites(r.DaemonSet, "convergence", r.Plan.RollingNodes)),
-		resourceTable(resourceWrites(r.DaemonSet, "rolling-update", r.Plan.RollingNodes)))
+	fmt.Fprintf(&b, "### What the writes are (N = %d, per trial, averaged over the repetitions)\n\nConvergence:\n\n%s\n"+
+		"Rolling update:\n\n%s\nImage update, Keelson in place:\n\n%s\n",
+		r.Plan.RollingNodes, resourceTable(resourceWrites(r.DaemonSet, benchConvergence, r.Plan.RollingNodes)),
+		resourceTable(resourceWrites(r.DaemonSet, benchRollingUpdate, r.Plan.RollingNodes)),
+		resourceTable(resourceWrites(inPlaceTrials(r.DaemonSet), benchInPlace, r.Plan.RollingNodes)))
 	window := r.Steady.Window.To.Sub(r.Steady.Window.From)
 	fmt.Fprintf(&b, "### Steady state (N = %d, %s idle, every controller holding objects)\n\n%s\n%s\n\n",
 		r.Plan.RollingNodes, sec(window), steadyTable(r.Steady), missableText(window, r.Steady.Missable))
@@ -95,6 +105,12 @@ func summaryText(r Results) string {
 	fmt.Fprintf(&b, "\n### Targets\n\n| target | result | |\n|---|---|---|\n")
 	fmt.Fprintf(&b, "| DaemonSet Keelson / built-in ≤ 1.0 at every N | worst %.2f | %s |\n", worstRatio, verdict(worstRatio <= 1.0))
 	fmt.Fprintf(&b, "| writes per node ≤ built-in | worst difference %+.2f | %s |\n", keelsonWrites, verdict(keelsonWrites <= 0))
+	if n := len(r.InPlaceUpdate); n > 0 {
+		row := r.InPlaceUpdate[n-1]
+		fmt.Fprintf(&b, "| image update in place / built-in rolling update ≤ 0.55 | %.2f | %s |\n", row.Ratio, verdict(row.Ratio > 0 && row.Ratio <= 0.55))
+		fmt.Fprintf(&b, "| image update in place: writes per node ≤ 1.1 | %.2f | %s |\n", row.KeelsonWritesPerNode,
+			verdict(row.KeelsonWritesPerNode > 0 && row.KeelsonWritesPerNode <= 1.1))
+	}
 	fmt.Fprintf(&b, "| steady-state writes = 0 (every Keelson controller) | %d | %s |\n", steadyTotal, verdict(steadyTotal == 0))
 	fmt.Fprintf(&b, "| RSS ≤ 100 MiB per controller | largest %.1f MiB | %s |\n", float64(maxRSS)/(1<<20), verdict(maxRSS > 0 && maxRSS <= 100<<20))
 	fmt.Fprintf(&b, "| leader handover < 2 s | median %s | %s |\n", sec(r.HandoverMedian.Median), verdict(len(r.Handovers) > 0 && r.HandoverMedian.Median < 2*time.Second))
@@ -133,7 +149,7 @@ func writeDocs(r Results, dir string) error {
 		return err
 	}
 	doc := fmt.Sprintf(benchmarksDoc, r.Started.UTC().Format("2006-01-02"), r.Plan.Reps, r.Machine.CPUs, r.Machine.MemoryGiB,
-		r.Machine.Kernel, r.Machine.Commit, r.Machine.Go, auditNote(r), r.Pipeline.Steps, r.Pipeline.Steps, steadyNote(r),
+		r.Machine.Kernel, r.Machine.Commit, r.Machine.Go, r.Plan.ScaleNodes, auditNote(r), r.Pipeline.Steps, r.Pipeline.Steps, steadyNote(r),
 		meaning(r), summaryText(r))
 	// The model-cache section is make bench-model-cache's: kept as it is.
 	if old, err := os.ReadFile(filepath.Join(dir, "benchmarks.md")); err == nil {
@@ -182,6 +198,13 @@ noisy (%d cores, %d GiB, kernel %s; commit %s, %s): trust the ratios within the 
   apps/v1's have the same pod template (a pause container, a toleration of the simulated nodes' taint, a node
   selector for them) and both roll with maxUnavailable 10%%. The implementation that goes first alternates, and
   the number of repetitions is even, so each goes first equally often.
+- **Rolling updates** change the container's image at the largest N, once each implementation has converged; both
+  recreate every pod. A third trial in each repetition, after the pair, makes the same image change to a Keelson
+  DaemonSet with ` + "`inPlace: IfPossible`" + `, which patches each pod; its row compares it with the built-in's rolling
+  update of the same repetitions. kwok restarts a simulated pod's containers whose image changed through a stage of
+  the local cluster's own (tools/cluster/kwok-in-place-stage.yaml): a new container ID, one more restart, Ready again.
+- **The scale point** (N = %d when shown) runs first, one convergence per implementation, and reads the
+  daemonset-controller's resident size once Keelson's DaemonSet has converged there.
 - **Client budgets are equal**: every Keelson controller runs with the chart's default ` + "`kubeAPI`" + ` and the local
   cluster gives kube-controller-manager the same (its own default, 20/30, would cap the apps/v1 DaemonSet controller
   at about 20 pod creations per second, and the comparison would measure that). Both DaemonSets' pods are bound by
@@ -258,9 +281,23 @@ func meaning(r Results) string {
 	}
 	if n := len(r.RollingUpdate); n > 0 {
 		row := r.RollingUpdate[n-1]
-		fmt.Fprintf(&b, "- **Updating the template on %d nodes** (10%% unavailable at a time) takes %.1f s with Keelson "+
+		fmt.Fprintf(&b, "- **Updating the image on %d nodes** (10%% unavailable at a time) takes %.1f s with Keelson "+
 			"and %.1f s with apps/v1 (ratio %.2f: %s).\n", row.Nodes, row.Keelson.Median.Seconds(), row.Builtin.Median.Seconds(),
 			row.Ratio, speedWord(row.Ratio))
+	}
+	if n := len(r.InPlaceUpdate); n > 0 {
+		row := r.InPlaceUpdate[n-1]
+		fmt.Fprintf(&b, "- **Updating the image in place on %d nodes** (`inPlace: IfPossible`) takes %.1f s against %.1f s "+
+			"for apps/v1's recreate (ratio %.2f), with %.2f writes per node against %.2f: the pods keep their names, UIDs, "+
+			"IPs and nodes.\n", row.Nodes, row.Keelson.Median.Seconds(), row.Builtin.Median.Seconds(), row.Ratio,
+			row.KeelsonWritesPerNode, row.BuiltinWritesPerNode)
+	}
+	if n := len(r.Scale); n > 0 {
+		row := r.Scale[n-1]
+		fmt.Fprintf(&b, "- **At %d nodes** a DaemonSet converges in %.1f s with Keelson and %.1f s with apps/v1 (ratio %.2f), "+
+			"%.2f writes per node against %.2f; daemonset-controller then holds %.1f MiB.\n", row.Nodes,
+			row.Keelson.Median.Seconds(), row.Builtin.Median.Seconds(), row.Ratio, row.KeelsonWritesPerNode,
+			row.BuiltinWritesPerNode, float64(r.ScaleRSS)/(1<<20))
 	}
 	b.WriteString(idleSentence(r.Steady, r.Setup))
 	b.WriteString(memorySentence(r.RSS, r.MemoryRequest, r.MemoryLimit, r.Plan.RollingNodes, r.Plan.Unrelated))

@@ -52,10 +52,16 @@ type Results struct {
 	// dropped event, and fails the run.
 	AuditEvents float64 `json:"auditEvents"`
 	AuditErrors float64 `json:"auditErrors"`
-	// DaemonSet holds convergence and rolling-update trials, and the tables built from them.
+	// DaemonSet holds convergence, rolling-update, in-place and scale trials, and the tables built from them.
 	DaemonSet     []trial `json:"daemonSetTrials"`
 	Convergence   Report  `json:"convergence"`
 	RollingUpdate Report  `json:"rollingUpdate"`
+	// InPlaceUpdate compares Keelson's in-place image update with the built-in's rolling update of the same run.
+	InPlaceUpdate Report `json:"inPlaceUpdate"`
+	// Scale is convergence at Plan.ScaleNodes; ScaleRSS the daemonset-controller's resident size once Keelson's
+	// DaemonSet had converged there.
+	Scale    Report `json:"scale"`
+	ScaleRSS int64  `json:"scaleRSSBytes"`
 	// FirstCounts is how often each implementation went first at each node count.
 	FirstCounts map[string]int `json:"firstCounts"`
 	// Steady is the idle window with every controller holding objects.
@@ -105,6 +111,7 @@ func run() error {
 	}
 	if *nodes != "" {
 		plan.Nodes = nil
+		plan.ScaleNodes = 0 // exploring one size measures that size only
 		for _, f := range strings.Split(*nodes, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil || n < 1 {
@@ -180,20 +187,55 @@ func run() error {
 	if *sizersOnly > 0 {
 		return exploreSizers(ctx, c, scr, *clusterTool, *clusterDir, *auditLog, ns, sizerUser, *sizersOnly, plan.Idle)
 	}
+	record := func(ts []trial) {
+		for _, t := range ts {
+			fmt.Printf("%-8s %-15s N=%-5d rep %d: %.2fs\n", t.Impl, t.Bench, t.Nodes, t.Rep, t.Duration.Seconds())
+		}
+		res.DaemonSet = append(res.DaemonSet, ts...)
+	}
+	// The scale point first, while nothing else of the benchmark is in the cluster: one convergence per
+	// implementation at the large pool, and the controller's memory once Keelson's has converged there.
+	if plan.ScaleNodes > 0 {
+		if err := resizePool(ctx, c, *clusterTool, *clusterDir, plan.ScaleNodes); err != nil {
+			return err
+		}
+		for _, impl := range Order(0, []string{implKeelson, implBuiltin}) {
+			shape := trialShape{convergence: benchScale}
+			if impl == implKeelson {
+				shape.converged = func() error {
+					rss, err := RSS("daemonset-controller")
+					for _, v := range rss {
+						res.ScaleRSS = max(res.ScaleRSS, v)
+					}
+					return err
+				}
+			}
+			ts, err := daemonSetTrial(ctx, c, impl, dsNS, plan.ScaleNodes, 0, shape)
+			if err != nil {
+				return err
+			}
+			record(ts)
+		}
+	}
 	for _, n := range plan.Nodes {
 		if err := resizePool(ctx, c, *clusterTool, *clusterDir, n); err != nil {
 			return err
 		}
 		for rep := range plan.Reps {
 			for _, impl := range Order(rep, []string{implKeelson, implBuiltin}) {
-				ts, err := daemonSetTrial(ctx, c, impl, dsNS, n, rep, n == plan.RollingNodes)
+				ts, err := daemonSetTrial(ctx, c, impl, dsNS, n, rep, trialShape{roll: n == plan.RollingNodes})
 				if err != nil {
 					return err
 				}
-				for _, t := range ts {
-					fmt.Printf("%-8s %-15s N=%-5d rep %d: %.2fs\n", impl, t.Bench, n, rep, t.Duration.Seconds())
+				record(ts)
+			}
+			if n == plan.RollingNodes {
+				// The same image change, made in place; compared with the built-in's rolling update just before.
+				ts, err := daemonSetTrial(ctx, c, implKeelson, dsNS, n, rep, trialShape{inPlace: true})
+				if err != nil {
+					return err
 				}
-				res.DaemonSet = append(res.DaemonSet, ts...)
+				record(ts)
 			}
 		}
 	}
@@ -312,8 +354,10 @@ func run() error {
 		hs = append(hs, h.Duration)
 	}
 	res.HandoverMedian = Summarize(hs)
-	res.Convergence = buildReport(filterBench(res.DaemonSet, "convergence"))
-	res.RollingUpdate = buildReport(filterBench(res.DaemonSet, "rolling-update"))
+	res.Convergence = buildReport(filterBench(res.DaemonSet, benchConvergence))
+	res.RollingUpdate = buildReport(filterBench(res.DaemonSet, benchRollingUpdate))
+	res.InPlaceUpdate = buildReport(inPlaceTrials(res.DaemonSet))
+	res.Scale = buildReport(filterBench(res.DaemonSet, benchScale))
 
 	fmt.Println()
 	fmt.Println(auditNote(res))
@@ -358,6 +402,19 @@ func reset(ctx context.Context, c client.Client) error {
 		err := c.Get(ctx, client.ObjectKey{Name: pv.Name}, pv)
 		return err != nil, client.IgnoreNotFound(err)
 	})
+}
+
+// inPlaceTrials are Keelson's in-place updates and the built-in's rolling updates, all under benchInPlace: the two
+// ways of rolling out the same image change, compared.
+func inPlaceTrials(ts []trial) []trial {
+	out := filterBench(ts, benchInPlace)
+	for _, t := range filterBench(ts, benchRollingUpdate) {
+		if t.Impl == implBuiltin {
+			t.Bench = benchInPlace
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // filterBench keeps one benchmark's trials.

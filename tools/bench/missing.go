@@ -39,7 +39,14 @@ func missingMeasurements(r Results, writers []expectedWriter) []string {
 	if r.Steady.Window.To.Sub(r.Steady.Window.From) <= 0 {
 		out = append(out, "steady state: no idle window")
 	}
-	for _, kind := range []string{"convergence", "rolling-update"} {
+	kinds := []string{benchConvergence, benchRollingUpdate, benchInPlace}
+	if r.Plan.ScaleNodes > 0 {
+		kinds = append(kinds, benchScale)
+		if r.ScaleRSS <= 0 {
+			out = append(out, fmt.Sprintf("scale: no daemonset-controller memory read at N = %d", r.Plan.ScaleNodes))
+		}
+	}
+	for _, kind := range kinds {
 		if len(filterBench(r.DaemonSet, kind)) == 0 {
 			out = append(out, fmt.Sprintf("DaemonSet %s: no trial", kind))
 		}

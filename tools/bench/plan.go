@@ -22,11 +22,14 @@ type Plan struct {
 	Unrelated    int `json:"unrelatedPods"`
 	Handovers    int `json:"handovers"`
 	RollingNodes int `json:"rollingNodes"`
+	// ScaleNodes is the one large pool size measured once per implementation (convergence, writes per node and
+	// the controller's memory), to show how cost grows with nodes; 0 for none.
+	ScaleNodes int `json:"scaleNodes"`
 }
 
 // plans: the full run, and a quick one of a few minutes that checks the harness end to end.
 var (
-	fullPlan  = Plan{Nodes: []int{100, 500, 1000}, Reps: 4, Idle: 150 * time.Second, Sizers: 1000, Pipelines: 20, PipelineReps: 3, Unrelated: 10000, Handovers: 3}
+	fullPlan  = Plan{Nodes: []int{100, 500, 1000}, Reps: 4, Idle: 150 * time.Second, Sizers: 1000, Pipelines: 20, PipelineReps: 3, Unrelated: 10000, Handovers: 3, ScaleNodes: 5000}
 	quickPlan = Plan{Nodes: []int{100}, Reps: 2, Idle: 20 * time.Second, Sizers: 100, Pipelines: 4, PipelineReps: 3, Unrelated: 1000, Handovers: 1}
 )
 
