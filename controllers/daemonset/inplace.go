@@ -2,6 +2,7 @@ package daemonset
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -73,15 +74,21 @@ func inPlaceFrom(templates map[string]*corev1.PodTemplateSpec, updateHash string
 func inPlacePatch(pod *corev1.Pod, from, to *corev1.PodTemplateSpec, hash string) ([]byte, error) {
 	images, _ := inPlaceImages(from, to)
 	state := inPlaceState{Revision: hash, Containers: map[string]string{}}
-	running := map[string]string{}
+	running := map[string]corev1.ContainerStatus{}
 	for _, cs := range pod.Status.ContainerStatuses {
-		running[cs.Name] = cs.ContainerID
+		running[cs.Name] = cs
 	}
 	var containers []map[string]string
 	for _, c := range to.Spec.Containers { // in template order, so the patch is stable
-		if image, ok := images[c.Name]; ok {
-			containers = append(containers, map[string]string{"name": c.Name, "image": image})
-			state.Containers[c.Name] = running[c.Name]
+		image, ok := images[c.Name]
+		if !ok {
+			continue
+		}
+		containers = append(containers, map[string]string{"name": c.Name, "image": image})
+		// A container that still runs the image it goes back to (an update undone before the kubelet acted on it)
+		// is not restarted by the kubelet, which finds it matching its spec again: there is nothing to wait for.
+		if cs, found := running[c.Name]; !found || !sameImage(cs.Image, image) {
+			state.Containers[c.Name] = cs.ContainerID
 		}
 	}
 	recorded, err := json.Marshal(state)
@@ -104,6 +111,31 @@ func inPlacePatch(pod *corev1.Pod, from, to *corev1.PodTemplateSpec, hash string
 		body["spec"] = map[string]any{"containers": containers}
 	}
 	return json.Marshal(body)
+}
+
+// sameImage says whether the image a container status reports is the image a spec names: the runtime may report a
+// short Docker Hub name in full ("nginx:1.27" as "docker.io/library/nginx:1.27"), and a name without a tag or
+// digest with ":latest".
+func sameImage(reported, spec string) bool {
+	full := func(ref string) string {
+		name := ref
+		if i := strings.Index(ref, "@"); i >= 0 {
+			name = ref[:i]
+		} else if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+			name = ref[:i]
+		} else {
+			ref += ":latest"
+		}
+		first, _, found := strings.Cut(name, "/")
+		switch {
+		case !found:
+			ref = "docker.io/library/" + ref
+		case !strings.ContainsAny(first, ".:") && first != "localhost":
+			ref = "docker.io/" + ref
+		}
+		return ref
+	}
+	return reported == spec || full(reported) == full(spec)
 }
 
 // changedKeys is the merge patch of a string map from old to new: new's values, and nil (remove) for keys only old had.

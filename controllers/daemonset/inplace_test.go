@@ -233,3 +233,50 @@ func updating(pod *corev1.Pod) *corev1.Pod {
 	pod.Annotations = map[string]string{InPlaceUpdateAnnotation: `{"revision":"` + pod.Labels[RevisionLabel] + `","containers":{"app":""}}`}
 	return pod
 }
+
+// The image a runtime reports matches the spec's however it spells a Docker Hub name.
+func TestSameImage(t *testing.T) {
+	for _, tc := range []struct {
+		reported, spec string
+		same           bool
+	}{
+		{"nginx:1.27", "nginx:1.27", true},
+		{"docker.io/library/nginx:1.27", "nginx:1.27", true},
+		{"docker.io/library/nginx:latest", "nginx", true},
+		{"docker.io/grafana/agent:v1", "grafana/agent:v1", true},
+		{"docker.io/library/nginx@sha256:abc", "nginx@sha256:abc", true},
+		{"localhost/keelson-echo:e2e", "localhost/keelson-echo:e2e", true},
+		{"registry.example:5000/agent:v1", "registry.example:5000/agent:v1", true},
+		{"docker.io/library/nginx:1.27", "nginx:1.28", false},
+		{"localhost/keelson-echo:e2e", "localhost/keelson-echo:e2e-next", false},
+		{"registry.example:5000/agent:v1", "agent:v1", false},
+	} {
+		if got := sameImage(tc.reported, tc.spec); got != tc.same {
+			t.Errorf("sameImage(%q, %q) = %v, want %v", tc.reported, tc.spec, got, tc.same)
+		}
+	}
+}
+
+// An update undone before the kubelet restarted the container (the pod is patched back to the image it still runs)
+// waits for no restart: the kubelet will not make one, finding the container matching its spec again.
+func TestInPlacePatchBackToTheRunningImage(t *testing.T) {
+	from, to := testTemplate("a:2"), testTemplate("a:1")
+	ds := &daemonsetv1alpha1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "ns", UID: "ds1"}}
+	pod := newPod(ds, from, "b", "n1")
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", ContainerID: "cri://1", Image: "docker.io/library/a:1"}}
+	body, err := inPlacePatch(pod, from, to, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patch struct {
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(body, &patch); err != nil {
+		t.Fatal(err)
+	}
+	if got := patch.Metadata.Annotations[InPlaceUpdateAnnotation]; got != `{"revision":"a","containers":{}}` {
+		t.Errorf("recorded %s, want no container to wait for", got)
+	}
+}

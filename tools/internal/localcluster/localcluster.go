@@ -51,7 +51,9 @@ func ResizePool(ctx context.Context, c client.Client, tool, dir string, n int) e
 	if out, err := exec.CommandContext(ctx, tool, "nodes", "--dir", dir, "--fake-nodes", strconv.Itoa(n)).CombinedOutput(); err != nil {
 		return fmt.Errorf("resizing the simulated nodes: %w\n%s", err, out)
 	}
-	return wait.Poll(ctx, 200*time.Millisecond, 5*time.Minute, func() (bool, error) {
+	// The node lifecycle controller lifts the not-ready taint node by node: 5000 new nodes take longer than 5 minutes.
+	timeout := 5*time.Minute + time.Duration(n)*60*time.Millisecond
+	return wait.Poll(ctx, 200*time.Millisecond, timeout, func() (bool, error) {
 		var list corev1.NodeList
 		if err := c.List(ctx, &list, client.MatchingLabels(FakeNodeLabels)); err != nil {
 			return false, err
