@@ -429,7 +429,8 @@ func TestRBACIsExactlyWhatEachControllerUses(t *testing.T) {
 	}
 	want := map[string]map[string]string{
 		"keelson-daemonset-controller": {
-			"/nodes": "get,list,watch", "/pods": "create,delete,get,list,patch,watch", // patch: adoption and release
+			"/nodes": "get,list,watch", "/pods": "create,delete,get,list,patch,watch", // patch: adoption, release, updates in place
+			"/pods/status":                     "patch", // the in-place readiness gate
 			"apps/controllerrevisions":         "create,delete,get,list,patch,watch",
 			"daemonset.keelson.dev/daemonsets": "get,list,watch", "daemonset.keelson.dev/daemonsets/status": "patch",
 		},

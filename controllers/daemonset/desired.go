@@ -141,16 +141,14 @@ func templateOfRevision(rev *appsv1.ControllerRevision) (*corev1.PodTemplateSpec
 // newPod is the pod of template (revision hash) for node: the template's labels plus Keelson's, the daemon
 // tolerations, and a required node affinity on the node's name that replaces the template's required terms (the
 // controller has already checked those against the node), so the scheduler places it on exactly that node. It never
-// sets spec.nodeName, which would bypass the scheduler's resource and port checks.
+// sets spec.nodeName, which would bypass the scheduler's resource and port checks. While ds allows updates in
+// place, the pod carries the readiness gate InPlaceReadyCondition.
 func newPod(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSpec, hash, node string) *corev1.Pod {
-	labels := maps.Clone(template.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	maps.Copy(labels, ownedLabels(ds))
-	labels[RevisionLabel] = hash
-
 	spec := template.Spec.DeepCopy()
+	if inPlaceAllowed(ds) {
+		// Readiness gates cannot be added to a running pod: a pod gets the gate an update in place needs now.
+		spec.ReadinessGates = append(spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: InPlaceReadyCondition})
+	}
 	spec.Tolerations = withDaemonTolerations(spec.Tolerations, spec.HostNetwork)
 	if spec.Affinity == nil {
 		spec.Affinity = &corev1.Affinity{}
@@ -167,12 +165,23 @@ func newPod(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSpec, h
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName:    ds.Name + "-",
 			Namespace:       ds.Namespace,
-			Labels:          labels,
+			Labels:          podLabels(ds, template, hash),
 			Annotations:     maps.Clone(template.Annotations),
 			OwnerReferences: []metav1.OwnerReference{ownerReference(ds)},
 		},
 		Spec: *spec,
 	}
+}
+
+// podLabels are the labels of ds's pods of template at revision hash: the template's, then the controller's own.
+func podLabels(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSpec, hash string) map[string]string {
+	labels := maps.Clone(template.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, ownedLabels(ds))
+	labels[RevisionLabel] = hash
+	return labels
 }
 
 // PodNode is the node a pod runs on or is pinned to: spec.nodeName once scheduled, else the node name in the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -30,26 +31,27 @@ const (
 )
 
 // execute carries out a plan: deletions first (a node's old pod goes before its replacement is created in a later
-// pass), then creations in slow-start batches of 1, 2, 4, … that stop at the first failure, so a template the
-// apiserver rejects (quota, admission) costs one request, not one per node. Every write is registered with the
-// expectations before it is sent, so the next pass waits until the cache has seen it. Successes make one event
-// per pass ("Created pods of revision 5d8f9c7b6"), and the passes of a rollout fold into one event series (see
-// eventSubject): an event per pod would double a rollout's writes on a
-// thousand nodes (each pod's name and node are in the debug log). Every failure keeps its own warning.
+// pass), then updates in place, then creations in slow-start batches of 1, 2, 4, … that stop at the first failure,
+// so a template the apiserver rejects (quota, admission) costs one request, not one per node; then the readiness
+// gates to open. Every write is registered with the expectations before it is sent, so the next pass waits until
+// the cache has seen it. Successes make one event per pass ("Created pods of revision 5d8f9c7b6"), and the passes
+// of a rollout fold into one event series (see eventSubject): an event per pod would double a rollout's writes on a
+// thousand nodes (each pod's name and node are in the debug log). Every failure keeps its own warning. A failed
+// update does not hold back the creations: a new node must not wait for another node's pod.
 func (r *Reconciler) execute(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, key string, p plan,
 	templates map[string]*corev1.PodTemplateSpec) error {
 	if err := r.deletePods(ctx, ds, key, p.deletes); err != nil {
 		return err
 	}
-	if err := r.updatePods(ctx, ds, key, p.updates, templates); err != nil {
-		return err
-	}
-	return r.createPods(ctx, ds, key, p.creates, templates)
+	updateErr := r.updatePods(ctx, ds, key, p.updates, templates)
+	return errors.Join(updateErr, r.createPods(ctx, ds, key, p.creates, templates), r.openGates(ctx, key, p.gatesReady))
 }
 
-// updatePods patches pods in place to their new revision (see inPlacePatch), all at once: the planner has already
-// kept them within maxUnavailable. A pod that changed since the cache read it (a conflict) or is gone is left to the
-// next pass, which reads it again.
+// updatePods updates pods in place to their new revision, all at once (the planner has kept them within
+// maxUnavailable): for a pod with the in-place readiness gate, first the gate is closed, so Services stop sending
+// the pod traffic before the kubelet stops its containers; then one patch (see inPlacePatch). A pod that changed
+// since the cache read it (a conflict) or is gone is left to the next pass, which reads it again. A pod the
+// apiserver will not change this way (an admission policy, say) is replaced instead.
 func (r *Reconciler) updatePods(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, key string, updates []podUpdate,
 	templates map[string]*corev1.PodTemplateSpec) error {
 	if len(updates) == 0 {
@@ -58,32 +60,34 @@ func (r *Reconciler) updatePods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 	for _, u := range updates {
 		r.expectations.ExpectUpdate(key, u.pod.UID, u.hash)
 	}
+	var refused []podDelete
+	var mu sync.Mutex
 	errs := parallel(len(updates), func(i int) error {
 		u := updates[i]
-		from, to := templates[u.pod.Labels[RevisionLabel]], templates[u.hash]
-		if from == nil || to == nil { // the planner only updates pods of recorded revisions
-			r.expectations.UpdateAbandoned(key, u.pod.UID)
-			return fmt.Errorf("no recorded template to update pod %s in place", u.pod.Name)
-		}
-		body, err := inPlacePatch(u.pod, from, to, u.hash)
+		err := r.updatePod(ctx, ds, u, templates)
 		if err == nil {
-			err = r.Patch(ctx, u.pod.DeepCopy(), client.RawPatch(types.StrategicMergePatchType, body))
+			log.FromContext(ctx).V(1).Info("Updated pod in place", "pod", u.pod.Name, "node", PodNode(u.pod), "revision", u.hash)
+			return nil
 		}
-		if err != nil {
-			r.expectations.UpdateAbandoned(key, u.pod.UID) // no event will show an update that did not happen
-			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-				return nil // gone, or changed since read: the next pass sees it as it is now
-			}
+		r.expectations.UpdateAbandoned(key, u.pod.UID) // no event will show an update that did not happen
+		switch {
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+			return nil // gone, or changed since read: the next pass sees it as it is now
+		case apierrors.IsInvalid(err) || apierrors.IsForbidden(err):
+			mu.Lock()
+			refused = append(refused, podDelete{u.pod, deleteUpdate})
+			mu.Unlock()
 			r.Recorder.Eventf(eventSubject(ds), u.pod, corev1.EventTypeWarning, eventFailedUpdate, "Update",
-				"Updating pod %s on node %s in place failed: %v", u.pod.Name, PodNode(u.pod), err)
-			return fmt.Errorf("updating pod %s in place: %w", u.pod.Name, err)
+				"Updating pod %s on node %s in place was refused, so it is replaced: %v", u.pod.Name, PodNode(u.pod), err)
+			return nil
 		}
-		log.FromContext(ctx).V(1).Info("Updated pod in place", "pod", u.pod.Name, "node", PodNode(u.pod), "revision", u.hash)
-		return nil
+		r.Recorder.Eventf(eventSubject(ds), u.pod, corev1.EventTypeWarning, eventFailedUpdate, "Update",
+			"Updating pod %s on node %s in place failed: %v", u.pod.Name, PodNode(u.pod), err)
+		return fmt.Errorf("updating pod %s in place: %w", u.pod.Name, err)
 	})
 	var revisions []string
 	for i, err := range errs {
-		if err == nil {
+		if err == nil && !slices.ContainsFunc(refused, func(d podDelete) bool { return d.pod == updates[i].pod }) {
 			revisions = append(revisions, updates[i].hash)
 		}
 	}
@@ -91,6 +95,58 @@ func (r *Reconciler) updatePods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 		r.Recorder.Eventf(eventSubject(ds), nil, corev1.EventTypeNormal, eventUpdated, "Update",
 			"Updated pods in place to revision %s", distinct(revisions))
 	}
+	// Each refused pod was going to be unavailable for its update anyway: replacing it costs the budget no more.
+	return errors.Join(append(errs, r.deletePods(ctx, ds, key, refused))...)
+}
+
+// updatePod closes u.pod's readiness gate if it has one, then patches it to its new revision.
+func (r *Reconciler) updatePod(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, u podUpdate,
+	templates map[string]*corev1.PodTemplateSpec) error {
+	from, to := templates[u.pod.Labels[RevisionLabel]], templates[u.hash]
+	if from == nil || to == nil { // the planner only updates pods of recorded revisions
+		return fmt.Errorf("no recorded template to update pod %s in place", u.pod.Name)
+	}
+	pod := u.pod.DeepCopy()
+	if hasInPlaceGate(pod) && inPlaceGateStatus(pod) != corev1.ConditionFalse {
+		body, err := gatePatch(pod, corev1.ConditionFalse, "UpdatingInPlace",
+			"the pod is being updated in place to revision "+u.hash, r.Now())
+		if err != nil {
+			return err
+		}
+		// The patch is guarded by the resourceVersion read, and answers with the pod as it now is: the update
+		// below is guarded by that version.
+		if err := r.Status().Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, body)); err != nil {
+			return err
+		}
+	}
+	body, err := inPlacePatch(ds, pod, from, to, u.hash)
+	if err != nil {
+		return err
+	}
+	return r.Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, body))
+}
+
+// openGates sets the in-place readiness gate of pods True, each patch guarded by the pod's resourceVersion.
+func (r *Reconciler) openGates(ctx context.Context, key string, pods []*corev1.Pod) error {
+	ready := gateState(corev1.ConditionTrue)
+	for _, pod := range pods {
+		r.expectations.ExpectUpdate(key, pod.UID, ready)
+	}
+	errs := parallel(len(pods), func(i int) error {
+		pod := pods[i].DeepCopy()
+		body, err := gatePatch(pod, corev1.ConditionTrue, "Ready", "", r.Now())
+		if err == nil {
+			err = r.Status().Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, body))
+		}
+		if err != nil {
+			r.expectations.UpdateAbandoned(key, pod.UID)
+			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+				return nil // gone, or changed since read: the next pass sees it as it is now
+			}
+			return fmt.Errorf("opening the readiness gate of pod %s: %w", pod.Name, err)
+		}
+		return nil
+	})
 	return errors.Join(errs...)
 }
 

@@ -2,33 +2,49 @@ package daemonset
 
 import (
 	"encoding/json"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+
+	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 )
 
 // InPlaceUpdateAnnotation is set on a pod updated in place: the revision it was updated to and, for each container
-// whose image changed, the ID of the container that ran before. The update is done once each of those containers
-// runs under a new ID and is ready; until then the pod counts as neither ready nor available.
+// the kubelet must restart, the container that ran before (its ID, and the image its spec named). The update is
+// done once each of those containers runs under a new ID and is ready; until then the pod counts as neither ready
+// nor available.
 const InPlaceUpdateAnnotation = "daemonset.keelson.dev/in-place-update"
+
+// InPlaceReadyCondition is the readiness gate of pods created while in-place updates are allowed. The controller
+// sets it False just before it updates a pod in place, so Services stop sending it traffic before the kubelet stops
+// its containers, and True again once the updated containers run and are ready (and right after the pod starts).
+const InPlaceReadyCondition corev1.PodConditionType = "daemonset.keelson.dev/in-place-ready"
 
 // inPlaceState is the value of InPlaceUpdateAnnotation.
 type inPlaceState struct {
 	// Revision is the revision the pod was updated to.
 	Revision string `json:"revision"`
-	// Containers maps each container whose image changed to the ID of the container that ran before ("" when none
-	// had started).
-	Containers map[string]string `json:"containers"`
+	// Containers are the containers the kubelet must restart, by name.
+	Containers map[string]runningContainer `json:"containers"`
+}
+
+// runningContainer is a container as it ran before an update in place.
+type runningContainer struct {
+	// ID is its container ID ("" when none had started).
+	ID string `json:"id"`
+	// Image is the image the pod's spec named when it was started: the kubelet restarts a container whose spec
+	// names another image, compared as written.
+	Image string `json:"image"`
 }
 
 // inPlaceImages says whether a pod of template from can become one of template to by a patch: true when the two
-// differ only in container images and in the template's labels and annotations, which the apiserver lets a running
-// pod change. It returns the images that change, by container name. Init containers, resources, environment and
-// everything else need a new pod.
+// differ only in container images and in the template's labels, which the apiserver lets a running pod change. It
+// returns the images that change, by container name. A change of the template's annotations needs a new pod: an
+// annotation is often changed to make pods restart (a config checksum, kubectl rollout restart's restartedAt), and
+// a patch would restart nothing. So do init containers, resources, environment and everything else.
 func inPlaceImages(from, to *corev1.PodTemplateSpec) (map[string]string, bool) {
-	if len(from.Spec.Containers) != len(to.Spec.Containers) {
+	if len(from.Spec.Containers) != len(to.Spec.Containers) || !equality.Semantic.DeepEqual(from.Annotations, to.Annotations) {
 		return nil, false
 	}
 	patched := from.Spec.DeepCopy()
@@ -66,76 +82,66 @@ func inPlaceFrom(templates map[string]*corev1.PodTemplateSpec, updateHash string
 	return from
 }
 
-// inPlacePatch is the strategic merge patch that moves pod from its revision's template from to revision hash of
-// template to: the changed images; the template's labels and annotations (keys the old template set and the new
-// one drops are removed; keys others added are left alone); the revision label; and the annotation recording the
-// containers that must restart. It carries the pod's resourceVersion: the containers it records must be the ones
-// running now, so a pod that changed since it was read is refused with a conflict, and read again.
-func inPlacePatch(pod *corev1.Pod, from, to *corev1.PodTemplateSpec, hash string) ([]byte, error) {
-	images, _ := inPlaceImages(from, to)
-	state := inPlaceState{Revision: hash, Containers: map[string]string{}}
-	running := map[string]corev1.ContainerStatus{}
+// inPlaceRestarts is the state to record when pod is patched to run images: the containers the kubelet will
+// restart, each with the container that runs now. A container runs the image its spec names, unless an earlier
+// update in place of it is still pending (its container has not restarted since): then it still runs the image
+// recorded then. A container patched to the very image it runs (an update undone before the kubelet acted on it)
+// is not restarted by the kubelet, so there is nothing to wait for; one still pending from an earlier update, and
+// not patched now, is still waited for.
+func inPlaceRestarts(pod *corev1.Pod, images map[string]string) map[string]runningContainer {
+	ids := map[string]string{}
 	for _, cs := range pod.Status.ContainerStatuses {
-		running[cs.Name] = cs
+		ids[cs.Name] = cs.ContainerID
 	}
-	var containers []map[string]string
-	for _, c := range to.Spec.Containers { // in template order, so the patch is stable
-		image, ok := images[c.Name]
-		if !ok {
-			continue
+	previous, _ := inPlaceStateOf(pod)
+	out := map[string]runningContainer{}
+	for _, c := range pod.Spec.Containers {
+		running := runningContainer{ID: ids[c.Name], Image: c.Image}
+		if before, pending := previous.Containers[c.Name]; pending && before.ID == running.ID {
+			running.Image = before.Image
 		}
-		containers = append(containers, map[string]string{"name": c.Name, "image": image})
-		// A container that still runs the image it goes back to (an update undone before the kubelet acted on it)
-		// is not restarted by the kubelet, which finds it matching its spec again: there is nothing to wait for.
-		if cs, found := running[c.Name]; !found || !sameImage(cs.Image, image) {
-			state.Containers[c.Name] = cs.ContainerID
+		target := c.Image
+		if image, ok := images[c.Name]; ok {
+			target = image
+		}
+		if target != running.Image {
+			out[c.Name] = running
 		}
 	}
+	return out
+}
+
+// inPlacePatch is the strategic merge patch that moves pod of ds from its revision's template from to revision hash
+// of template to: the changed images; the pod's labels as the new revision's pods have them (keys the old
+// revision's pods had and the new one's do not are removed; keys others added are left alone; the controller's
+// own labels are never removed); and the annotation recording the containers that must restart. It carries the
+// pod's resourceVersion: the containers it records must be the ones running now, so a pod that changed since it was
+// read is refused with a conflict, and read again.
+func inPlacePatch(ds *daemonsetv1alpha1.DaemonSet, pod *corev1.Pod, from, to *corev1.PodTemplateSpec, hash string) ([]byte, error) {
+	images, _ := inPlaceImages(from, to)
+	state := inPlaceState{Revision: hash, Containers: inPlaceRestarts(pod, images)}
 	recorded, err := json.Marshal(state)
 	if err != nil {
 		return nil, err
 	}
-	labels := changedKeys(from.Labels, to.Labels)
-	labels[RevisionLabel] = &hash
-	annotations := changedKeys(from.Annotations, to.Annotations)
+	var containers []map[string]string
+	for _, c := range to.Spec.Containers { // in template order, so the patch is stable
+		if image, ok := images[c.Name]; ok {
+			containers = append(containers, map[string]string{"name": c.Name, "image": image})
+		}
+	}
 	value := string(recorded)
-	annotations[InPlaceUpdateAnnotation] = &value
 	body := map[string]any{
 		"metadata": map[string]any{
 			"resourceVersion": pod.ResourceVersion,
-			"labels":          labels,
-			"annotations":     annotations,
+			"labels":          changedKeys(podLabels(ds, from, pod.Labels[RevisionLabel]), podLabels(ds, to, hash)),
+			"annotations":     map[string]*string{InPlaceUpdateAnnotation: &value},
 		},
 	}
 	if len(containers) > 0 {
 		body["spec"] = map[string]any{"containers": containers}
 	}
 	return json.Marshal(body)
-}
-
-// sameImage says whether the image a container status reports is the image a spec names: the runtime may report a
-// short Docker Hub name in full ("nginx:1.27" as "docker.io/library/nginx:1.27"), and a name without a tag or
-// digest with ":latest".
-func sameImage(reported, spec string) bool {
-	full := func(ref string) string {
-		name := ref
-		if i := strings.Index(ref, "@"); i >= 0 {
-			name = ref[:i]
-		} else if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
-			name = ref[:i]
-		} else {
-			ref += ":latest"
-		}
-		first, _, found := strings.Cut(name, "/")
-		switch {
-		case !found:
-			ref = "docker.io/library/" + ref
-		case !strings.ContainsAny(first, ".:") && first != "localhost":
-			ref = "docker.io/" + ref
-		}
-		return ref
-	}
-	return reported == spec || full(reported) == full(spec)
 }
 
 // changedKeys is the merge patch of a string map from old to new: new's values, and nil (remove) for keys only old had.
@@ -179,7 +185,7 @@ func inPlaceRestarted(pod *corev1.Pod) (done bool, since time.Time) {
 	}
 	for name, before := range st.Containers {
 		cs, found := statuses[name]
-		if !found || cs.ContainerID == "" || cs.ContainerID == before || !cs.Ready || cs.State.Running == nil {
+		if !found || cs.ContainerID == "" || cs.ContainerID == before.ID || !cs.Ready || cs.State.Running == nil {
 			return false, time.Time{}
 		}
 		if started := cs.State.Running.StartedAt.Time; started.After(since) {
@@ -187,4 +193,46 @@ func inPlaceRestarted(pod *corev1.Pod) (done bool, since time.Time) {
 		}
 	}
 	return true, since
+}
+
+// hasInPlaceGate reports whether pod carries the readiness gate InPlaceReadyCondition.
+func hasInPlaceGate(pod *corev1.Pod) bool {
+	for _, g := range pod.Spec.ReadinessGates {
+		if g.ConditionType == InPlaceReadyCondition {
+			return true
+		}
+	}
+	return false
+}
+
+// inPlaceGateStatus is the status of pod's InPlaceReadyCondition ("" when it has none).
+func inPlaceGateStatus(pod *corev1.Pod) corev1.ConditionStatus {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == InPlaceReadyCondition {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+// gateState is how the expectations name a pod's gate condition, apart from its revision label.
+func gateState(status corev1.ConditionStatus) string { return "gate:" + string(status) }
+
+// inPlaceAllowed reports whether ds's rolling update may update pods in place, so its new pods carry the gate.
+func inPlaceAllowed(ds *daemonsetv1alpha1.DaemonSet) bool {
+	ru := ds.Spec.UpdateStrategy.RollingUpdate
+	return ds.Spec.UpdateStrategy.Type != daemonsetv1alpha1.OnDeleteStrategyType && ru != nil &&
+		ru.InPlace == daemonsetv1alpha1.InPlaceIfPossible
+}
+
+// gatePatch is the strategic merge patch of a pod's status that sets its InPlaceReadyCondition, guarded by the
+// resourceVersion read (a pod changed since is read again).
+func gatePatch(pod *corev1.Pod, status corev1.ConditionStatus, reason, message string, now time.Time) ([]byte, error) {
+	return json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": pod.ResourceVersion},
+		"status": map[string]any{"conditions": []map[string]any{{
+			"type": InPlaceReadyCondition, "status": status, "reason": reason, "message": message,
+			"lastTransitionTime": now.UTC().Format(time.RFC3339),
+		}}},
+	})
 }

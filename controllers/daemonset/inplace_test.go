@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
@@ -40,7 +41,10 @@ func TestInPlaceImages(t *testing.T) {
 			t.Spec.Containers[1].Image = "b:2"
 		}, images: map[string]string{"app": "a:2", "sidecar": "b:2"}, ok: true},
 		"labels and an image": {to: func(t *corev1.PodTemplateSpec) { t.Labels["tier"] = "x"; t.Spec.Containers[0].Image = "a:2" }, images: map[string]string{"app": "a:2"}, ok: true},
-		"annotations only":    {to: func(t *corev1.PodTemplateSpec) { t.Annotations = nil }, images: map[string]string{}, ok: true},
+		"labels only":         {to: func(t *corev1.PodTemplateSpec) { t.Labels["tier"] = "x" }, images: map[string]string{}, ok: true},
+		// An annotation changed to make pods restart (a config checksum) must not be taken in place, restarting nothing.
+		"an annotation":              {to: func(t *corev1.PodTemplateSpec) { t.Annotations["checksum/config"] = "2" }},
+		"an annotation and an image": {to: func(t *corev1.PodTemplateSpec) { t.Annotations = nil; t.Spec.Containers[0].Image = "a:2" }},
 		"an environment variable": {to: func(t *corev1.PodTemplateSpec) {
 			t.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A", Value: "1"}}
 		}},
@@ -71,23 +75,106 @@ func TestInPlaceImages(t *testing.T) {
 	}
 }
 
-// The patch changes the images, moves the template's labels and annotations (removing only keys the old template
-// set), relabels the revision, records the running containers, and fails on a pod changed since it was read.
+// The patch changes the images, moves the pod's labels to the new revision's (removing only keys the old revision's
+// pods had, never the controller's own), records the containers that must restart, leaves others' annotations alone,
+// and fails on a pod changed since it was read.
 func TestInPlacePatch(t *testing.T) {
 	from := testTemplate("a:1", "b:1")
 	from.Labels["old"] = "x"
 	to := testTemplate("a:1", "b:2")
-	to.Annotations["team"] = "platform"
+	to.Labels[ManagedByLabel] = "Helm" // a chart's label: the controller's own value wins, as on a new pod
 	ds := &daemonsetv1alpha1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "ns", UID: "ds1"}}
 	pod := newPod(ds, from, oldRev, "n1")
 	pod.Name, pod.ResourceVersion, pod.UID = "agent-x", "42", "u1"
+	pod.Labels["added-by-someone"] = "keep"
 	pod.Annotations["added-by-someone"] = "keep"
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", ContainerID: "cri://1"}, {Name: "sidecar", ContainerID: "cri://2"}}
 
-	body, err := inPlacePatch(pod, from, to, newRev)
+	got := applyPatch(t, pod, inPlacePatchOf(t, ds, pod, from, to, newRev))
+	if got.Spec.Containers[0].Image != "a:1" || got.Spec.Containers[1].Image != "b:2" || len(got.Spec.Containers) != 2 {
+		t.Errorf("containers after the patch: %+v", got.Spec.Containers)
+	}
+	want := map[string]string{"app": "agent", "team": "", RevisionLabel: newRev, NameLabel: "agent", ManagedByLabel: keelson,
+		PartOfLabel: keelson, "added-by-someone": "keep"}
+	delete(want, "team")
+	if !cmp.Equal(got.Labels, want) {
+		t.Errorf("labels after the patch: %v", cmp.Diff(want, got.Labels))
+	}
+	if got.Annotations["team"] != "infra" || got.Annotations["added-by-someone"] != "keep" {
+		t.Errorf("annotations after the patch: %v", got.Annotations)
+	}
+	if got.ResourceVersion != "42" {
+		t.Errorf("the patch does not carry the resourceVersion read: %q", got.ResourceVersion)
+	}
+	st, ok := inPlaceStateOf(&got)
+	if !ok || !cmp.Equal(st.Containers, map[string]runningContainer{"sidecar": {ID: "cri://2", Image: "b:1"}}) || st.Revision != newRev {
+		t.Errorf("recorded state: %+v %v", st, ok)
+	}
+}
+
+// What is waited for follows what the kubelet will restart: a container whose spec names another image than the one
+// it was started with, compared as written.
+func TestInPlaceRestarts(t *testing.T) {
+	running := func(images ...string) *corev1.Pod {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{RevisionLabel: "r1"}}}
+		for i, image := range images {
+			name := []string{"app", "sidecar"}[i]
+			pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: name, Image: image})
+			pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: name, ContainerID: "cri://" + name + "-1"})
+		}
+		return pod
+	}
+	pending := func(pod *corev1.Pod, state string) *corev1.Pod {
+		pod.Annotations = map[string]string{InPlaceUpdateAnnotation: state}
+		return pod
+	}
+	for name, tc := range map[string]struct {
+		pod    *corev1.Pod
+		images map[string]string
+		want   map[string]runningContainer
+	}{
+		"an image changes": {running("a:1", "b:1"), map[string]string{"sidecar": "b:2"},
+			map[string]runningContainer{"sidecar": {ID: "cri://sidecar-1", Image: "b:1"}}},
+		// The runtime may report "docker.io/library/nginx:1.27"; the kubelet compares the spec as written, and restarts.
+		"the same image spelt another way": {running("nginx:1.27"), map[string]string{"app": "docker.io/library/nginx:1.27"},
+			map[string]runningContainer{"app": {ID: "cri://app-1", Image: "nginx:1.27"}}},
+		// Patched to a:2, the container not restarted yet, and patched back: the kubelet finds it matching its spec.
+		"an update undone before the kubelet acted": {
+			pending(running("a:2"), `{"revision":"r1","containers":{"app":{"id":"cri://app-1","image":"a:1"}}}`),
+			map[string]string{"app": "a:1"}, map[string]runningContainer{}},
+		// app's earlier update is still pending when sidecar's comes: both are waited for.
+		"an update on top of a pending one": {
+			pending(running("a:2", "b:1"), `{"revision":"r1","containers":{"app":{"id":"cri://app-1","image":"a:1"}}}`),
+			map[string]string{"sidecar": "b:2"},
+			map[string]runningContainer{"app": {ID: "cri://app-1", Image: "a:1"}, "sidecar": {ID: "cri://sidecar-1", Image: "b:1"}}},
+		"a pending update done since": {
+			pending(func() *corev1.Pod {
+				p := running("a:2")
+				p.Status.ContainerStatuses[0].ContainerID = "cri://app-2"
+				return p
+			}(),
+				`{"revision":"r1","containers":{"app":{"id":"cri://app-1","image":"a:1"}}}`),
+			map[string]string{"app": "a:3"}, map[string]runningContainer{"app": {ID: "cri://app-2", Image: "a:2"}}},
+	} {
+		if got := inPlaceRestarts(tc.pod, tc.images); !cmp.Equal(got, tc.want) {
+			t.Errorf("%s: %s", name, cmp.Diff(tc.want, got))
+		}
+	}
+}
+
+// inPlacePatchOf is inPlacePatch's body, or the test's end.
+func inPlacePatchOf(t *testing.T, ds *daemonsetv1alpha1.DaemonSet, pod *corev1.Pod, from, to *corev1.PodTemplateSpec, hash string) []byte {
+	t.Helper()
+	body, err := inPlacePatch(ds, pod, from, to, hash)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return body
+}
+
+// applyPatch applies a strategic merge patch to pod as the apiserver would.
+func applyPatch(t *testing.T, pod *corev1.Pod, body []byte) corev1.Pod {
+	t.Helper()
 	original, _ := json.Marshal(pod)
 	patched, err := strategicpatch.StrategicMergePatch(original, body, corev1.Pod{})
 	if err != nil {
@@ -97,21 +184,40 @@ func TestInPlacePatch(t *testing.T) {
 	if err := json.Unmarshal(patched, &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Spec.Containers[0].Image != "a:1" || got.Spec.Containers[1].Image != "b:2" || len(got.Spec.Containers) != 2 {
-		t.Errorf("containers after the patch: %+v", got.Spec.Containers)
+	return got
+}
+
+// New pods and pods whose update in place is done get their readiness gate opened; a pod still waiting for its
+// containers, one being updated or deleted by the same plan, and one without the gate do not.
+func TestPlanGates(t *testing.T) {
+	gated := func(name, rev string, st corev1.ConditionStatus) *corev1.Pod {
+		p := testPod(name, rev, available)
+		p.UID = types.UID(name)
+		p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: InPlaceReadyCondition}}
+		if st != "" {
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: InPlaceReadyCondition, Status: st})
+		}
+		return p
 	}
-	if _, left := got.Labels["old"]; left || got.Labels[RevisionLabel] != newRev || got.Labels[NameLabel] != "agent" {
-		t.Errorf("labels after the patch: %v", got.Labels)
+	s := strategy{maxUnavailable: 2, inPlace: true, inPlaceFrom: map[string]bool{oldRev: true}}
+	nodes := []nodeView{
+		view("a", gated("new-pod", newRev, "")),
+		view("b", gated("open", newRev, corev1.ConditionTrue)),
+		view("c", updating(gated("restarting", newRev, corev1.ConditionFalse))),
+		view("d", gated("restarted", newRev, corev1.ConditionFalse)),
+		view("e", testPod("ungated", newRev, available)),
+		view("f", gated("to-update", oldRev, "")),
 	}
-	if got.Annotations["team"] != "platform" || got.Annotations["added-by-someone"] != "keep" {
-		t.Errorf("annotations after the patch: %v", got.Annotations)
+	p := planNodes(nodes, s, newRev, oldRev, now)
+	var got []string
+	for _, pod := range p.gatesReady {
+		got = append(got, pod.Name)
 	}
-	if got.ResourceVersion != "42" {
-		t.Errorf("the patch does not carry the resourceVersion read: %q", got.ResourceVersion)
+	if want := []string{"new-pod", "restarted"}; !cmp.Equal(got, want) {
+		t.Errorf("gates opened: %v, want %v", got, want)
 	}
-	st, ok := inPlaceStateOf(&got)
-	if !ok || !cmp.Equal(st.Containers, map[string]string{"sidecar": "cri://2"}) || st.Revision != newRev {
-		t.Errorf("recorded state: %+v %v", st, ok)
+	if len(p.updates) != 1 || p.updates[0].pod.Name != "to-update" {
+		t.Errorf("updates: %+v", p.updates)
 	}
 }
 
@@ -119,7 +225,7 @@ func TestInPlacePatch(t *testing.T) {
 // new ID and is ready; minReadySeconds counts from that start.
 func TestInPlaceRestartGatesAvailability(t *testing.T) {
 	pod := testPod("pa", newRev, available)
-	pod.Annotations = map[string]string{InPlaceUpdateAnnotation: `{"revision":"new","containers":{"app":"cri://1"}}`}
+	pod.Annotations = map[string]string{InPlaceUpdateAnnotation: `{"revision":"new","containers":{"app":{"id":"cri://1","image":"a:1"}}}`}
 	running := func(id string, ready bool, started time.Time) {
 		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", ContainerID: id, Ready: ready,
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(started)}}}}
@@ -230,53 +336,6 @@ func TestInPlaceFrom(t *testing.T) {
 
 // updating marks pod as updated in place to its revision, its container not yet restarted.
 func updating(pod *corev1.Pod) *corev1.Pod {
-	pod.Annotations = map[string]string{InPlaceUpdateAnnotation: `{"revision":"` + pod.Labels[RevisionLabel] + `","containers":{"app":""}}`}
+	pod.Annotations = map[string]string{InPlaceUpdateAnnotation: `{"revision":"` + pod.Labels[RevisionLabel] + `","containers":{"app":{"id":"","image":"x"}}}`}
 	return pod
-}
-
-// The image a runtime reports matches the spec's however it spells a Docker Hub name.
-func TestSameImage(t *testing.T) {
-	for _, tc := range []struct {
-		reported, spec string
-		same           bool
-	}{
-		{"nginx:1.27", "nginx:1.27", true},
-		{"docker.io/library/nginx:1.27", "nginx:1.27", true},
-		{"docker.io/library/nginx:latest", "nginx", true},
-		{"docker.io/grafana/agent:v1", "grafana/agent:v1", true},
-		{"docker.io/library/nginx@sha256:abc", "nginx@sha256:abc", true},
-		{"localhost/keelson-echo:e2e", "localhost/keelson-echo:e2e", true},
-		{"registry.example:5000/agent:v1", "registry.example:5000/agent:v1", true},
-		{"docker.io/library/nginx:1.27", "nginx:1.28", false},
-		{"localhost/keelson-echo:e2e", "localhost/keelson-echo:e2e-next", false},
-		{"registry.example:5000/agent:v1", "agent:v1", false},
-	} {
-		if got := sameImage(tc.reported, tc.spec); got != tc.same {
-			t.Errorf("sameImage(%q, %q) = %v, want %v", tc.reported, tc.spec, got, tc.same)
-		}
-	}
-}
-
-// An update undone before the kubelet restarted the container (the pod is patched back to the image it still runs)
-// waits for no restart: the kubelet will not make one, finding the container matching its spec again.
-func TestInPlacePatchBackToTheRunningImage(t *testing.T) {
-	from, to := testTemplate("a:2"), testTemplate("a:1")
-	ds := &daemonsetv1alpha1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "ns", UID: "ds1"}}
-	pod := newPod(ds, from, "b", "n1")
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", ContainerID: "cri://1", Image: "docker.io/library/a:1"}}
-	body, err := inPlacePatch(pod, from, to, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var patch struct {
-		Metadata struct {
-			Annotations map[string]string `json:"annotations"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(body, &patch); err != nil {
-		t.Fatal(err)
-	}
-	if got := patch.Metadata.Annotations[InPlaceUpdateAnnotation]; got != `{"revision":"a","containers":{}}` {
-		t.Errorf("recorded %s, want no container to wait for", got)
-	}
 }

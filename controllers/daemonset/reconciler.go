@@ -64,6 +64,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=daemonset.keelson.dev,resources=daemonsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=daemonset.keelson.dev,resources=daemonsets/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;patch;delete
 

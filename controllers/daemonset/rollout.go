@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -71,6 +72,9 @@ type plan struct {
 	creates []podCreate
 	deletes []podDelete
 	updates []podUpdate
+	// gatesReady are pods whose readiness gate InPlaceReadyCondition is to be set True: new pods, and pods whose
+	// update in place is done.
+	gatesReady []*corev1.Pod
 	// failedNodes are nodes whose failed (or succeeded) pods are deleted now: their backoff grows.
 	failedNodes []string
 	// requeueAfter is when time-based work is next due (backoff ends, a pod becomes available); 0 for never.
@@ -187,10 +191,41 @@ func updateTargets(nodes []nodeView, s strategy) map[string]bool {
 	return targets
 }
 
-// planNodes decides, for nodes sorted by name, which pods to create and delete. updateHash is the template's
-// revision; currentHash the revision the rollout started from (pods on nodes the rollout holds back are recreated
-// from it); both are the same when no rollout is under way.
+// planNodes decides, for nodes sorted by name, which pods to create, delete and update in place, and which pods'
+// in-place readiness gates to open. updateHash is the template's revision; currentHash the revision the rollout
+// started from (pods on nodes the rollout holds back are recreated from it); both are the same when no rollout is
+// under way.
 func planNodes(nodes []nodeView, s strategy, updateHash, currentHash string, now time.Time) plan {
+	p := planPods(nodes, s, updateHash, currentHash, now)
+	planGates(nodes, &p)
+	return p
+}
+
+// planGates opens the in-place readiness gate of every live pod that carries it closed (or not yet set) and is not
+// waiting for an update in place: a pod just created, one whose updated containers run again, and one whose update
+// did not go through. Pods this plan deletes or updates are left alone.
+func planGates(nodes []nodeView, p *plan) {
+	acted := map[types.UID]bool{}
+	for _, d := range p.deletes {
+		acted[d.pod.UID] = true
+	}
+	for _, u := range p.updates {
+		acted[u.pod.UID] = true
+	}
+	for _, n := range nodes {
+		for _, pod := range n.pods {
+			if acted[pod.UID] || isTerminal(pod) || !hasInPlaceGate(pod) || inPlaceGateStatus(pod) == corev1.ConditionTrue {
+				continue
+			}
+			if restarted, _ := inPlaceRestarted(pod); restarted {
+				p.gatesReady = append(p.gatesReady, pod)
+			}
+		}
+	}
+}
+
+// planPods decides which pods to create, delete and update in place.
+func planPods(nodes []nodeView, s strategy, updateHash, currentHash string, now time.Time) plan {
 	var p plan
 	targets := updateTargets(nodes, s)
 	kept := map[string][]*corev1.Pod{} // per node, the live pods the rollout step may act on

@@ -188,8 +188,11 @@ func (h *podHandler) Update(_ context.Context, e event.UpdateEvent, q workqueue.
 		if e.ObjectNew.GetDeletionTimestamp() != nil && e.ObjectOld.GetDeletionTimestamp() == nil {
 			h.r.expectations.DeletionObserved(req.String(), e.ObjectNew.GetUID())
 		}
-		// An update in place is seen once the pod carries its new revision.
+		// An update in place is seen once the pod carries its new revision; an opened readiness gate once it shows.
 		h.r.expectations.UpdateObserved(req.String(), e.ObjectNew.GetUID(), e.ObjectNew.GetLabels()[RevisionLabel])
+		if pod, ok := e.ObjectNew.(*corev1.Pod); ok {
+			h.r.expectations.UpdateObserved(req.String(), pod.UID, gateState(inPlaceGateStatus(pod)))
+		}
 		q.Add(req)
 	} else if req, ok := h.claimant(e.ObjectNew); ok {
 		q.Add(req)

@@ -197,14 +197,22 @@ func nodeOf(p *corev1.Pod) string {
 	return ""
 }
 
-// setPodPhase plays the kubelet for one pod: Running and Ready, Running and not ready, or Failed.
+// setPodPhase plays the kubelet for one pod: Running with its containers ready or not, or Failed. As a kubelet does,
+// it keeps the conditions others set (a readiness gate's), and the pod is Ready only when its containers are and
+// every readiness gate's condition is True.
 func (s *scenario) setPodPhase(p *corev1.Pod, phase corev1.PodPhase, ready bool) error {
 	readyStatus := corev1.ConditionFalse
-	if ready {
+	if ready && gatesOpen(p) {
 		readyStatus = corev1.ConditionTrue
 	}
 	p.Status.Phase = phase
-	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: readyStatus, LastTransitionTime: metav1.Now()}}
+	conditions := []corev1.PodCondition{{Type: corev1.PodReady, Status: readyStatus, LastTransitionTime: metav1.Now()}}
+	for _, c := range p.Status.Conditions {
+		if c.Type != corev1.PodReady {
+			conditions = append(conditions, c)
+		}
+	}
+	p.Status.Conditions = conditions
 	p.Status.ContainerStatuses = containersRunning(p, ready)
 	err := env.Client.Status().Update(s.ctx, p)
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
@@ -236,6 +244,34 @@ func containersRunning(p *corev1.Pod, ready bool) []corev1.ContainerStatus {
 		out = append(out, cs)
 	}
 	return out
+}
+
+// gatesOpen reports whether every readiness gate of p has its condition True.
+func gatesOpen(p *corev1.Pod) bool {
+	for _, g := range p.Spec.ReadinessGates {
+		open := false
+		for _, c := range p.Status.Conditions {
+			open = open || (c.Type == g.ConditionType && c.Status == corev1.ConditionTrue)
+		}
+		if !open {
+			return false
+		}
+	}
+	return true
+}
+
+// readyAsItShould reports whether a running pod's Ready condition is what its containers and gates make it.
+func readyAsItShould(p *corev1.Pod) bool {
+	containersReady := len(p.Status.ContainerStatuses) > 0
+	for _, cs := range p.Status.ContainerStatuses {
+		containersReady = containersReady && cs.Ready
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return (c.Status == corev1.ConditionTrue) == (containersReady && gatesOpen(p))
+		}
+	}
+	return false
 }
 
 // imageChanged reports whether a container of p runs another image than its spec now names (updated in place).
@@ -286,7 +322,8 @@ func (s *scenario) slowKubelet(name string, startup time.Duration, skip ...strin
 					continue
 				}
 				if (p.Status.Phase != corev1.PodRunning && p.Status.Phase != corev1.PodFailed &&
-					time.Since(p.CreationTimestamp.Time) >= startup) || (p.Status.Phase == corev1.PodRunning && imageChanged(p)) {
+					time.Since(p.CreationTimestamp.Time) >= startup) ||
+					(p.Status.Phase == corev1.PodRunning && (imageChanged(p) || !readyAsItShould(p))) {
 					_ = s.setPodPhase(p, corev1.PodRunning, true)
 				}
 			}

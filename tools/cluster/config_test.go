@@ -58,8 +58,15 @@ func TestRender(t *testing.T) {
 			Name string `json:"name"`
 		} `json:"metadata"`
 	}
-	if err := yaml.Unmarshal(files[kwokStages], &stage); err != nil || stage.Kind != "Stage" || stage.Metadata.Name != "pod-in-place-restart" {
-		t.Errorf("kwok's in-place stage: %+v, %v", stage, err)
+	var stages []string
+	for _, doc := range strings.Split(string(files[kwokStages]), "\n---\n") {
+		if err := yaml.Unmarshal([]byte(doc), &stage); err != nil || stage.Kind != "Stage" {
+			t.Errorf("kwok stage %q: %+v, %v", doc, stage, err)
+		}
+		stages = append(stages, stage.Metadata.Name)
+	}
+	if strings.Join(stages, ",") != "pod-in-place-restart,pod-ready-gates-open" {
+		t.Errorf("kwok's own stages: %v", stages)
 	}
 	for _, name := range []string{kubeletConfig, kubeProxyConfig, auditPolicy, kwokConfig} {
 		var v map[string]any
