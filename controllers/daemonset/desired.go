@@ -142,10 +142,10 @@ func templateOfRevision(rev *appsv1.ControllerRevision) (*corev1.PodTemplateSpec
 // tolerations, and a required node affinity on the node's name that replaces the template's required terms (the
 // controller has already checked those against the node), so the scheduler places it on exactly that node. It never
 // sets spec.nodeName, which would bypass the scheduler's resource and port checks. While ds allows updates in
-// place, the pod carries the readiness gate InPlaceReadyCondition.
+// place with their readiness gate, the pod carries the gate InPlaceReadyCondition.
 func newPod(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSpec, hash, node string) *corev1.Pod {
 	spec := template.Spec.DeepCopy()
-	if inPlaceAllowed(ds) {
+	if inPlaceGated(ds) {
 		// Readiness gates cannot be added to a running pod: a pod gets the gate an update in place needs now.
 		spec.ReadinessGates = append(spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: InPlaceReadyCondition})
 	}

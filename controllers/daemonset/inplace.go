@@ -218,11 +218,12 @@ func inPlaceGateStatus(pod *corev1.Pod) corev1.ConditionStatus {
 // gateState is how the expectations name a pod's gate condition, apart from its revision label.
 func gateState(status corev1.ConditionStatus) string { return "gate:" + string(status) }
 
-// inPlaceAllowed reports whether ds's rolling update may update pods in place, so its new pods carry the gate.
-func inPlaceAllowed(ds *daemonsetv1alpha1.DaemonSet) bool {
+// inPlaceGated reports whether ds's new pods carry the in-place readiness gate: its rolling update may update pods
+// in place, and the gate is not disabled.
+func inPlaceGated(ds *daemonsetv1alpha1.DaemonSet) bool {
 	ru := ds.Spec.UpdateStrategy.RollingUpdate
 	return ds.Spec.UpdateStrategy.Type != daemonsetv1alpha1.OnDeleteStrategyType && ru != nil &&
-		ru.InPlace == daemonsetv1alpha1.InPlaceIfPossible
+		ru.InPlace == daemonsetv1alpha1.InPlaceIfPossible && ru.InPlaceReadinessGate != daemonsetv1alpha1.InPlaceReadinessGateDisabled
 }
 
 // gatePatch is the strategic merge patch of a pod's status that sets its InPlaceReadyCondition, guarded by the

@@ -169,12 +169,12 @@ func TestMissingMeasurements(t *testing.T) {
 	r.DaemonSet = append(r.DaemonSet, trial{Bench: benchRollingUpdate, Impl: implKeelson, Nodes: 100})
 	writers := []expectedWriter{{What: "sizers to Sized", User: "u", Writes: 5}}
 	r.Plan.ScaleNodes = 500
-	if got := missingMeasurements(r, writers); !cmp.Equal(got, []string{"DaemonSet in-place-update: no trial",
-		"DaemonSet scale: no trial", "scale: no daemonset-controller memory read at N = 500"}) {
+	if got := missingMeasurements(r, writers); !cmp.Equal(got, []string{"DaemonSet in-place-update-gated: no trial",
+		"DaemonSet in-place-update: no trial", "DaemonSet scale: no trial", "scale: no daemonset-controller memory read at N = 500"}) {
 		t.Fatalf("a run without the in-place and scale trials: %v", got)
 	}
 	r.DaemonSet = append(r.DaemonSet, trial{Bench: benchInPlace, Impl: implKeelson, Nodes: 100},
-		trial{Bench: benchScale, Impl: implKeelson, Nodes: 500})
+		trial{Bench: benchInPlaceGated, Impl: implKeelson, Nodes: 100}, trial{Bench: benchScale, Impl: implKeelson, Nodes: 500})
 	r.ScaleRSS = 40 << 20
 	if got := missingMeasurements(r, writers); len(got) != 0 {
 		t.Fatalf("a complete run: %v", got)

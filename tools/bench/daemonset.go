@@ -25,9 +25,11 @@ const (
 const (
 	benchConvergence   = "convergence"
 	benchRollingUpdate = "rolling-update"
-	// benchInPlace is Keelson's image-only rolling update with inPlace: IfPossible, compared with the built-in's
-	// rolling update (which recreates every pod) of the same run.
-	benchInPlace = "in-place-update"
+	// benchInPlace is Keelson's image-only rolling update with inPlace: IfPossible and the readiness gate disabled
+	// (a daemon no Service sends traffic to), compared with the built-in's rolling update (which recreates every
+	// pod) of the same run; benchInPlaceGated the same with the readiness gate (the default).
+	benchInPlace      = "in-place-update"
+	benchInPlaceGated = "in-place-update-gated"
 	// benchScale is convergence at the one large pool size, one repetition per implementation.
 	benchScale = "scale"
 )
@@ -52,9 +54,18 @@ func benchPodTemplate(name string) corev1.PodTemplateSpec {
 	}
 }
 
-// newDaemonSet returns the implementation's DaemonSet named name; both roll with maxUnavailable 10%. inPlace lets
-// Keelson's update its pods in place.
-func newDaemonSet(impl, ns, name string, inPlace bool) client.Object {
+// inPlaceMode is how a Keelson DaemonSet of the bench may update its pods in place.
+type inPlaceMode int
+
+const (
+	recreate      inPlaceMode = iota // inPlace: Never
+	inPlaceNoGate                    // inPlace: IfPossible, inPlaceReadinessGate: Disabled
+	inPlaceGated                     // inPlace: IfPossible, with the readiness gate
+)
+
+// newDaemonSet returns the implementation's DaemonSet named name; both roll with maxUnavailable 10%. mode says how
+// Keelson's updates its pods.
+func newDaemonSet(impl, ns, name string, mode inPlaceMode) client.Object {
 	tenPercent := intstr.FromString("10%")
 	if impl == implBuiltin {
 		return &appsv1.DaemonSet{
@@ -72,8 +83,11 @@ func newDaemonSet(impl, ns, name string, inPlace bool) client.Object {
 			UpdateStrategy: daemonsetv1alpha1.DaemonSetUpdateStrategy{Type: daemonsetv1alpha1.RollingUpdateStrategyType,
 				RollingUpdate: &daemonsetv1alpha1.RollingUpdateDaemonSet{MaxUnavailable: &tenPercent}}},
 	}
-	if inPlace {
+	if mode != recreate {
 		ds.Spec.UpdateStrategy.RollingUpdate.InPlace = daemonsetv1alpha1.InPlaceIfPossible
+	}
+	if mode == inPlaceNoGate {
+		ds.Spec.UpdateStrategy.RollingUpdate.InPlaceReadinessGate = daemonsetv1alpha1.InPlaceReadinessGateDisabled
 	}
 	return ds
 }
@@ -110,9 +124,9 @@ type trial struct {
 type trialShape struct {
 	// roll: change the image and time the rolling update, as benchRollingUpdate.
 	roll bool
-	// inPlace: Keelson's DaemonSet updates in place; its rolling update is timed as benchInPlace, and its
-	// convergence (the same as any other) is not reported.
-	inPlace bool
+	// inPlace: Keelson's DaemonSet updates in place; its rolling update is timed as benchInPlace or
+	// benchInPlaceGated, and its convergence is not reported (with the gate it costs a write more per pod).
+	inPlace inPlaceMode
 	// convergence is the benchmark the convergence counts in: benchConvergence when empty.
 	convergence string
 	// converged, if set, runs once the DaemonSet has converged, before anything else (to read memory then).
@@ -124,8 +138,11 @@ type trialShape struct {
 // until its pods are gone, so the next trial starts from an empty cluster.
 func daemonSetTrial(ctx context.Context, c client.Client, impl, ns string, n, rep int, shape trialShape) ([]trial, error) {
 	name := fmt.Sprintf("%s-%d-%d", impl, n, rep)
-	if shape.inPlace {
+	switch shape.inPlace {
+	case inPlaceNoGate:
 		name = fmt.Sprintf("%s-in-place-%d-%d", impl, n, rep)
+	case inPlaceGated:
+		name = fmt.Sprintf("%s-in-place-gated-%d-%d", impl, n, rep)
 	}
 	obj := newDaemonSet(impl, ns, name, shape.inPlace)
 	wait := func(bench string, start time.Time) (trial, error) {
@@ -156,7 +173,7 @@ func daemonSetTrial(ctx context.Context, c client.Client, impl, ns string, n, re
 		return nil, err
 	}
 	var out []trial
-	if !shape.inPlace {
+	if shape.inPlace == recreate {
 		out = append(out, t)
 	}
 	if shape.converged != nil {
@@ -164,11 +181,8 @@ func daemonSetTrial(ctx context.Context, c client.Client, impl, ns string, n, re
 			return nil, err
 		}
 	}
-	if shape.roll || shape.inPlace {
-		bench := benchRollingUpdate
-		if shape.inPlace {
-			bench = benchInPlace
-		}
+	if shape.roll || shape.inPlace != recreate {
+		bench := map[inPlaceMode]string{recreate: benchRollingUpdate, inPlaceNoGate: benchInPlace, inPlaceGated: benchInPlaceGated}[shape.inPlace]
 		before := obj.DeepCopyObject().(client.Object)
 		setImage(obj, benchImageNext)
 		start := time.Now()

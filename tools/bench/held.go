@@ -17,7 +17,7 @@ import (
 // holdDaemonSet creates the implementation's DaemonSet name and waits until it runs on all n nodes; it stays for
 // the steady-state window and the memory reading.
 func holdDaemonSet(ctx context.Context, c client.Client, impl, ns, name string, n int) error {
-	ds := newDaemonSet(impl, ns, name, false)
+	ds := newDaemonSet(impl, ns, name, recreate)
 	if err := client.IgnoreAlreadyExists(c.Create(ctx, ds)); err != nil {
 		return err
 	}

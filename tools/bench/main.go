@@ -56,8 +56,10 @@ type Results struct {
 	DaemonSet     []trial `json:"daemonSetTrials"`
 	Convergence   Report  `json:"convergence"`
 	RollingUpdate Report  `json:"rollingUpdate"`
-	// InPlaceUpdate compares Keelson's in-place image update with the built-in's rolling update of the same run.
+	// InPlaceUpdate and InPlaceGated compare Keelson's in-place image update, without and with the readiness
+	// gate, with the built-in's rolling update of the same run.
 	InPlaceUpdate Report `json:"inPlaceUpdate"`
+	InPlaceGated  Report `json:"inPlaceGated"`
 	// Scale is convergence at Plan.ScaleNodes; ScaleRSS the daemonset-controller's resident size once Keelson's
 	// DaemonSet had converged there.
 	Scale    Report `json:"scale"`
@@ -230,12 +232,19 @@ func run() error {
 				record(ts)
 			}
 			if n == plan.RollingNodes {
-				// The same image change, made in place; compared with the built-in's rolling update just before.
-				ts, err := daemonSetTrial(ctx, c, implKeelson, dsNS, n, rep, trialShape{inPlace: true})
-				if err != nil {
-					return err
+				// The same image change, made in place, without and with the readiness gate (their order alternating
+				// too); compared with the built-in's rolling update just before.
+				modes := []inPlaceMode{inPlaceNoGate, inPlaceGated}
+				if rep%2 == 1 {
+					modes[0], modes[1] = modes[1], modes[0]
 				}
-				record(ts)
+				for _, mode := range modes {
+					ts, err := daemonSetTrial(ctx, c, implKeelson, dsNS, n, rep, trialShape{inPlace: mode})
+					if err != nil {
+						return err
+					}
+					record(ts)
+				}
 			}
 		}
 	}
@@ -356,7 +365,8 @@ func run() error {
 	res.HandoverMedian = Summarize(hs)
 	res.Convergence = buildReport(filterBench(res.DaemonSet, benchConvergence))
 	res.RollingUpdate = buildReport(filterBench(res.DaemonSet, benchRollingUpdate))
-	res.InPlaceUpdate = buildReport(inPlaceTrials(res.DaemonSet))
+	res.InPlaceUpdate = buildReport(inPlaceTrials(res.DaemonSet, benchInPlace))
+	res.InPlaceGated = buildReport(inPlaceTrials(res.DaemonSet, benchInPlaceGated))
 	res.Scale = buildReport(filterBench(res.DaemonSet, benchScale))
 
 	fmt.Println()
@@ -404,13 +414,13 @@ func reset(ctx context.Context, c client.Client) error {
 	})
 }
 
-// inPlaceTrials are Keelson's in-place updates and the built-in's rolling updates, all under benchInPlace: the two
-// ways of rolling out the same image change, compared.
-func inPlaceTrials(ts []trial) []trial {
-	out := filterBench(ts, benchInPlace)
+// inPlaceTrials are Keelson's in-place updates of one kind (bench) and the built-in's rolling updates, all under
+// bench: the two ways of rolling out the same image change, compared.
+func inPlaceTrials(ts []trial, bench string) []trial {
+	out := filterBench(ts, bench)
 	for _, t := range filterBench(ts, benchRollingUpdate) {
 		if t.Impl == implBuiltin {
-			t.Bench = benchInPlace
+			t.Bench = bench
 			out = append(out, t)
 		}
 	}

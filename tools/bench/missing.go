@@ -39,7 +39,7 @@ func missingMeasurements(r Results, writers []expectedWriter) []string {
 	if r.Steady.Window.To.Sub(r.Steady.Window.From) <= 0 {
 		out = append(out, "steady state: no idle window")
 	}
-	kinds := []string{benchConvergence, benchRollingUpdate, benchInPlace}
+	kinds := []string{benchConvergence, benchRollingUpdate, benchInPlace, benchInPlaceGated}
 	if r.Plan.ScaleNodes > 0 {
 		kinds = append(kinds, benchScale)
 		if r.ScaleRSS <= 0 {

@@ -168,6 +168,12 @@ func validateStrategy(spec *daemonsetv1alpha1.DaemonSetSpec, p *field.Path, ratc
 		errs = append(errs, field.NotSupported(rp.Child("inPlace"), ru.InPlace,
 			[]string{string(daemonsetv1alpha1.InPlaceIfPossible), string(daemonsetv1alpha1.InPlaceNever)}))
 	}
+	switch ru.InPlaceReadinessGate {
+	case "", daemonsetv1alpha1.InPlaceReadinessGateEnabled, daemonsetv1alpha1.InPlaceReadinessGateDisabled:
+	default:
+		errs = append(errs, field.NotSupported(rp.Child("inPlaceReadinessGate"), ru.InPlaceReadinessGate,
+			[]string{string(daemonsetv1alpha1.InPlaceReadinessGateEnabled), string(daemonsetv1alpha1.InPlaceReadinessGateDisabled)}))
+	}
 	if ru.Partition != nil && *ru.Partition < 0 {
 		errs = append(errs, field.Invalid(rp.Child("partition"), *ru.Partition, "must be non-negative"))
 	}
