@@ -201,8 +201,16 @@ func daemonSetTrial(ctx context.Context, c client.Client, impl, ns string, n, re
 	// The garbage collector would delete the pods one request at a time, on its own client budget, and kwok
 	// would then finish each graceful deletion: minutes at N = 1000, measuring nothing. One collection delete
 	// without grace clears them at once (the DaemonSet is gone, so neither controller recreates them).
-	if err := c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.MatchingLabels{"bench": name},
-		client.GracePeriodSeconds(0)); err != nil {
+	// At thousands of pods the collection delete can outlast the apiserver's request timeout: it deletes what it
+	// can, and the next attempt goes on.
+	if err := poll(ctx, 5*time.Minute, func() (bool, error) {
+		err := c.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.MatchingLabels{"bench": name},
+			client.GracePeriodSeconds(0))
+		if err != nil {
+			fmt.Printf("deleting the pods of %s (will try again): %v\n", name, err)
+		}
+		return err == nil, nil
+	}); err != nil {
 		return nil, err
 	}
 	// The next trial starts once the garbage collector is done with this DaemonSet too: its deletions (of the
