@@ -87,6 +87,30 @@ func TestUserValuesReachTheirController(t *testing.T) {
 	}
 }
 
+// The model fetches' proxy reaches the pipeline controller (which passes it to the fetches only), each variable only
+// when set; no proxy, no variable.
+func TestModelFetchProxy(t *testing.T) {
+	g := NewWithT(t)
+	proxyEnv := func(c corev1.Container) []corev1.EnvVar {
+		var out []corev1.EnvVar
+		for _, e := range c.Env {
+			if strings.Contains(e.Name, "PROXY") {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	objs := mustRender(t, map[string]any{"pipelineController": map[string]any{"modelCache": map[string]any{
+		"proxy": map[string]any{"httpsProxy": "http://proxy.corp:3128", "noProxy": ".svc,.corp,10.0.0.0/8"}}}})
+	g.Expect(proxyEnv(deployment(t, objs, "pipeline-controller").Spec.Template.Spec.Containers[0])).To(Equal([]corev1.EnvVar{
+		{Name: "KEELSON_MODEL_FETCH_HTTPS_PROXY", Value: "http://proxy.corp:3128"},
+		{Name: "KEELSON_MODEL_FETCH_NO_PROXY", Value: ".svc,.corp,10.0.0.0/8"}}))
+	for _, name := range []string{"daemonset-controller", "workload-sizer"} {
+		g.Expect(proxyEnv(deployment(t, objs, name).Spec.Template.Spec.Containers[0])).To(BeEmpty(), name)
+	}
+	g.Expect(proxyEnv(deployment(t, mustRender(t, nil), "pipeline-controller").Spec.Template.Spec.Containers[0])).To(BeEmpty())
+}
+
 // A ServiceAccount the user brings is bound, not created; names follow nameOverride and fullnameOverride.
 func TestServiceAccountAndNames(t *testing.T) {
 	g := NewWithT(t)

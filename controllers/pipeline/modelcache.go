@@ -36,11 +36,22 @@ const (
 	EnvFetchImage   = "KEELSON_MODEL_FETCH_IMAGE"
 	EnvCacheDir     = "KEELSON_MODEL_CACHE_DIR"
 	EnvCacheMaxSize = "KEELSON_MODEL_CACHE_MAX_SIZE"
+	// EnvFetchHTTPProxy, EnvFetchHTTPSProxy and EnvFetchNoProxy are the proxy the fetches reach their sources
+	// through (the chart sets them from pipelineController.modelCache.proxy): the fetch-model containers get them as
+	// HTTP_PROXY, HTTPS_PROXY and NO_PROXY. The controller's own environment is not passed on: its proxy, if any, is
+	// for the apiserver, which the fetches do not speak to.
+	EnvFetchHTTPProxy  = "KEELSON_MODEL_FETCH_HTTP_PROXY"
+	EnvFetchHTTPSProxy = "KEELSON_MODEL_FETCH_HTTPS_PROXY"
+	EnvFetchNoProxy    = "KEELSON_MODEL_FETCH_NO_PROXY"
 
 	cacheVolume    = "model-cache"
 	modelVolume    = "model"
 	s3SecretVolume = "model-s3"
 	s3SecretPath   = "/var/run/secrets/keelson/model-s3"
+	caBundleVolume = "model-ca"
+	caBundlePath   = "/var/run/secrets/keelson/model-ca"
+	// defaultCABundleKey is the key of a caBundle ConfigMap when the pipeline names none (the CRD defaults it too).
+	defaultCABundleKey = "ca.crt"
 	// maxModelMessage bounds what a failed fetch's message adds to a step's status message.
 	maxModelMessage = 512
 )
@@ -56,6 +67,9 @@ type ModelFetch struct {
 	CacheDir string
 	// MaxSize bounds one namespace's cache on a node.
 	MaxSize resource.Quantity
+	// Proxy is the environment the fetches reach their sources with: HTTP_PROXY, HTTPS_PROXY and NO_PROXY, each
+	// only when set.
+	Proxy []corev1.EnvVar
 	// Problem, when set, says why the controller cannot run fetches into the nodes' directory (its configuration is
 	// wrong): the steps that would fail with it, the others run.
 	Problem string
@@ -79,11 +93,18 @@ func (f ModelFetch) cacheOf(namespace string) string {
 }
 
 // ModelFetchFromEnv reads the fetches' configuration from the controller's environment (EnvFetchImage,
-// EnvCacheDir, EnvCacheMaxSize), with the defaults for what is unset. A wrong value is an error, which the
+// EnvCacheDir, EnvCacheMaxSize, the proxy's), with the defaults for what is unset. A wrong value is an error, which the
 // controller keeps as the configuration's Problem: it fails the steps that fetch into the nodes' directory, not the
 // controller.
 func ModelFetchFromEnv(getenv func(string) string) (ModelFetch, error) {
 	f := ModelFetch{Image: getenv(EnvFetchImage), CacheDir: getenv(EnvCacheDir)}
+	for _, v := range []struct{ from, to string }{
+		{EnvFetchHTTPProxy, "HTTP_PROXY"}, {EnvFetchHTTPSProxy, "HTTPS_PROXY"}, {EnvFetchNoProxy, "NO_PROXY"},
+	} {
+		if value := getenv(v.from); value != "" {
+			f.Proxy = append(f.Proxy, corev1.EnvVar{Name: v.to, Value: value})
+		}
+	}
 	if f.CacheDir == "" {
 		f.CacheDir = DefaultCacheDir
 	}
@@ -145,8 +166,21 @@ func withModelCache(pod *corev1.PodSpec, p *inferencev1alpha1.Pipeline, s infere
 		args = append(args, "--s3-secret-dir", s3SecretPath)
 		mounts = append(mounts, corev1.VolumeMount{Name: s3SecretVolume, MountPath: s3SecretPath, ReadOnly: true})
 	}
+	if c := p.Spec.ModelStorage.Cache; c != nil && c.CABundle != nil && c.CABundle.Name != "" {
+		key := c.CABundle.Key
+		if key == "" {
+			key = defaultCABundleKey
+		}
+		// Only the named key, under a name of its own: the ConfigMap may hold other keys, and a key's name is the
+		// user's.
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: caBundleVolume, VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: c.CABundle.Name},
+				Items: []corev1.KeyToPath{{Key: key, Path: defaultCABundleKey}}}}})
+		args = append(args, "--ca-file", path.Join(caBundlePath, defaultCABundleKey))
+		mounts = append(mounts, corev1.VolumeMount{Name: caBundleVolume, MountPath: caBundlePath, ReadOnly: true})
+	}
 	pod.InitContainers = []corev1.Container{{
-		Name: FetchContainer, Image: f.Image, Args: args, VolumeMounts: mounts,
+		Name: FetchContainer, Image: f.Image, Args: args, VolumeMounts: mounts, Env: f.Proxy,
 		Resources:                cpuAndMemory(s.Resources),
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 		SecurityContext:          fetchSecurity(),

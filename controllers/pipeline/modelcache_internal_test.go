@@ -1,10 +1,15 @@
 package pipeline
 
 import (
+	"reflect"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 )
 
 // qosClass is a pod's QoS class as the kubelet computes it, over every container (init and sidecar ones too), for
@@ -55,6 +60,57 @@ func TestHoldResourcesKeepTheQoSClass(t *testing.T) {
 		}
 		if want != corev1.PodQOSBestEffort && (hold.Limits.Cpu().IsZero() || hold.Limits.Memory().IsZero()) {
 			t.Errorf("%s: the hold has no cpu or memory limit: a quota on limits refuses the pod (%+v)", name, hold)
+		}
+	}
+}
+
+// A private CA's bundle reaches the fetch as a file of the named ConfigMap key only (the key defaults to ca.crt),
+// and the operators' proxy as HTTP_PROXY, HTTPS_PROXY and NO_PROXY; the server gets neither, the hold no proxy.
+func TestFetchTrustsTheCABundleAndUsesTheProxy(t *testing.T) {
+	f, err := ModelFetchFromEnv(func(k string) string {
+		return map[string]string{EnvFetchImage: "img", EnvFetchHTTPSProxy: "http://proxy.corp:3128",
+			EnvFetchNoProxy: ".svc,.cluster.local"}[k]
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantEnv := []corev1.EnvVar{{Name: "HTTPS_PROXY", Value: "http://proxy.corp:3128"}, {Name: "NO_PROXY", Value: ".svc,.cluster.local"}}
+	for _, key := range []string{"", "root-certs.pem"} {
+		p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"},
+			Spec: inferencev1alpha1.PipelineSpec{ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StorageCache,
+				Cache: &inferencev1alpha1.ModelCache{CABundle: &inferencev1alpha1.ConfigMapKey{Name: "trust", Key: key}}}}}
+		s := inferencev1alpha1.Step{Name: "a", Image: "server", Model: "https://models.corp/m.onnx", Location: "node-1"}
+		pod := corev1.PodSpec{Containers: []corev1.Container{{Name: "server"}}}
+		withModelCache(&pod, p, s, f)
+
+		fetch := pod.InitContainers[0]
+		if !slices.Equal(fetch.Env, wantEnv) {
+			t.Errorf("key %q: the fetch's env = %v, want %v", key, fetch.Env, wantEnv)
+		}
+		if i := slices.Index(fetch.Args, "--ca-file"); i < 0 || fetch.Args[i+1] != caBundlePath+"/ca.crt" {
+			t.Errorf("key %q: the fetch's args %v name no --ca-file %s/ca.crt", key, fetch.Args, caBundlePath)
+		}
+		if !slices.ContainsFunc(fetch.VolumeMounts, func(m corev1.VolumeMount) bool {
+			return m.Name == caBundleVolume && m.MountPath == caBundlePath && m.ReadOnly
+		}) {
+			t.Errorf("key %q: the fetch does not mount the bundle read-only: %v", key, fetch.VolumeMounts)
+		}
+		want := key
+		if want == "" {
+			want = "ca.crt"
+		}
+		i := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == caBundleVolume })
+		if i < 0 || pod.Volumes[i].ConfigMap == nil || pod.Volumes[i].ConfigMap.Name != "trust" ||
+			!reflect.DeepEqual(pod.Volumes[i].ConfigMap.Items, []corev1.KeyToPath{{Key: want, Path: "ca.crt"}}) {
+			t.Errorf("key %q: the bundle's volume = %+v, want the ConfigMap trust's key %s as ca.crt", key, pod.Volumes, want)
+		}
+		if hold := pod.InitContainers[1]; hold.Name != HoldContainer || len(hold.Env) > 0 {
+			t.Errorf("key %q: the hold (%s) gets the fetch's proxy: %v", key, hold.Name, hold.Env)
+		}
+		for _, c := range append(pod.InitContainers[1:], pod.Containers...) {
+			if slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == caBundleVolume }) {
+				t.Errorf("key %q: %s mounts the fetch's bundle", key, c.Name)
+			}
 		}
 	}
 }

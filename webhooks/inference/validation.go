@@ -118,6 +118,7 @@ func Validate(p *inferencev1alpha1.Pipeline) field.ErrorList {
 		errs = append(errs, field.NotSupported(mp.Child("type"), ms.Type, []string{"nfs", "pvc", "cache"}))
 	}
 	errs = append(errs, validateLocalVolume(mp.Child("cache", "localVolume"), ms.Cache)...)
+	errs = append(errs, validateCABundle(mp.Child("cache", "caBundle"), ms.Cache)...)
 	if ms.Capacity != nil && ms.Capacity.Sign() <= 0 {
 		errs = append(errs, field.Invalid(mp.Child("capacity"), ms.Capacity.String(),
 			"must be greater than zero: the PersistentVolume and claim need a size"))
@@ -281,6 +282,28 @@ func validateLocalVolume(fp *field.Path, c *inferencev1alpha1.ModelCache) field.
 	}
 	if sz := c.LocalVolume.Size; sz != nil && sz.Sign() <= 0 {
 		errs = append(errs, field.Invalid(fp.Child("size"), sz.String(), "must be greater than zero: each cache claim asks for it"))
+	}
+	return errs
+}
+
+// validateCABundle checks the ConfigMap key of a private CA's certificates: a ConfigMap's name and one of its keys,
+// which the steps' pods mount.
+func validateCABundle(fp *field.Path, c *inferencev1alpha1.ModelCache) field.ErrorList {
+	if c == nil || c.CABundle == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if c.CABundle.Name == "" {
+		errs = append(errs, field.Required(fp.Child("name"), "the ConfigMap of the namespace that holds the certificates"))
+	} else {
+		for _, msg := range validation.IsDNS1123Subdomain(c.CABundle.Name) {
+			errs = append(errs, field.Invalid(fp.Child("name"), c.CABundle.Name, msg))
+		}
+	}
+	if c.CABundle.Key != "" {
+		for _, msg := range validation.IsConfigMapKey(c.CABundle.Key) {
+			errs = append(errs, field.Invalid(fp.Child("key"), c.CABundle.Key, msg))
+		}
 	}
 	return errs
 }

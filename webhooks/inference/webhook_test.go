@@ -173,6 +173,21 @@ func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 			cached(p)
 			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{S3SecretName: "Store_1"}
 		}, "spec.modelStorage.cache.s3SecretName", "spec.modelStorage.cache.s3SecretName"},
+		"CA bundle without its ConfigMap's name": {func(p *inferencev1alpha1.Pipeline) {
+			cached(p)
+			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{CABundle: &inferencev1alpha1.ConfigMapKey{Key: "ca.crt"}}
+		}, "spec.modelStorage.cache.caBundle.name", "spec.modelStorage.cache.caBundle.name"},
+		"CA bundle ConfigMap name not a DNS subdomain": {func(p *inferencev1alpha1.Pipeline) {
+			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{CABundle: &inferencev1alpha1.ConfigMapKey{Name: "Trust_Bundle"}}
+		}, "spec.modelStorage.cache.caBundle.name", "spec.modelStorage.cache.caBundle.name"},
+		"CA bundle key with a slash": {func(p *inferencev1alpha1.Pipeline) {
+			cached(p)
+			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{CABundle: &inferencev1alpha1.ConfigMapKey{Name: "trust", Key: "certs/ca.crt"}}
+		}, "spec.modelStorage.cache.caBundle.key", "spec.modelStorage.cache.caBundle.key"},
+		"CA bundle key ..": {func(p *inferencev1alpha1.Pipeline) {
+			cached(p)
+			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{CABundle: &inferencev1alpha1.ConfigMapKey{Name: "trust", Key: ".."}}
+		}, "spec.modelStorage.cache.caBundle.key", "spec.modelStorage.cache.caBundle.key"},
 		"cached model with a presigned URL": {func(p *inferencev1alpha1.Pipeline) {
 			cached(p)
 			p.Spec.Steps[0].Model = "https://bucket.s3.amazonaws.com/m.onnx?X-Amz-Signature=abc"
@@ -248,7 +263,8 @@ func TestModelStorageCacheIsMutable(t *testing.T) {
 		p.Namespace = namespace(t, env)
 		g.Expect(env.Client.Create(context.Background(), p)).To(Succeed())
 		p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{S3SecretName: "store",
-			LocalVolume: &inferencev1alpha1.LocalCacheVolume{StorageClassName: "local"}}
+			LocalVolume: &inferencev1alpha1.LocalCacheVolume{StorageClassName: "local"},
+			CABundle:    &inferencev1alpha1.ConfigMapKey{Name: "trust-bundle"}}
 		g.Expect(env.Client.Update(context.Background(), p)).To(Succeed())
 		p.Spec.ModelStorage.Cache = nil
 		g.Expect(env.Client.Update(context.Background(), p)).To(Succeed())

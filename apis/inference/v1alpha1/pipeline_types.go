@@ -36,12 +36,34 @@ type ModelCache struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	S3SecretName string `json:"s3SecretName,omitempty"`
+	// CABundle names a ConfigMap in the pipeline's namespace whose key holds the PEM certificates of a private
+	// certificate authority: the fetches trust it, beside the public roots they carry, for https:// models and
+	// s3:// endpoints that speak TLS. It suits a bundle that trust-manager or an operator copies into each namespace.
+	// +optional
+	CABundle *ConfigMapKey `json:"caBundle,omitempty"`
 	// LocalVolume keeps the cache on a PersistentVolume of each node instead of the node's directory: the
 	// controller makes one claim per pipeline and node (<pipeline>-model-cache-<hash>), shared by the pipeline's
 	// steps pinned to that node, and deletes it with the pipeline or when no step is pinned to the node any more.
 	// A step without a location has no node to keep a cache on: it fetches its model into its pod at every start.
 	// +optional
 	LocalVolume *LocalCacheVolume `json:"localVolume,omitempty"`
+}
+
+// ConfigMapKey is one key of a ConfigMap in the pipeline's namespace.
+type ConfigMapKey struct {
+	// Name of the ConfigMap.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+	// Key of the ConfigMap that holds the certificates. Defaults to ca.crt.
+	// +optional
+	// +kubebuilder:default="ca.crt"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +kubebuilder:validation:XValidation:rule="self != '.' && self != '..'",message="must not be '.' or '..'"
+	Key string `json:"key,omitempty"`
 }
 
 // LocalCacheVolume is the model cache on a PersistentVolume of each node (modelStorage.cache.localVolume).

@@ -53,6 +53,8 @@ func Main(args []string, out io.Writer) int {
 	s3Dir := fs.String("s3-secret-dir", "", "a mounted Secret saying how s3:// models are reached: files "+S3EndpointKey+", "+
 		S3RegionKey+", "+S3InsecureKey+", "+S3AccessKeyKey+", "+S3SecretKeyKey+", "+S3SessionTokenKey+" (each optional; "+
 		"the flags win over the files)")
+	caFile := fs.String("ca-file", "", "PEM certificates of a private certificate authority to trust beside the system's roots, "+
+		"for https sources and TLS S3 endpoints")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -69,11 +71,17 @@ func Main(args []string, out io.Writer) int {
 	if err != nil {
 		return report(out, *resultFile, Result{URI: *uri, Reason: ReasonForbidden, Message: err.Error()}, err)
 	}
+	o := Options{CacheDir: *cacheDir, MaxBytes: limit.Value(), KeepFor: *keepFor, LinksDir: *links, S3: s3}
+	if *caFile != "" {
+		if o.RootCAs, err = RootCAsWith(*caFile); err != nil {
+			return report(out, *resultFile, Result{URI: *uri, Reason: ReasonTLS, Message: err.Error()}, err)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	res, err := Fetch(ctx, *uri, Options{CacheDir: *cacheDir, MaxBytes: limit.Value(), KeepFor: *keepFor, LinksDir: *links, S3: s3})
+	res, err := Fetch(ctx, *uri, o)
 	return report(out, *resultFile, res, err)
 }
 

@@ -2,9 +2,10 @@ package modelfetch
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
-	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -20,8 +21,11 @@ type Options struct {
 	// LinksDir, when set, is filled with links to the model's top entries before the model's lock is released, so
 	// no eviction can come between the fetch and the links.
 	LinksDir string
-	// HTTPClient fetches http(s) models (one with connect and response-header timeouts when nil).
-	HTTPClient *http.Client
+	// RootCAs are the certificate authorities that https sources and TLS S3 endpoints are checked against: the
+	// system's roots when nil.
+	RootCAs *x509.CertPool
+	// Proxy chooses the proxy of a request: the environment's (HTTP_PROXY, HTTPS_PROXY, NO_PROXY) when nil.
+	Proxy func(*http.Request) (*url.URL, error)
 	// S3 reaches s3 models.
 	S3 S3Config
 	// Now is the clock (time.Now when nil).
@@ -133,21 +137,8 @@ func hit(c *cache, e *entry, res Result, message string) (Result, error) {
 func remoteFor(src Source, o Options) (remote, error) {
 	switch src.Scheme {
 	case SchemeS3:
-		return newS3Remote(o.S3, src)
+		return newS3Remote(o.S3, src, transport(o))
 	default:
-		client := o.HTTPClient
-		if client == nil {
-			client = defaultHTTPClient()
-		}
-		return httpRemote{client: client, src: src}, nil
+		return httpRemote{client: &http.Client{Transport: transport(o)}, src: src}, nil
 	}
-}
-
-// defaultHTTPClient bounds what a source that does not answer can cost: the connection and the wait for the
-// answer's headers, not the download (the fetch's own deadline bounds that).
-func defaultHTTPClient() *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	t.ResponseHeaderTimeout = time.Minute
-	return &http.Client{Transport: t}
 }

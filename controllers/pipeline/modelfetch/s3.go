@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -34,7 +35,9 @@ type s3Remote struct {
 	src    Source
 }
 
-func newS3Remote(cfg S3Config, src Source) (*s3Remote, error) {
+// newS3Remote reaches the store of cfg through t, without the transparent decompression of a gzip-encoded object
+// (the object's bytes are what its ETag and digest are of).
+func newS3Remote(cfg S3Config, src Source, t *http.Transport) (*s3Remote, error) {
 	if cfg.Endpoint == "" {
 		return nil, failed(ReasonInvalidURI, fmt.Errorf("%s: no S3 endpoint given", src.URI))
 	}
@@ -56,7 +59,8 @@ func newS3Remote(cfg S3Config, src Source) (*s3Remote, error) {
 	if region == "" {
 		region = "us-east-1" // else the client asks the bucket's location first, which many policies forbid
 	}
-	c, err := minio.New(endpoint, &minio.Options{Creds: creds, Secure: secure, Region: region})
+	t.DisableCompression = true
+	c, err := minio.New(endpoint, &minio.Options{Creds: creds, Secure: secure, Region: region, Transport: t})
 	if err != nil {
 		return nil, failed(ReasonInvalidURI, err)
 	}
