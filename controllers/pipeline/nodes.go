@@ -3,8 +3,10 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,6 +43,15 @@ func ByHostname(nodes []corev1.Node) map[string]*corev1.Node {
 		}
 	}
 	return out
+}
+
+// nodeReadChanged reports whether a node update changes what a pass reads of the node: its labels (the hostname
+// label a location names), its cordon and taints, its allocatable resources (GPUs). A kubelet rewrites the rest of
+// its node's status every few seconds (heartbeats, conditions, images), which no pass reads.
+func nodeReadChanged(old, updated *corev1.Node) bool {
+	return !maps.Equal(old.Labels, updated.Labels) || old.Spec.Unschedulable != updated.Spec.Unschedulable ||
+		!equality.Semantic.DeepEqual(old.Spec.Taints, updated.Spec.Taints) ||
+		!equality.Semantic.DeepEqual(old.Status.Allocatable, updated.Status.Allocatable)
 }
 
 // locations lists the distinct locations of the steps.

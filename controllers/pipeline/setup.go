@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -78,7 +79,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.PersistentVolumeClaim{}).
 		Watches(&corev1.PersistentVolume{}, handler.EnqueueRequestsFromMapFunc(byLabels)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(byLabels)).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.pipelinesOn)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.pipelinesOn), builder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+				old, okOld := e.ObjectOld.(*corev1.Node)
+				updated, okNew := e.ObjectNew.(*corev1.Node)
+				return !okOld || !okNew || nodeReadChanged(old, updated)
+			}})).
 		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.pipelineOfAutoscaler)).
 		Complete(r)
 }
