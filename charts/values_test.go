@@ -111,6 +111,20 @@ func TestModelFetchProxy(t *testing.T) {
 	g.Expect(proxyEnv(deployment(t, mustRender(t, nil), "pipeline-controller").Spec.Template.Spec.Containers[0])).To(BeEmpty())
 }
 
+// The hold's size reaches the pipeline controller: the defaults, or the operator's.
+func TestModelHoldSize(t *testing.T) {
+	g := NewWithT(t)
+	env := func(objs []*unstructured.Unstructured) []corev1.EnvVar {
+		return deployment(t, objs, "pipeline-controller").Spec.Template.Spec.Containers[0].Env
+	}
+	g.Expect(env(mustRender(t, nil))).To(ContainElements(corev1.EnvVar{Name: "KEELSON_MODEL_HOLD_CPU", Value: "10m"},
+		corev1.EnvVar{Name: "KEELSON_MODEL_HOLD_MEMORY", Value: "64Mi"}))
+	sized := mustRender(t, map[string]any{"pipelineController": map[string]any{"modelCache": map[string]any{
+		"hold": map[string]any{"cpu": "100m", "memory": "128Mi"}}}})
+	g.Expect(env(sized)).To(ContainElements(corev1.EnvVar{Name: "KEELSON_MODEL_HOLD_CPU", Value: "100m"},
+		corev1.EnvVar{Name: "KEELSON_MODEL_HOLD_MEMORY", Value: "128Mi"}))
+}
+
 // A ServiceAccount the user brings is bound, not created; names follow nameOverride and fullnameOverride.
 func TestServiceAccountAndNames(t *testing.T) {
 	g := NewWithT(t)

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"sort"
@@ -43,6 +44,14 @@ const (
 	EnvFetchHTTPProxy  = "KEELSON_MODEL_FETCH_HTTP_PROXY"
 	EnvFetchHTTPSProxy = "KEELSON_MODEL_FETCH_HTTPS_PROXY"
 	EnvFetchNoProxy    = "KEELSON_MODEL_FETCH_NO_PROXY"
+	// EnvHoldCPU and EnvHoldMemory size the hold-model sidecar (the chart sets them from
+	// pipelineController.modelCache.hold), for namespaces whose LimitRange asks every container for more.
+	EnvHoldCPU    = "KEELSON_MODEL_HOLD_CPU"
+	EnvHoldMemory = "KEELSON_MODEL_HOLD_MEMORY"
+	// DefaultHoldCPU and DefaultHoldMemory are the hold's size when the controller is given none: a process that
+	// sleeps holding a lock.
+	DefaultHoldCPU    = "10m"
+	DefaultHoldMemory = "64Mi"
 
 	cacheVolume    = "model-cache"
 	modelVolume    = "model"
@@ -70,6 +79,9 @@ type ModelFetch struct {
 	// Proxy is the environment the fetches reach their sources with: HTTP_PROXY, HTTPS_PROXY and NO_PROXY, each
 	// only when set.
 	Proxy []corev1.EnvVar
+	// HoldCPU and HoldMemory are the hold's cpu and memory, its requests and limits both (DefaultHoldCPU and
+	// DefaultHoldMemory when zero).
+	HoldCPU, HoldMemory resource.Quantity
 	// Problem, when set, says why the controller cannot run fetches into the nodes' directory (its configuration is
 	// wrong): the steps that would fail with it, the others run.
 	Problem string
@@ -93,9 +105,9 @@ func (f ModelFetch) cacheOf(namespace string) string {
 }
 
 // ModelFetchFromEnv reads the fetches' configuration from the controller's environment (EnvFetchImage,
-// EnvCacheDir, EnvCacheMaxSize, the proxy's), with the defaults for what is unset. A wrong value is an error, which the
-// controller keeps as the configuration's Problem: it fails the steps that fetch into the nodes' directory, not the
-// controller.
+// EnvCacheDir, EnvCacheMaxSize, the proxy's, the hold's size), with the defaults for what is unset. Wrong values
+// are an error, which the controller keeps as the configuration's Problem: it fails the steps that fetch into the
+// nodes' directory, not the controller.
 func ModelFetchFromEnv(getenv func(string) string) (ModelFetch, error) {
 	f := ModelFetch{Image: getenv(EnvFetchImage), CacheDir: getenv(EnvCacheDir)}
 	for _, v := range []struct{ from, to string }{
@@ -105,22 +117,30 @@ func ModelFetchFromEnv(getenv func(string) string) (ModelFetch, error) {
 			f.Proxy = append(f.Proxy, corev1.EnvVar{Name: v.to, Value: value})
 		}
 	}
+	var errs []error
 	if f.CacheDir == "" {
 		f.CacheDir = DefaultCacheDir
 	}
 	if !path.IsAbs(f.CacheDir) || path.Clean(f.CacheDir) != f.CacheDir || f.CacheDir == "/" {
-		return f, fmt.Errorf("%s %q: must be a clean absolute directory other than /", EnvCacheDir, f.CacheDir)
+		errs = append(errs, fmt.Errorf("%s %q: must be a clean absolute directory other than /", EnvCacheDir, f.CacheDir))
 	}
-	size := getenv(EnvCacheMaxSize)
-	if size == "" {
-		size = DefaultCacheMaxSize
+	// quantity reads a size above zero from the environment, or its default.
+	quantity := func(name, def, example string) resource.Quantity {
+		v := getenv(name)
+		if v == "" {
+			v = def
+		}
+		q, err := resource.ParseQuantity(v)
+		if err != nil || q.Sign() <= 0 {
+			errs = append(errs, fmt.Errorf("%s %q: must be a quantity above zero, such as %s", name, v, example))
+			return resource.MustParse(def)
+		}
+		return q
 	}
-	q, err := resource.ParseQuantity(size)
-	if err != nil || q.Sign() <= 0 {
-		return f, fmt.Errorf("%s %q: must be a quantity above zero, such as 50Gi", EnvCacheMaxSize, size)
-	}
-	f.MaxSize = q
-	return f, nil
+	f.MaxSize = quantity(EnvCacheMaxSize, DefaultCacheMaxSize, "50Gi")
+	f.HoldCPU = quantity(EnvHoldCPU, DefaultHoldCPU, "10m")
+	f.HoldMemory = quantity(EnvHoldMemory, DefaultHoldMemory, "64Mi")
+	return f, errors.Join(errs...)
 }
 
 // withModelCache gives a step's pod its model from the cache on its node, and the fetch that fills it as an init
@@ -193,7 +213,7 @@ func withModelCache(pod *corev1.PodSpec, p *inferencev1alpha1.Pipeline, s infere
 			Args: []string{modelfetch.HoldCommand, "--links-dir", ModelsMountPath, "--cache-dir", CacheMountPath},
 			VolumeMounts: []corev1.VolumeMount{{Name: cacheVolume, MountPath: CacheMountPath, ReadOnly: true},
 				{Name: modelsVolume, MountPath: ModelsMountPath, ReadOnly: true}},
-			Resources: holdResources(s.Resources), SecurityContext: fetchSecurity(),
+			Resources: holdResources(s.Resources, f), SecurityContext: fetchSecurity(),
 		})
 	}
 	pod.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: modelsVolume, MountPath: ModelsMountPath, ReadOnly: true}, serverCache}
@@ -209,21 +229,23 @@ func fetchSecurity() *corev1.SecurityContext {
 	}
 }
 
-// The hold's resources: a process that sleeps holding a lock.
-var (
-	holdCPU    = resource.MustParse("10m")
-	holdMemory = resource.MustParse("64Mi")
-)
-
 // holdResources are the hold's resources, chosen to keep the pod's QoS class the server's: none beside a server
 // that asks for no cpu or memory (BestEffort), else requests equal to limits for both (the pod stays Guaranteed
-// beside a Guaranteed server, Burstable beside a Burstable one, and a ResourceQuota on limits finds them set).
-func holdResources(server corev1.ResourceRequirements) corev1.ResourceRequirements {
+// beside a Guaranteed server, Burstable beside a Burstable one, and a ResourceQuota on limits finds them set): f's
+// hold size, or the defaults.
+func holdResources(server corev1.ResourceRequirements, f ModelFetch) corev1.ResourceRequirements {
 	r := cpuAndMemory(server)
 	if len(r.Requests) == 0 && len(r.Limits) == 0 {
 		return corev1.ResourceRequirements{}
 	}
-	both := corev1.ResourceList{corev1.ResourceCPU: holdCPU, corev1.ResourceMemory: holdMemory}
+	cpu, memory := f.HoldCPU, f.HoldMemory
+	if cpu.IsZero() {
+		cpu = resource.MustParse(DefaultHoldCPU)
+	}
+	if memory.IsZero() {
+		memory = resource.MustParse(DefaultHoldMemory)
+	}
+	both := corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory}
 	return corev1.ResourceRequirements{Requests: both, Limits: both.DeepCopy()}
 }
 

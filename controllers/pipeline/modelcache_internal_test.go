@@ -53,13 +53,21 @@ func TestHoldResourcesKeepTheQoSClass(t *testing.T) {
 			Requests: corev1.ResourceList{corev1.ResourceCPU: q("1"), corev1.ResourceMemory: q("1Gi")},
 			Limits:   corev1.ResourceList{corev1.ResourceCPU: q("2"), corev1.ResourceMemory: q("4Gi")}},
 	} {
-		hold := holdResources(server)
+		hold := holdResources(server, ModelFetch{})
 		want := qosClass(server)
 		if got := qosClass(server, cpuAndMemory(server), hold); got != want {
 			t.Errorf("%s: the pod is %s with the fetch and the hold, %s without", name, got, want)
 		}
-		if want != corev1.PodQOSBestEffort && (hold.Limits.Cpu().IsZero() || hold.Limits.Memory().IsZero()) {
-			t.Errorf("%s: the hold has no cpu or memory limit: a quota on limits refuses the pod (%+v)", name, hold)
+		if want != corev1.PodQOSBestEffort && (hold.Limits.Cpu().String() != DefaultHoldCPU || hold.Limits.Memory().String() != DefaultHoldMemory) {
+			t.Errorf("%s: the hold's limits are not the default size: a quota on limits refuses the pod (%+v)", name, hold)
+		}
+		// An operator's size (a LimitRange asks every container for more) keeps the class too.
+		sized := holdResources(server, ModelFetch{HoldCPU: q("100m"), HoldMemory: q("128Mi")})
+		if got := qosClass(server, cpuAndMemory(server), sized); got != want {
+			t.Errorf("%s: the pod is %s with a sized hold, %s without", name, got, want)
+		}
+		if want != corev1.PodQOSBestEffort && (sized.Requests.Cpu().String() != "100m" || sized.Limits.Memory().String() != "128Mi") {
+			t.Errorf("%s: the operator's hold size is not the hold's: %+v", name, sized)
 		}
 	}
 }
