@@ -60,8 +60,8 @@ func TestOnePodPerEligibleNode(t *testing.T) {
 	got := s.get("agent")
 	s.g.Expect(got.Status.UpdateRevision).To(Equal(s.pods("agent")[0].Labels[daemonset.RevisionLabel]))
 	s.g.Expect(got.Status.CurrentRevision).To(Equal(got.Status.UpdateRevision))
-	for typ, reason := range map[string]string{daemonset.ConditionReady: daemonset.ReasonAllNodesUpdated,
-		daemonset.ConditionAvailable: daemonset.ReasonMinimumAvailable, daemonset.ConditionProgressing: daemonset.ReasonComplete} {
+	for typ, reason := range map[string]string{daemonsetv1alpha1.ConditionReady: daemonsetv1alpha1.ReasonAllNodesUpdated,
+		daemonsetv1alpha1.ConditionAvailable: daemonsetv1alpha1.ReasonMinimumAvailable, daemonsetv1alpha1.ConditionProgressing: daemonsetv1alpha1.ReasonComplete} {
 		c := condition(got, typ)
 		s.g.Expect(c).NotTo(BeNil(), typ)
 		s.g.Expect(c.Status).To(Equal(metav1.ConditionTrue), typ)
@@ -139,7 +139,7 @@ func TestFailedPodsAreReplacedWithBackoff(t *testing.T) {
 	second := failAndWait(nil) // waits out the 1s started at the first deletion; now 2s
 	third := failAndWait(func() {
 		// Once the status reports the wait, the controller writes nothing until the backoff ends.
-		s.g.Eventually(func() string { return condition(s.get("crashy"), daemonset.ConditionReady).Message },
+		s.g.Eventually(func() string { return condition(s.get("crashy"), daemonsetv1alpha1.ConditionReady).Message },
 			timeout, poll).Should(ContainSubstring("failure backoff"))
 		// The events of the failed pod's deletion are sent by the recorder in the background, and may land just
 		// after the status: the wait starts once the writes have settled.
@@ -167,7 +167,7 @@ func TestRollingUpdateMaxUnavailable(t *testing.T) {
 	}
 	s.daemonSet("roll", "agent:v1")
 	s.kubelet("roll")
-	s.g.Eventually(s.reasonOf("roll", daemonset.ConditionReady), timeout, poll).Should(Equal(daemonset.ReasonAllNodesUpdated))
+	s.g.Eventually(s.reasonOf("roll", daemonsetv1alpha1.ConditionReady), timeout, poll).Should(Equal(daemonsetv1alpha1.ReasonAllNodesUpdated))
 	oldRev := s.get("roll").Status.UpdateRevision
 
 	s.update("roll", func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.Image = "agent:v2" })
@@ -188,7 +188,7 @@ func TestRollingUpdateMaxUnavailable(t *testing.T) {
 		s.g.Expect(time.Now().Before(deadline)).To(BeTrue(), "rollout did not finish")
 		time.Sleep(poll) // sampling the rollout's invariant, not waiting for it
 	}
-	s.g.Eventually(s.reasonOf("roll", daemonset.ConditionReady), timeout, poll).Should(Equal(daemonset.ReasonAllNodesUpdated))
+	s.g.Eventually(s.reasonOf("roll", daemonsetv1alpha1.ConditionReady), timeout, poll).Should(Equal(daemonsetv1alpha1.ReasonAllNodesUpdated))
 	ds := s.get("roll")
 	s.g.Expect(ds.Status.UpdateRevision).NotTo(Equal(oldRev))
 	s.g.Expect(ds.Status.UpdatedNumberScheduled).To(Equal(int32(4)))
@@ -213,7 +213,7 @@ func TestRollingUpdateSurge(t *testing.T) {
 			MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0))}
 	})
 	s.slowKubelet("surge", time.Second) // new pods take a while, so the surge pairs are there to see
-	s.g.Eventually(s.reasonOf("surge", daemonset.ConditionReady), timeout, poll).Should(Equal(daemonset.ReasonAllNodesUpdated))
+	s.g.Eventually(s.reasonOf("surge", daemonsetv1alpha1.ConditionReady), timeout, poll).Should(Equal(daemonsetv1alpha1.ReasonAllNodesUpdated))
 	oldRev := s.get("surge").Status.UpdateRevision
 
 	s.update("surge", func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.Image = "agent:v2" })
@@ -252,7 +252,7 @@ func TestRolloutControls(t *testing.T) {
 			MaxUnavailable: ptr.To(intstr.FromInt32(3)), Partition: ptr.To[int32](2)}
 	})
 	s.kubelet("ctl")
-	s.g.Eventually(s.reasonOf("ctl", daemonset.ConditionReady), timeout, poll).Should(Equal(daemonset.ReasonAllNodesUpdated))
+	s.g.Eventually(s.reasonOf("ctl", daemonsetv1alpha1.ConditionReady), timeout, poll).Should(Equal(daemonsetv1alpha1.ReasonAllNodesUpdated))
 	images := func() map[string]string {
 		out := map[string]string{}
 		for _, p := range s.pods("ctl") {
@@ -264,8 +264,8 @@ func TestRolloutControls(t *testing.T) {
 	// Partition 2 of 3: only a (first by name) is updated; b and c are held back.
 	s.update("ctl", func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.Image = "agent:v2" })
 	s.g.Eventually(images, timeout, poll).Should(Equal(map[string]string{"a": "agent:v2", "b": "agent:v1", "c": "agent:v1"}))
-	s.g.Eventually(s.reasonOf("ctl", daemonset.ConditionProgressing), timeout, poll).Should(Equal(daemonset.ReasonComplete))
-	s.g.Expect(condition(s.get("ctl"), daemonset.ConditionProgressing).Message).To(ContainSubstring("2 nodes held back"))
+	s.g.Eventually(s.reasonOf("ctl", daemonsetv1alpha1.ConditionProgressing), timeout, poll).Should(Equal(daemonsetv1alpha1.ReasonComplete))
+	s.g.Expect(condition(s.get("ctl"), daemonsetv1alpha1.ConditionProgressing).Message).To(ContainSubstring("2 nodes held back"))
 	s.g.Consistently(images, time.Second, poll).Should(HaveKeyWithValue("c", "agent:v1"))
 
 	// Paused: lowering the partition changes nothing until unpaused.
@@ -273,7 +273,7 @@ func TestRolloutControls(t *testing.T) {
 		ds.Spec.UpdateStrategy.RollingUpdate.Paused = true
 		ds.Spec.UpdateStrategy.RollingUpdate.Partition = nil
 	})
-	s.g.Eventually(s.reasonOf("ctl", daemonset.ConditionProgressing), timeout, poll).Should(Equal(daemonset.ReasonPaused))
+	s.g.Eventually(s.reasonOf("ctl", daemonsetv1alpha1.ConditionProgressing), timeout, poll).Should(Equal(daemonsetv1alpha1.ReasonPaused))
 	s.g.Consistently(images, time.Second, poll).Should(HaveKeyWithValue("b", "agent:v1"))
 
 	// Canary selector: unpaused, only nodes labelled canary=yes update to v3.
@@ -295,9 +295,9 @@ func TestOnDelete(t *testing.T) {
 		ds.Spec.UpdateStrategy = daemonsetv1alpha1.DaemonSetUpdateStrategy{Type: daemonsetv1alpha1.OnDeleteStrategyType}
 	})
 	s.kubelet("od")
-	s.g.Eventually(s.reasonOf("od", daemonset.ConditionReady), timeout, poll).Should(Equal(daemonset.ReasonAllNodesUpdated))
+	s.g.Eventually(s.reasonOf("od", daemonsetv1alpha1.ConditionReady), timeout, poll).Should(Equal(daemonsetv1alpha1.ReasonAllNodesUpdated))
 	s.update("od", func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.Image = "agent:v2" })
-	s.g.Eventually(s.reasonOf("od", daemonset.ConditionProgressing), timeout, poll).Should(Equal(daemonset.ReasonOnDelete))
+	s.g.Eventually(s.reasonOf("od", daemonsetv1alpha1.ConditionProgressing), timeout, poll).Should(Equal(daemonsetv1alpha1.ReasonOnDelete))
 	s.g.Consistently(func() []string {
 		var out []string
 		for _, p := range s.pods("od") {
@@ -353,8 +353,8 @@ func TestRolloutPassesDeadNodesAndReportsStuckPods(t *testing.T) {
 		}
 		return errNotYet
 	}, timeout, poll).Should(Succeed())
-	s.g.Eventually(s.reasonOf("dead", daemonset.ConditionProgressing), timeout, poll).Should(Equal(daemonset.ReasonRolloutStuck))
-	s.g.Expect(condition(s.get("dead"), daemonset.ConditionProgressing).Message).To(ContainSubstring("CrashLoopBackOff"))
+	s.g.Eventually(s.reasonOf("dead", daemonsetv1alpha1.ConditionProgressing), timeout, poll).Should(Equal(daemonsetv1alpha1.ReasonRolloutStuck))
+	s.g.Expect(condition(s.get("dead"), daemonsetv1alpha1.ConditionProgressing).Message).To(ContainSubstring("CrashLoopBackOff"))
 }
 
 // errNotYet makes a poll try again.
@@ -371,7 +371,7 @@ func TestRestartAdoptsAndSteadyStateWritesNothing(t *testing.T) {
 	s.kubelet("steady")
 
 	first := startController(t)
-	s.g.Eventually(s.reasonOf("steady", daemonset.ConditionReady), timeout, poll).Should(Equal(daemonset.ReasonAllNodesUpdated))
+	s.g.Eventually(s.reasonOf("steady", daemonsetv1alpha1.ConditionReady), timeout, poll).Should(Equal(daemonsetv1alpha1.ReasonAllNodesUpdated))
 	before := s.pods("steady")
 	first.mgr.Stop()
 

@@ -37,7 +37,7 @@ func (s *scenario) podsByNode() map[string]types.UID {
 func (s *scenario) rolledOut() bool {
 	ds := s.get(agent)
 	return ds.Status.ObservedGeneration == ds.Generation && ds.Status.UpdatedNumberScheduled == ds.Status.DesiredNumberScheduled &&
-		condition(ds, daemonset.ConditionReady) != nil && condition(ds, daemonset.ConditionReady).Reason == daemonset.ReasonAllNodesUpdated
+		condition(ds, daemonsetv1alpha1.ConditionReady) != nil && condition(ds, daemonsetv1alpha1.ConditionReady).Reason == daemonsetv1alpha1.ReasonAllNodesUpdated
 }
 
 // An image change is rolled out by patching the pods: each keeps its UID and node, runs the new image after one
@@ -145,7 +145,7 @@ func TestPodUpdatingInPlaceHoldsTheRollout(t *testing.T) {
 	}
 	s.g.Eventually(holding, timeout, poll).Should(BeTrue(), "a pod whose container has not restarted counts as ready or available")
 	s.g.Consistently(holding, "1s", poll).Should(BeTrue(), "a pod whose container has not restarted became ready or available")
-	s.g.Expect(s.reasonOf("agent", daemonset.ConditionReady)()).NotTo(Equal(daemonset.ReasonAllNodesUpdated))
+	s.g.Expect(s.reasonOf("agent", daemonsetv1alpha1.ConditionReady)()).NotTo(Equal(daemonsetv1alpha1.ReasonAllNodesUpdated))
 }
 
 // With the readiness gate disabled, pods carry none, and an update in place is one patch per pod.

@@ -9,7 +9,6 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
-	"github.com/keelson-dev/keelson/controllers/daemonset"
 )
 
 // rolloutsMeasured is the number of rollouts keelson_daemonset_rollout_duration_seconds has observed so far.
@@ -38,7 +37,7 @@ func TestCompletedRolloutIsMeasuredAndTold(t *testing.T) {
 	}
 	s.daemonSet("measured", "agent:v1")
 	s.kubelet("measured")
-	s.g.Eventually(s.reasonOf("measured", daemonset.ConditionReady), timeout, poll).Should(Equal(daemonset.ReasonAllNodesUpdated))
+	s.g.Eventually(s.reasonOf("measured", daemonsetv1alpha1.ConditionReady), timeout, poll).Should(Equal(daemonsetv1alpha1.ReasonAllNodesUpdated))
 	// The first rollout (the DaemonSet's creation) was measured by the write that completed it.
 	s.g.Eventually(func() uint64 { return rolloutsMeasured(s.g) }, timeout, poll).Should(BeNumerically(">=", 1))
 	before := rolloutsMeasured(s.g)
@@ -47,7 +46,7 @@ func TestCompletedRolloutIsMeasuredAndTold(t *testing.T) {
 	s.g.Eventually(func() bool {
 		ds := s.get("measured")
 		return ds.Status.UpdatedNumberScheduled == 2 && ds.Status.ObservedGeneration == ds.Generation &&
-			condition(ds, daemonset.ConditionReady).Reason == daemonset.ReasonAllNodesUpdated
+			condition(ds, daemonsetv1alpha1.ConditionReady).Reason == daemonsetv1alpha1.ReasonAllNodesUpdated
 	}, timeout, poll).Should(BeTrue())
 	s.g.Eventually(func() uint64 { return rolloutsMeasured(s.g) - before }, timeout, poll).Should(Equal(uint64(1)))
 	s.g.Consistently(func() uint64 { return rolloutsMeasured(s.g) - before }, "500ms", poll).Should(Equal(uint64(1)),

@@ -7,28 +7,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
-)
-
-// Condition types and reasons on a DaemonSet.
-const (
-	ConditionReady       = "Ready"
-	ConditionAvailable   = "Available"
-	ConditionProgressing = "Progressing"
-
-	ReasonAllNodesUpdated    = "AllNodesUpdatedAndAvailable"
-	ReasonNodesUnavailable   = "NodesUnavailable"
-	ReasonUpdatePending      = "UpdatePending"
-	ReasonMinimumAvailable   = "MinimumNodesAvailable"
-	ReasonTooManyUnavailable = "TooManyNodesUnavailable"
-	ReasonRollingUpdate      = "RollingUpdate"
-	ReasonComplete           = "Complete"
-	ReasonPaused             = "Paused"
-	ReasonOnDelete           = "WaitingForPodDeletion"
-	ReasonRolloutStuck       = "RolloutStuck"
+	"github.com/keelson-dev/keelson/controllers/internal/conditions"
 )
 
 // maxListed is how many nodes a condition message names before it says "and N more".
@@ -169,47 +151,47 @@ func computeStatus(old daemonsetv1alpha1.DaemonSetStatus, nodes []nodeView, in s
 }
 
 func setAvailable(st *daemonsetv1alpha1.DaemonSetStatus, unavailable map[string]string, in statusInput) {
-	c := metav1.Condition{Type: ConditionAvailable, Status: metav1.ConditionTrue, Reason: ReasonMinimumAvailable,
+	c := metav1.Condition{Type: daemonsetv1alpha1.ConditionAvailable, Status: metav1.ConditionTrue, Reason: daemonsetv1alpha1.ReasonMinimumAvailable,
 		ObservedGeneration: in.generation,
 		Message:            fmt.Sprintf("%d of %d nodes run an available pod", st.NumberAvailable, st.DesiredNumberScheduled)}
 	if len(unavailable) > in.strategy.maxUnavailable {
-		c.Status, c.Reason = metav1.ConditionFalse, ReasonTooManyUnavailable
+		c.Status, c.Reason = metav1.ConditionFalse, daemonsetv1alpha1.ReasonTooManyUnavailable
 		c.Message = fmt.Sprintf("%d nodes have no available pod, more than maxUnavailable %d allows: %s",
 			len(unavailable), in.strategy.maxUnavailable, listNodes(unavailable))
 	}
-	meta.SetStatusCondition(&st.Conditions, c)
+	conditions.Set(&st.Conditions, c)
 }
 
 func setProgressing(st *daemonsetv1alpha1.DaemonSetStatus, stuck map[string]string, pending, heldBack int, in statusInput) {
-	c := metav1.Condition{Type: ConditionProgressing, ObservedGeneration: in.generation}
+	c := metav1.Condition{Type: daemonsetv1alpha1.ConditionProgressing, ObservedGeneration: in.generation}
 	held := ""
 	if heldBack > 0 {
 		held = fmt.Sprintf("; %d nodes held back by the partition or canary selector", heldBack)
 	}
 	switch {
 	case pending == 0:
-		c.Status, c.Reason = metav1.ConditionTrue, ReasonComplete
+		c.Status, c.Reason = metav1.ConditionTrue, daemonsetv1alpha1.ReasonComplete
 		c.Message = fmt.Sprintf("%d of %d nodes run the update revision %s%s",
 			st.UpdatedNumberScheduled, st.DesiredNumberScheduled, in.updateHash, held)
 	case in.strategy.onDelete:
-		c.Status, c.Reason = metav1.ConditionTrue, ReasonOnDelete
+		c.Status, c.Reason = metav1.ConditionTrue, daemonsetv1alpha1.ReasonOnDelete
 		c.Message = fmt.Sprintf("%d of %d nodes run the update revision; delete the old pods to update the others",
 			st.UpdatedNumberScheduled, st.DesiredNumberScheduled)
 	case in.strategy.paused:
-		c.Status, c.Reason = metav1.ConditionUnknown, ReasonPaused
+		c.Status, c.Reason = metav1.ConditionUnknown, daemonsetv1alpha1.ReasonPaused
 		c.Message = fmt.Sprintf("rollout paused with %d of %d nodes on the update revision; set "+
 			"spec.updateStrategy.rollingUpdate.paused to false to go on", st.UpdatedNumberScheduled, st.DesiredNumberScheduled)
 	case len(stuck) >= budget(in.strategy):
 		// Broken pods of the update revision use up the whole budget: the planner cannot replace another pod.
-		c.Status, c.Reason = metav1.ConditionFalse, ReasonRolloutStuck
+		c.Status, c.Reason = metav1.ConditionFalse, daemonsetv1alpha1.ReasonRolloutStuck
 		c.Message = fmt.Sprintf("rollout cannot go on: %d nodes wait for pods that will not become available "+
 			"by themselves: %s", len(stuck), listNodes(stuck))
 	default:
-		c.Status, c.Reason = metav1.ConditionTrue, ReasonRollingUpdate
+		c.Status, c.Reason = metav1.ConditionTrue, daemonsetv1alpha1.ReasonRollingUpdate
 		c.Message = fmt.Sprintf("%d of %d nodes run the update revision %s%s",
 			st.UpdatedNumberScheduled, st.DesiredNumberScheduled, in.updateHash, held)
 	}
-	meta.SetStatusCondition(&st.Conditions, c)
+	conditions.Set(&st.Conditions, c)
 }
 
 // budget is how many nodes may be mid-update at once: maxSurge when surging, else maxUnavailable.
@@ -221,20 +203,20 @@ func budget(s strategy) int {
 }
 
 func setReady(st *daemonsetv1alpha1.DaemonSetStatus, unavailable map[string]string, pendingTargets int) {
-	c := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonAllNodesUpdated,
+	c := metav1.Condition{Type: daemonsetv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: daemonsetv1alpha1.ReasonAllNodesUpdated,
 		ObservedGeneration: st.ObservedGeneration,
 		Message: fmt.Sprintf("all %d nodes run an available pod; every node the rollout may update runs the update revision",
 			st.DesiredNumberScheduled)}
 	switch {
 	case st.NumberAvailable < st.DesiredNumberScheduled:
-		c.Status, c.Reason = metav1.ConditionFalse, ReasonNodesUnavailable
+		c.Status, c.Reason = metav1.ConditionFalse, daemonsetv1alpha1.ReasonNodesUnavailable
 		c.Message = fmt.Sprintf("%d of %d nodes run an available pod", st.NumberAvailable, st.DesiredNumberScheduled)
 		if len(unavailable) > 0 {
 			c.Message += "; waiting for " + listNodes(unavailable)
 		}
 	case pendingTargets > 0:
-		c.Status, c.Reason = metav1.ConditionFalse, ReasonUpdatePending
+		c.Status, c.Reason = metav1.ConditionFalse, daemonsetv1alpha1.ReasonUpdatePending
 		c.Message = fmt.Sprintf("%d nodes still wait for an available pod of the update revision", pendingTargets)
 	}
-	meta.SetStatusCondition(&st.Conditions, c)
+	conditions.Set(&st.Conditions, c)
 }

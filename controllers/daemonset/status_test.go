@@ -48,20 +48,20 @@ func TestComputeStatusReportsAStuckRollout(t *testing.T) {
 	if st.DesiredNumberScheduled != 3 || st.NumberAvailable != 2 || st.NumberUnavailable != 1 || st.UpdatedNumberScheduled != 1 {
 		t.Fatalf("counts: %+v", st)
 	}
-	progressing := meta.FindStatusCondition(st.Conditions, ConditionProgressing)
-	if progressing.Reason != ReasonRolloutStuck || !strings.Contains(progressing.Message, "a (pod pa2 container app: CrashLoopBackOff)") {
+	progressing := meta.FindStatusCondition(st.Conditions, daemonsetv1alpha1.ConditionProgressing)
+	if progressing.Reason != daemonsetv1alpha1.ReasonRolloutStuck || !strings.Contains(progressing.Message, "a (pod pa2 container app: CrashLoopBackOff)") {
 		t.Fatalf("Progressing = %s: %s", progressing.Reason, progressing.Message)
 	}
-	ready := meta.FindStatusCondition(st.Conditions, ConditionReady)
-	if ready.Status != "False" || ready.Reason != ReasonNodesUnavailable || ready.ObservedGeneration != 3 {
+	ready := meta.FindStatusCondition(st.Conditions, daemonsetv1alpha1.ConditionReady)
+	if ready.Status != "False" || ready.Reason != daemonsetv1alpha1.ReasonNodesUnavailable || ready.ObservedGeneration != 3 {
 		t.Fatalf("Ready = %+v", ready)
 	}
 
 	// With a budget of 2, one broken pod does not stop the rollout.
 	st = computeStatus(st, nodes, statusInput{generation: 3, updateHash: newRev, currentHash: oldRev,
 		strategy: strategy{maxUnavailable: 2}, now: now})
-	if r := meta.FindStatusCondition(st.Conditions, ConditionProgressing).Reason; r != ReasonRollingUpdate {
-		t.Fatalf("with budget left, Progressing reason = %s, want %s", r, ReasonRollingUpdate)
+	if r := meta.FindStatusCondition(st.Conditions, daemonsetv1alpha1.ConditionProgressing).Reason; r != daemonsetv1alpha1.ReasonRollingUpdate {
+		t.Fatalf("with budget left, Progressing reason = %s, want %s", r, daemonsetv1alpha1.ReasonRollingUpdate)
 	}
 }
 
@@ -87,11 +87,11 @@ func TestComputeStatusWithSurgeWaitsForTheUpdatedPod(t *testing.T) {
 	if st.NumberAvailable != 2 || st.UpdatedNumberScheduled != 2 {
 		t.Fatalf("counts: %+v", st)
 	}
-	if c := meta.FindStatusCondition(st.Conditions, ConditionProgressing); c.Reason != ReasonRollingUpdate {
-		t.Errorf("Progressing = %s (%s), want %s while a's new pod is not available", c.Reason, c.Message, ReasonRollingUpdate)
+	if c := meta.FindStatusCondition(st.Conditions, daemonsetv1alpha1.ConditionProgressing); c.Reason != daemonsetv1alpha1.ReasonRollingUpdate {
+		t.Errorf("Progressing = %s (%s), want %s while a's new pod is not available", c.Reason, c.Message, daemonsetv1alpha1.ReasonRollingUpdate)
 	}
-	if c := meta.FindStatusCondition(st.Conditions, ConditionReady); c.Status != "False" || c.Reason != ReasonUpdatePending {
-		t.Errorf("Ready = %s %s, want False %s", c.Status, c.Reason, ReasonUpdatePending)
+	if c := meta.FindStatusCondition(st.Conditions, daemonsetv1alpha1.ConditionReady); c.Status != "False" || c.Reason != daemonsetv1alpha1.ReasonUpdatePending {
+		t.Errorf("Ready = %s %s, want False %s", c.Status, c.Reason, daemonsetv1alpha1.ReasonUpdatePending)
 	}
 
 	crashing := testPod("pa2", newRev, starting)
@@ -99,13 +99,13 @@ func TestComputeStatusWithSurgeWaitsForTheUpdatedPod(t *testing.T) {
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}}
 	nodes[0] = view("a", testPod("pa", oldRev, available), crashing)
 	st = computeStatus(st, nodes, in)
-	if c := meta.FindStatusCondition(st.Conditions, ConditionProgressing); c.Reason != ReasonRolloutStuck {
-		t.Errorf("Progressing = %s (%s), want %s: the surge budget is used up by a pod that will not start", c.Reason, c.Message, ReasonRolloutStuck)
+	if c := meta.FindStatusCondition(st.Conditions, daemonsetv1alpha1.ConditionProgressing); c.Reason != daemonsetv1alpha1.ReasonRolloutStuck {
+		t.Errorf("Progressing = %s (%s), want %s: the surge budget is used up by a pod that will not start", c.Reason, c.Message, daemonsetv1alpha1.ReasonRolloutStuck)
 	}
 
 	nodes[0] = view("a", testPod("pa", oldRev, available), testPod("pa2", newRev, available))
 	st = computeStatus(st, nodes, in)
-	if c := meta.FindStatusCondition(st.Conditions, ConditionReady); c.Status != "True" {
+	if c := meta.FindStatusCondition(st.Conditions, daemonsetv1alpha1.ConditionReady); c.Status != "True" {
 		t.Errorf("Ready = %s %s once every new pod is available, want True", c.Status, c.Reason)
 	}
 }

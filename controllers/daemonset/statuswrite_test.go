@@ -47,10 +47,10 @@ func TestStatusWritesNeverConflict(t *testing.T) {
 		ds.Spec.UpdateStrategy.RollingUpdate = &daemonsetv1alpha1.RollingUpdateDaemonSet{}
 	})
 	s.kubelet("quiet")
-	s.g.Eventually(s.reasonOf("quiet", daemonset.ConditionReady), timeout, poll).Should(Equal(daemonset.ReasonAllNodesUpdated))
+	s.g.Eventually(s.reasonOf("quiet", daemonsetv1alpha1.ConditionReady), timeout, poll).Should(Equal(daemonsetv1alpha1.ReasonAllNodesUpdated))
 	s.update("quiet", func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.Image = "agent:v2" })
 	s.g.Eventually(func() int32 { return s.get("quiet").Status.UpdatedNumberScheduled }, timeout, poll).Should(Equal(int32(6)))
-	s.g.Eventually(s.reasonOf("quiet", daemonset.ConditionReady), timeout, poll).Should(Equal(daemonset.ReasonAllNodesUpdated))
+	s.g.Eventually(s.reasonOf("quiet", daemonsetv1alpha1.ConditionReady), timeout, poll).Should(Equal(daemonsetv1alpha1.ReasonAllNodesUpdated))
 	t.Logf("%d status writes, %d conflicts", writes.Load(), conflicts.Load())
 	s.g.Expect(writes.Load()).To(BeNumerically(">", 0))
 	s.g.Expect(conflicts.Load()).To(BeZero(), "status writes that conflicted")

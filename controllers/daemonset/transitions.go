@@ -34,8 +34,8 @@ type rolloutTransition struct {
 // statuses alone, so whichever replica writes the transition reports it, once.
 func rolloutTransitionOf(before, after daemonsetv1alpha1.DaemonSetStatus, now time.Time) rolloutTransition {
 	var t rolloutTransition
-	was := meta.FindStatusCondition(before.Conditions, ConditionProgressing)
-	is := meta.FindStatusCondition(after.Conditions, ConditionProgressing)
+	was := meta.FindStatusCondition(before.Conditions, daemonsetv1alpha1.ConditionProgressing)
+	is := meta.FindStatusCondition(after.Conditions, daemonsetv1alpha1.ConditionProgressing)
 	if is == nil {
 		return t
 	}
@@ -43,13 +43,13 @@ func rolloutTransitionOf(before, after daemonsetv1alpha1.DaemonSetStatus, now ti
 	if was != nil {
 		wasReason = was.Reason
 	}
-	if is.Reason == ReasonRolloutStuck && wasReason != ReasonRolloutStuck {
+	if is.Reason == daemonsetv1alpha1.ReasonRolloutStuck && wasReason != daemonsetv1alpha1.ReasonRolloutStuck {
 		t.stuck, t.message = true, is.Message
 	}
-	if is.Reason == ReasonComplete && was != nil && wasReason != ReasonComplete &&
-		meta.IsStatusConditionTrue(after.Conditions, ConditionReady) {
+	if is.Reason == daemonsetv1alpha1.ReasonComplete && was != nil && wasReason != daemonsetv1alpha1.ReasonComplete &&
+		meta.IsStatusConditionTrue(after.Conditions, daemonsetv1alpha1.ConditionReady) {
 		t.completed = true
-		if r := meta.FindStatusCondition(before.Conditions, ConditionReady); r != nil && r.Status != metav1.ConditionTrue {
+		if r := meta.FindStatusCondition(before.Conditions, daemonsetv1alpha1.ConditionReady); r != nil && r.Status != metav1.ConditionTrue {
 			t.took = max(now.Sub(r.LastTransitionTime.Time), 0)
 		}
 		t.message = fmt.Sprintf("Rollout of revision %s complete on %d nodes", after.UpdateRevision, after.UpdatedNumberScheduled)

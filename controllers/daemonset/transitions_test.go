@@ -15,32 +15,32 @@ func TestRolloutTransitionOf(t *testing.T) {
 	status := func(progressing string, ready metav1.ConditionStatus, readySince time.Duration) daemonsetv1alpha1.DaemonSetStatus {
 		st := daemonsetv1alpha1.DaemonSetStatus{UpdateRevision: "abc", UpdatedNumberScheduled: 3}
 		if progressing != "" {
-			st.Conditions = append(st.Conditions, metav1.Condition{Type: ConditionProgressing, Status: metav1.ConditionTrue,
+			st.Conditions = append(st.Conditions, metav1.Condition{Type: daemonsetv1alpha1.ConditionProgressing, Status: metav1.ConditionTrue,
 				Reason: progressing, Message: progressing + " on n1"})
 		}
-		st.Conditions = append(st.Conditions, metav1.Condition{Type: ConditionReady, Status: ready, LastTransitionTime: at(readySince)})
+		st.Conditions = append(st.Conditions, metav1.Condition{Type: daemonsetv1alpha1.ConditionReady, Status: ready, LastTransitionTime: at(readySince)})
 		return st
 	}
 	for name, tc := range map[string]struct {
 		before, after daemonsetv1alpha1.DaemonSetStatus
 		want          rolloutTransition
 	}{
-		"a rollout completes": {status(ReasonRollingUpdate, metav1.ConditionFalse, 90*time.Second), status(ReasonComplete, metav1.ConditionTrue, 0),
+		"a rollout completes": {status(daemonsetv1alpha1.ReasonRollingUpdate, metav1.ConditionFalse, 90*time.Second), status(daemonsetv1alpha1.ReasonComplete, metav1.ConditionTrue, 0),
 			rolloutTransition{completed: true, took: 90 * time.Second, message: "Rollout of revision abc complete on 3 nodes"}},
-		"a stuck rollout completes": {status(ReasonRolloutStuck, metav1.ConditionFalse, time.Hour), status(ReasonComplete, metav1.ConditionTrue, 0),
+		"a stuck rollout completes": {status(daemonsetv1alpha1.ReasonRolloutStuck, metav1.ConditionFalse, time.Hour), status(daemonsetv1alpha1.ReasonComplete, metav1.ConditionTrue, 0),
 			rolloutTransition{completed: true, took: time.Hour, message: "Rollout of revision abc complete on 3 nodes"}},
-		"steady state": {status(ReasonComplete, metav1.ConditionTrue, time.Hour), status(ReasonComplete, metav1.ConditionTrue, time.Hour),
+		"steady state": {status(daemonsetv1alpha1.ReasonComplete, metav1.ConditionTrue, time.Hour), status(daemonsetv1alpha1.ReasonComplete, metav1.ConditionTrue, time.Hour),
 			rolloutTransition{}},
-		"still rolling": {status(ReasonRollingUpdate, metav1.ConditionFalse, time.Minute), status(ReasonRollingUpdate, metav1.ConditionFalse, time.Minute),
+		"still rolling": {status(daemonsetv1alpha1.ReasonRollingUpdate, metav1.ConditionFalse, time.Minute), status(daemonsetv1alpha1.ReasonRollingUpdate, metav1.ConditionFalse, time.Minute),
 			rolloutTransition{}},
 		// Complete but not Ready (a node went down meanwhile): not done yet.
-		"complete, not ready": {status(ReasonRollingUpdate, metav1.ConditionFalse, time.Minute), status(ReasonComplete, metav1.ConditionFalse, time.Minute),
+		"complete, not ready": {status(daemonsetv1alpha1.ReasonRollingUpdate, metav1.ConditionFalse, time.Minute), status(daemonsetv1alpha1.ReasonComplete, metav1.ConditionFalse, time.Minute),
 			rolloutTransition{}},
 		// The first status ever written has nothing to compare with: no rollout is seen to finish.
-		"first status": {daemonsetv1alpha1.DaemonSetStatus{}, status(ReasonComplete, metav1.ConditionTrue, 0), rolloutTransition{}},
-		"becomes stuck": {status(ReasonRollingUpdate, metav1.ConditionFalse, time.Minute), status(ReasonRolloutStuck, metav1.ConditionFalse, time.Minute),
+		"first status": {daemonsetv1alpha1.DaemonSetStatus{}, status(daemonsetv1alpha1.ReasonComplete, metav1.ConditionTrue, 0), rolloutTransition{}},
+		"becomes stuck": {status(daemonsetv1alpha1.ReasonRollingUpdate, metav1.ConditionFalse, time.Minute), status(daemonsetv1alpha1.ReasonRolloutStuck, metav1.ConditionFalse, time.Minute),
 			rolloutTransition{stuck: true, message: "RolloutStuck on n1"}},
-		"stays stuck": {status(ReasonRolloutStuck, metav1.ConditionFalse, time.Minute), status(ReasonRolloutStuck, metav1.ConditionFalse, time.Minute),
+		"stays stuck": {status(daemonsetv1alpha1.ReasonRolloutStuck, metav1.ConditionFalse, time.Minute), status(daemonsetv1alpha1.ReasonRolloutStuck, metav1.ConditionFalse, time.Minute),
 			rolloutTransition{}},
 	} {
 		if got := rolloutTransitionOf(tc.before, tc.after, now); got != tc.want {

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
-	"github.com/keelson-dev/keelson/controllers/pipeline"
 )
 
 // oneStep creates a pipeline of one unpinned step on the user's claim.
@@ -71,7 +70,7 @@ func TestSwitchingAStepToRecreate(t *testing.T) {
 	s.g.Expect(d.Spec.Strategy.Type).To(Equal(appsv1.RecreateDeploymentStrategyType))
 	s.g.Expect(d.Spec.Strategy.RollingUpdate).To(BeNil())
 	s.g.Eventually(func() int64 { return s.get("gpu").Status.ObservedGeneration }, timeout, poll).Should(Equal(s.get("gpu").Generation))
-	s.g.Expect(s.stepStatus("gpu", "model").Reason).NotTo(Equal(pipeline.ReasonApplyFailed))
+	s.g.Expect(s.stepStatus("gpu", "model").Reason).NotTo(Equal(inferencev1alpha1.ReasonApplyFailed))
 }
 
 // A step the apiserver refuses (here a CPU request above its limit) is reported on the step, in the Ready
@@ -83,15 +82,15 @@ func TestFailedApplyIsReported(t *testing.T) {
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
 		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}})
 
-	s.g.Eventually(func() string { return s.stepStatus("bad", "model").Reason }, timeout, poll).Should(Equal(pipeline.ReasonApplyFailed))
+	s.g.Eventually(func() string { return s.stepStatus("bad", "model").Reason }, timeout, poll).Should(Equal(inferencev1alpha1.ReasonApplyFailed))
 	st := s.get("bad").Status
 	s.g.Expect(s.stepStatus("bad", "model").Message).To(ContainSubstring("must be less than or equal to cpu limit"))
 	s.g.Expect(s.stepStatus("bad", "model").Phase).To(Equal(inferencev1alpha1.PhaseFailed))
 	s.g.Expect(st.Phase).To(Equal(inferencev1alpha1.PhaseFailed))
 	s.g.Expect(st.ObservedGeneration).To(BeZero(), "no pass of generation 1 succeeded")
-	ready := meta.FindStatusCondition(st.Conditions, pipeline.ConditionReady)
+	ready := meta.FindStatusCondition(st.Conditions, inferencev1alpha1.ConditionReady)
 	s.g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
-	s.g.Expect(ready.Reason).To(Equal(pipeline.ReasonApplyFailed))
+	s.g.Expect(ready.Reason).To(Equal(inferencev1alpha1.ReasonApplyFailed))
 	s.g.Expect(st.StepsReady).To(Equal("0/1"))
 	s.g.Eventually(func() []string { return s.events("bad") }, timeout, poll).Should(ContainElement(
 		And(HavePrefix("Warning ApplyFailed: Step model:"), ContainSubstring("cpu limit"))))
@@ -104,7 +103,7 @@ func TestFailedApplyIsReported(t *testing.T) {
 		return env.Client.Update(s.ctx, p)
 	}, timeout, poll).Should(Succeed())
 	s.g.Eventually(func() int64 { return s.get("bad").Status.ObservedGeneration }, timeout, poll).Should(Equal(int64(2)))
-	s.g.Expect(s.stepStatus("bad", "model").Reason).NotTo(Equal(pipeline.ReasonApplyFailed))
+	s.g.Expect(s.stepStatus("bad", "model").Reason).NotTo(Equal(inferencev1alpha1.ReasonApplyFailed))
 }
 
 // A Deployment of a step's name that is not the pipeline's (here the user's) is never written over; the step says
@@ -118,7 +117,7 @@ func TestNameTakenIsNotOverwritten(t *testing.T) {
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "mine:v1"}}}}}}
 	s.g.Expect(env.Client.Create(s.ctx, mine)).To(Succeed())
 	s.oneStep("a", inferencev1alpha1.Step{Name: "b-c", Image: "x"})
-	s.g.Eventually(func() string { return s.stepStatus("a", "b-c").Reason }, timeout, poll).Should(Equal(pipeline.ReasonNameTaken))
+	s.g.Eventually(func() string { return s.stepStatus("a", "b-c").Reason }, timeout, poll).Should(Equal(inferencev1alpha1.ReasonNameTaken))
 	d := s.deployment("a-b-c")
 	s.g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("mine:v1"))
 	s.g.Expect(d.OwnerReferences).To(BeEmpty())

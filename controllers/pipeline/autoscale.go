@@ -38,11 +38,6 @@ func autoscalersOf(hpas []autoscalingv2.HorizontalPodAutoscaler, deployment stri
 	return found
 }
 
-// ReasonAmbiguousAutoscalers means that more than one HorizontalPodAutoscaler scales a step's Deployment. Kubernetes
-// then scales it with none of them, so the step keeps the replicas it has; it still serves (its phase is unchanged),
-// and its reason and a Warning event say which autoscalers to reduce to one.
-const ReasonAmbiguousAutoscalers = "AmbiguousAutoscalers"
-
 // stepAutoscalers maps each step scaled by HorizontalPodAutoscalers to their names (sorted; the first is the one the
 // step leaves its replicas to).
 func (r *Reconciler) stepAutoscalers(ctx context.Context, p *inferencev1alpha1.Pipeline) (map[string][]string, error) {
@@ -135,11 +130,6 @@ func (r *Reconciler) handOverReplicas(ctx context.Context, desired *appsv1.Deplo
 	return nil
 }
 
-// ReasonHandOverFailed means that a step's replicas could not be handed over to its autoscaler (the apiserver refused
-// the change of the Deployment's field ownership, or kept it); the message is its answer. The step's Deployment is not
-// applied meanwhile: an apply without replicas would reset them to 1 under the autoscaler's feet.
-const ReasonHandOverFailed = "ReplicasHandOverFailed"
-
 // errOwnershipKept is an apiserver that answered a hand-over with the controller's ownership of the replicas intact.
 var errOwnershipKept = errors.New("the apiserver kept the controller's ownership of spec.replicas")
 
@@ -148,7 +138,7 @@ var errOwnershipKept = errors.New("the apiserver kept the controller's ownership
 // retried (a conflict with another writer, a timeout). The error is returned either way.
 func handOverFailed(err error) (*failure, error) {
 	if refused(err) || errors.Is(err, errOwnershipKept) {
-		return &failure{ReasonHandOverFailed, err.Error() + "; the step's Deployment is left as it is until the hand-over succeeds"}, err
+		return &failure{inferencev1alpha1.ReasonHandOverFailed, err.Error() + "; the step's Deployment is left as it is until the hand-over succeeds"}, err
 	}
 	return nil, err
 }

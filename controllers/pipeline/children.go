@@ -95,7 +95,7 @@ func (r *Reconciler) syncChildren(ctx context.Context, p *inferencev1alpha1.Pipe
 		names[name] = true
 		if SourceOf(p.Spec.Steps[i].Model) == ModelFetched {
 			if msg := r.ModelFetch.problem(localCache(p) != nil); msg != "" {
-				failures[name] = failure{ReasonApplyFailed, msg}
+				failures[name] = failure{inferencev1alpha1.ReasonApplyFailed, msg}
 				continue
 			}
 		}
@@ -125,7 +125,7 @@ func refused(err error) bool {
 // else none (the write is retried); the error is returned either way.
 func writeFailed(err error) (*failure, error) {
 	if refused(err) {
-		return &failure{ReasonApplyFailed, err.Error()}, err
+		return &failure{inferencev1alpha1.ReasonApplyFailed, err.Error()}, err
 	}
 	return nil, err
 }
@@ -147,7 +147,7 @@ func (r *Reconciler) syncChild(ctx context.Context, p *inferencev1alpha1.Pipelin
 	}
 	needed, err := needsApply(existing, desired)
 	if err != nil {
-		return &failure{ReasonApplyFailed, err.Error()}, err
+		return &failure{inferencev1alpha1.ReasonApplyFailed, err.Error()}, err
 	}
 	if !needed {
 		return nil, nil
@@ -202,10 +202,10 @@ func (r *Reconciler) deploymentNames(ctx context.Context, name, namespace, claim
 // nameTakenFailure says that desired's name is taken by an object that is not the pipeline's.
 func nameTakenFailure(desired client.Object) *failure {
 	if desired.GetLabels()[CacheClaimLabel] != "" {
-		return &failure{ReasonNameTaken, fmt.Sprintf("PersistentVolumeClaim %s, the model cache's claim on node %s, already "+
+		return &failure{inferencev1alpha1.ReasonNameTaken, fmt.Sprintf("PersistentVolumeClaim %s, the model cache's claim on node %s, already "+
 			"exists and is not this pipeline's: remove that claim, or rename the pipeline", desired.GetName(), desired.GetLabels()[CacheNodeLabel])}
 	}
-	return &failure{ReasonNameTaken, fmt.Sprintf("%s %s already exists and is not this pipeline's: rename the step (or the pipeline), or remove that %s",
+	return &failure{inferencev1alpha1.ReasonNameTaken, fmt.Sprintf("%s %s already exists and is not this pipeline's: rename the step (or the pipeline), or remove that %s",
 		kindOf(desired), desired.GetName(), kindOf(desired))}
 }
 
@@ -378,7 +378,7 @@ func (r *Reconciler) deleteRemovedSteps(ctx context.Context, p *inferencev1alpha
 // nameTaken reports whether a child's name is taken by an object that is not the pipeline's.
 func nameTaken(failures map[string]failure) bool {
 	for _, f := range failures {
-		if f.reason == ReasonNameTaken {
+		if f.reason == inferencev1alpha1.ReasonNameTaken {
 			return true
 		}
 	}

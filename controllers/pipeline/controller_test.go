@@ -173,7 +173,7 @@ func TestSeedPipeline(t *testing.T) {
 
 	s.g.Eventually(s.phase("face-detection"), timeout, poll).Should(Equal(inferencev1alpha1.PhaseProgressing))
 	s.g.Expect(s.get("face-detection").Status.Conditions).To(ContainElement(And(
-		HaveField("Type", pipeline.ConditionStorageReady), HaveField("Status", metav1.ConditionFalse))))
+		HaveField("Type", inferencev1alpha1.ConditionStorageReady), HaveField("Status", metav1.ConditionFalse))))
 
 	s.bind(p)
 	s.rollOut("face-detection-step-0")
@@ -187,7 +187,7 @@ func TestSeedPipeline(t *testing.T) {
 		{Name: "step-0", DeploymentPhase: inferencev1alpha1.PhaseReady}, {Name: "step-1", DeploymentPhase: inferencev1alpha1.PhaseReady}}))
 	s.g.Expect(st.Steps[1].Endpoint).To(Equal(fmt.Sprintf("http://face-detection-step-1.%s.svc:9081", s.ns)))
 	s.g.Expect(st.Steps[1].Node).To(Equal(n2))
-	s.g.Expect(meta.IsStatusConditionTrue(st.Conditions, pipeline.ConditionReady)).To(BeTrue())
+	s.g.Expect(meta.IsStatusConditionTrue(st.Conditions, inferencev1alpha1.ConditionReady)).To(BeTrue())
 	s.g.Expect(st.StepsReady).To(Equal("2/2"))
 	s.g.Expect(st.ObservedGeneration).To(Equal(s.get("face-detection").Generation))
 	s.g.Expect(s.events("face-detection")).To(ContainElement(HavePrefix("Normal PipelineReady")))
@@ -219,7 +219,7 @@ func TestFailingStepIsExplained(t *testing.T) {
 	s.g.Eventually(s.phase("face-detection"), timeout, poll).Should(Equal(inferencev1alpha1.PhaseFailed))
 	st := s.stepStatus("face-detection", "step-1")
 	s.g.Expect(st.Phase).To(Equal(inferencev1alpha1.PhaseFailed))
-	s.g.Expect(st.Reason).To(Equal(pipeline.ReasonCrashLooping))
+	s.g.Expect(st.Reason).To(Equal(inferencev1alpha1.ReasonCrashLooping))
 	s.g.Expect(st.Message).To(ContainSubstring("model dir not found"))
 	s.g.Expect(*st.LastFailure).To(Equal(inferencev1alpha1.Failure{Container: "server", ExitCode: 2, Reason: "Error", Message: "model dir not found"}))
 	s.g.Eventually(func() inferencev1alpha1.Phase { return s.stepStatus("face-detection", "step-0").Phase },
@@ -292,8 +292,8 @@ func TestNodeProblemsAreReported(t *testing.T) {
 			}}}
 	s.g.Expect(env.Client.Create(s.ctx, p)).To(Succeed())
 	s.g.Eventually(s.phase("gpu"), timeout, poll).Should(Equal(inferencev1alpha1.PhaseDegraded))
-	for step, reason := range map[string]string{"missing": pipeline.ReasonNodeNotFound, "cordoned": pipeline.ReasonNodeCordoned,
-		"nogpu": pipeline.ReasonInsufficientGPU} {
+	for step, reason := range map[string]string{"missing": inferencev1alpha1.ReasonNodeNotFound, "cordoned": inferencev1alpha1.ReasonNodeCordoned,
+		"nogpu": inferencev1alpha1.ReasonInsufficientGPU} {
 		s.g.Eventually(func() string { return s.stepStatus("gpu", step).Reason }, timeout, poll).Should(Equal(reason), step)
 	}
 	s.g.Expect(s.stepStatus("gpu", "gpuok").Phase).NotTo(Equal(inferencev1alpha1.PhaseDegraded), "a node with 2 GPUs fits")
@@ -303,7 +303,7 @@ func TestNodeProblemsAreReported(t *testing.T) {
 
 	// The node appears: the step is no longer blocked by it.
 	s.node(s.ns+"-ghost", 0, false)
-	s.g.Eventually(func() string { return s.stepStatus("gpu", "missing").Reason }, timeout, poll).ShouldNot(Equal(pipeline.ReasonNodeNotFound))
+	s.g.Eventually(func() string { return s.stepStatus("gpu", "missing").Reason }, timeout, poll).ShouldNot(Equal(inferencev1alpha1.ReasonNodeNotFound))
 }
 
 // Deleting the pipeline removes the steps, then the claim, then the volume, and then lets the pipeline go.
@@ -384,7 +384,7 @@ func TestDeletionIsOrdered(t *testing.T) {
 		return n
 	}, timeout, poll).Should(Equal(2), "the step Services were not deleted")
 	s.g.Eventually(func() string {
-		return meta.FindStatusCondition(s.get("face-detection").Status.Conditions, pipeline.ConditionReady).Message
+		return meta.FindStatusCondition(s.get("face-detection").Status.Conditions, inferencev1alpha1.ConditionReady).Message
 	}, timeout, poll).Should(ContainSubstring("step Deployments and Services to be deleted"))
 	claimUntouched := func() *metav1.Time {
 		var c corev1.PersistentVolumeClaim
@@ -409,7 +409,7 @@ func TestDeletionIsOrdered(t *testing.T) {
 	s.g.Expect(env.Client.Get(s.ctx, client.ObjectKey{Name: pvName}, &pv)).To(Succeed())
 	s.g.Expect(pv.DeletionTimestamp).To(BeNil(), "the volume must outlive the claim")
 	s.g.Eventually(func() string {
-		return meta.FindStatusCondition(s.get("face-detection").Status.Conditions, pipeline.ConditionReady).Message
+		return meta.FindStatusCondition(s.get("face-detection").Status.Conditions, inferencev1alpha1.ConditionReady).Message
 	}, timeout, poll).Should(ContainSubstring("waiting for the models claim"))
 	release(s, &pvc)
 	s.g.Eventually(func() bool {
@@ -469,8 +469,8 @@ func TestInvalidSpecAndExistingClaim(t *testing.T) {
 		}}
 	s.g.Expect(env.Client.Create(s.ctx, p)).To(Succeed())
 	s.g.Eventually(s.phase("loop"), timeout, poll).Should(Equal(inferencev1alpha1.PhaseFailed))
-	c := meta.FindStatusCondition(s.get("loop").Status.Conditions, pipeline.ConditionStepsReady)
-	s.g.Expect(c.Reason).To(Equal(pipeline.ReasonInvalidSpec))
+	c := meta.FindStatusCondition(s.get("loop").Status.Conditions, inferencev1alpha1.ConditionStepsReady)
+	s.g.Expect(c.Reason).To(Equal(inferencev1alpha1.ReasonInvalidSpec))
 	s.g.Expect(c.Message).To(ContainSubstring("a -> b -> a"))
 	var deps appsv1.DeploymentList
 	s.g.Expect(env.Client.List(s.ctx, &deps, client.InNamespace(s.ns))).To(Succeed())
@@ -511,7 +511,7 @@ func TestExistingClaimBindsLater(t *testing.T) {
 		}}
 	s.g.Expect(env.Client.Create(s.ctx, p)).To(Succeed())
 	storage := func() metav1.ConditionStatus {
-		c := meta.FindStatusCondition(s.get("byo").Status.Conditions, pipeline.ConditionStorageReady)
+		c := meta.FindStatusCondition(s.get("byo").Status.Conditions, inferencev1alpha1.ConditionStorageReady)
 		if c == nil {
 			return ""
 		}

@@ -72,7 +72,7 @@ func TestCrashLoopIsStableAcrossRestarts(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			phase, reason, msg := podProblem(tc.pods, now)
-			if got := reason == ReasonCrashLooping; got != tc.crashLoops {
+			if got := reason == inferencev1alpha1.ReasonCrashLooping; got != tc.crashLoops {
 				t.Fatalf("reason %q (%s), want a crash loop: %v", reason, msg, tc.crashLoops)
 			}
 			if tc.crashLoops && phase != inferencev1alpha1.PhaseFailed {
@@ -159,11 +159,11 @@ func TestVolumeProblemKeepsTheTellingEvent(t *testing.T) {
 		return corev1.Event{InvolvedObject: corev1.ObjectReference{UID: "1"}, Reason: reason, Message: msg, LastTimestamp: metav1.NewTime(at)}
 	}
 	events := []corev1.Event{
-		event(ReasonFailedAttachVolume, `Multi-Attach error for volume "pvc-1" Volume is already used by pod(s) other`, now.Add(-5*time.Minute)),
-		event(ReasonFailedMount, "Unable to attach or mount volumes: unmounted volumes=[models]: timed out waiting for the condition", now),
+		event(inferencev1alpha1.ReasonFailedAttachVolume, `Multi-Attach error for volume "pvc-1" Volume is already used by pod(s) other`, now.Add(-5*time.Minute)),
+		event(inferencev1alpha1.ReasonFailedMount, "Unable to attach or mount volumes: unmounted volumes=[models]: timed out waiting for the condition", now),
 	}
 	reason, msg := volumeProblem([]corev1.Pod{pod}, events)
-	if reason != ReasonFailedAttachVolume || !strings.Contains(msg, "Multi-Attach error") {
+	if reason != inferencev1alpha1.ReasonFailedAttachVolume || !strings.Contains(msg, "Multi-Attach error") {
 		t.Errorf("got %s: %s; want the Multi-Attach error", reason, msg)
 	}
 	withInit := pod

@@ -48,7 +48,7 @@ func TestObjectMadeAfterTheReadIsNotTakenOver(t *testing.T) {
 	s.g.Expect(svc.OwnerReferences).To(BeEmpty(), "the user's Service was taken over")
 	s.g.Expect(svc.Spec.Selector).To(Equal(map[string]string{"app": "mine"}))
 	s.g.Expect(svc.Labels).To(BeEmpty())
-	s.g.Expect(s.stepStatus("race", "model").Reason).To(Equal(pipeline.ReasonNameTaken))
+	s.g.Expect(s.stepStatus("race", "model").Reason).To(Equal(inferencev1alpha1.ReasonNameTaken))
 }
 
 // A child the controller created loses a field the spec no longer has: its fields were handed from the create's

@@ -190,7 +190,7 @@ func TestMIGCountsAsGPU(t *testing.T) {
 	step := inferencev1alpha1.Step{Location: "gpu-1", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{mig: resource.MustParse("2")}}}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1"},
 		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{mig: resource.MustParse("1")}}}
-	if reason, msg := nodeProblem(step, map[string]*corev1.Node{"gpu-1": node}); reason != ReasonInsufficientGPU || !strings.Contains(msg, string(mig)) {
+	if reason, msg := nodeProblem(step, map[string]*corev1.Node{"gpu-1": node}); reason != inferencev1alpha1.ReasonInsufficientGPU || !strings.Contains(msg, string(mig)) {
 		t.Fatalf("a node with 1 of the 2 MIG slices asked for: %q %q", reason, msg)
 	}
 	node.Status.Allocatable[mig] = resource.MustParse("2")
@@ -198,7 +198,7 @@ func TestMIGCountsAsGPU(t *testing.T) {
 		t.Fatalf("a node with the 2 slices fits, got %q", reason)
 	}
 	step.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}
-	if reason, _ := nodeProblem(step, map[string]*corev1.Node{"gpu-1": node}); reason != ReasonInsufficientGPU {
+	if reason, _ := nodeProblem(step, map[string]*corev1.Node{"gpu-1": node}); reason != inferencev1alpha1.ReasonInsufficientGPU {
 		t.Fatalf("a GPU request (not only a limit) is checked against the node, got %q", reason)
 	}
 }

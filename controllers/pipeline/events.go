@@ -38,7 +38,7 @@ func transitions(old, cur inferencev1alpha1.PipelineStatus) []event {
 		was[s.Name] = s
 	}
 	for _, s := range cur.Steps {
-		if !troubled(s.Phase) && s.Reason != ReasonAmbiguousAutoscalers {
+		if !troubled(s.Phase) && s.Reason != inferencev1alpha1.ReasonAmbiguousAutoscalers {
 			continue
 		}
 		if before, ok := was[s.Name]; ok && before.Reason == s.Reason && before.Phase == s.Phase {
@@ -52,7 +52,7 @@ func transitions(old, cur inferencev1alpha1.PipelineStatus) []event {
 			t = corev1.EventTypeWarning
 		}
 		note := "Pipeline is " + string(cur.Phase)
-		if c := meta.FindStatusCondition(cur.Conditions, ConditionReady); c != nil && c.Message != "" {
+		if c := meta.FindStatusCondition(cur.Conditions, inferencev1alpha1.ConditionReady); c != nil && c.Message != "" {
 			note = c.Message
 		}
 		out = append(out, event{t, "Pipeline" + string(cur.Phase), actionReconcile, note, ""})

@@ -32,7 +32,7 @@ func TestEventWritesEndWithThePass(t *testing.T) {
 	r := &Reconciler{Recorder: &EventWriter{Client: hanging, Controller: "test"}}
 	p := seed()
 	troubled := func(name string) inferencev1alpha1.StepStatus {
-		return inferencev1alpha1.StepStatus{Name: name, Phase: inferencev1alpha1.PhaseFailed, Reason: ReasonImagePull, Message: "no image"}
+		return inferencev1alpha1.StepStatus{Name: name, Phase: inferencev1alpha1.PhaseFailed, Reason: inferencev1alpha1.ReasonImagePull, Message: "no image"}
 	}
 	cur := inferencev1alpha1.PipelineStatus{Phase: inferencev1alpha1.PhaseFailed,
 		Steps: []inferencev1alpha1.StepStatus{troubled("a"), troubled("b"), troubled("c")}}

@@ -9,7 +9,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
-	"github.com/keelson-dev/keelson/controllers/pipeline"
 )
 
 // setPodStatus writes a step pod's status, as the kubelet or the scheduler would.
@@ -37,16 +36,16 @@ func TestEachNewCauseIsAnEvent(t *testing.T) {
 	}
 	s.stepPod("causes", "a", unschedulable("0/1 nodes are available: 1 node(s) had untolerated taint {nvidia.com/gpu: present}."))
 	s.g.Eventually(func() []string { return s.events("causes") }, timeout, poll).Should(ContainElement(
-		And(HavePrefix("Warning "+pipeline.ReasonUnschedulable), ContainSubstring("untolerated taint"))))
+		And(HavePrefix("Warning "+inferencev1alpha1.ReasonUnschedulable), ContainSubstring("untolerated taint"))))
 
 	s.setPodStatus("causes-a-x", corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "server", Image: "x",
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "x: not found"}}}}})
 	s.g.Eventually(func() []string { return s.events("causes") }, timeout, poll).Should(ContainElement(
-		HavePrefix("Warning " + pipeline.ReasonImagePull)))
+		HavePrefix("Warning " + inferencev1alpha1.ReasonImagePull)))
 
 	s.setPodStatus("causes-a-x", unschedulable("0/1 nodes are available: 1 Insufficient nvidia.com/gpu."))
 	s.g.Eventually(func() []string { return s.events("causes") }, timeout, poll).Should(ContainElement(
-		And(HavePrefix("Warning "+pipeline.ReasonUnschedulable), ContainSubstring("Insufficient nvidia.com/gpu"))))
+		And(HavePrefix("Warning "+inferencev1alpha1.ReasonUnschedulable), ContainSubstring("Insufficient nvidia.com/gpu"))))
 
 	// The same cause again (the scheduler rewrites its condition): no new event.
 	n := len(s.events("causes"))

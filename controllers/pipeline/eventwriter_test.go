@@ -39,18 +39,18 @@ func TestRepeatedEventIsReadPastTheCache(t *testing.T) {
 		Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."}}}
 	s.stepPod("again", "a", unschedulable)
 	s.g.Eventually(func() []string { return s.events("again") }, timeout, poll).Should(ContainElement(
-		HavePrefix("Warning " + pipeline.ReasonUnschedulable)))
+		HavePrefix("Warning " + inferencev1alpha1.ReasonUnschedulable)))
 	// Another cause, then the first again: the same event as the first, which counts up its series.
 	s.setPodStatus("again-a-x", corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "server", Image: "x",
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "x: not found"}}}}})
 	s.g.Eventually(func() []string { return s.events("again") }, timeout, poll).Should(ContainElement(
-		HavePrefix("Warning " + pipeline.ReasonImagePull)))
+		HavePrefix("Warning " + inferencev1alpha1.ReasonImagePull)))
 	s.setPodStatus("again-a-x", unschedulable)
 	s.g.Eventually(func() int32 {
 		var list eventsv1.EventList
 		_ = env.Client.List(s.ctx, &list, client.InNamespace(s.ns))
 		for _, e := range list.Items {
-			if e.Reason == pipeline.ReasonUnschedulable && e.Series != nil {
+			if e.Reason == inferencev1alpha1.ReasonUnschedulable && e.Series != nil {
 				return e.Series.Count
 			}
 		}

@@ -57,7 +57,7 @@ func TestDriftIsCorrected(t *testing.T) {
 		}
 		return ports
 	}, timeout, poll).Should(Equal([]int32{9081}))
-	s.g.Expect(s.stepStatus("face-detection", "step-1").Reason).NotTo(Equal(pipeline.ReasonApplyFailed))
+	s.g.Expect(s.stepStatus("face-detection", "step-1").Reason).NotTo(Equal(inferencev1alpha1.ReasonApplyFailed))
 
 	// Corrected once, then no loop.
 	quiet(s, c)
@@ -129,9 +129,9 @@ func TestPinnedNodeIsFoundByItsHostnameLabel(t *testing.T) {
 				{Name: "by-name", Image: "x", Location: s.ns + "-machine-7"},
 			}}}
 	s.g.Expect(env.Client.Create(s.ctx, p)).To(Succeed())
-	s.g.Eventually(func() string { return s.stepStatus("pinned", "by-name").Reason }, timeout, poll).Should(Equal(pipeline.ReasonNodeNotFound),
+	s.g.Eventually(func() string { return s.stepStatus("pinned", "by-name").Reason }, timeout, poll).Should(Equal(inferencev1alpha1.ReasonNodeNotFound),
 		"no node has that hostname label, so the scheduler would place the pod nowhere")
-	s.g.Eventually(func() string { return s.stepStatus("pinned", "by-label").Reason }, timeout, poll).Should(Equal(pipeline.ReasonStarting))
+	s.g.Eventually(func() string { return s.stepStatus("pinned", "by-label").Reason }, timeout, poll).Should(Equal(inferencev1alpha1.ReasonStarting))
 	var d appsv1.Deployment
 	s.g.Expect(env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "pinned-by-label"}, &d)).To(Succeed())
 	s.g.Expect(d.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].
@@ -140,5 +140,5 @@ func TestPinnedNodeIsFoundByItsHostnameLabel(t *testing.T) {
 	// The node is cordoned: the step pinned to it by label hears of it.
 	n.Spec.Unschedulable = true
 	s.g.Expect(env.Client.Update(s.ctx, n)).To(Succeed())
-	s.g.Eventually(func() string { return s.stepStatus("pinned", "by-label").Reason }, timeout, poll).Should(Equal(pipeline.ReasonNodeCordoned))
+	s.g.Eventually(func() string { return s.stepStatus("pinned", "by-label").Reason }, timeout, poll).Should(Equal(inferencev1alpha1.ReasonNodeCordoned))
 }

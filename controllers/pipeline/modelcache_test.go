@@ -113,12 +113,12 @@ func TestModelCache(t *testing.T) {
 	s.g.Expect(env.Client.List(s.ctx, &claims, client.InNamespace(s.ns))).To(Succeed())
 	s.g.Expect(claims.Items).To(BeEmpty())
 	s.g.Eventually(func() string {
-		c := meta.FindStatusCondition(s.get("cached").Status.Conditions, pipeline.ConditionStorageReady)
+		c := meta.FindStatusCondition(s.get("cached").Status.Conditions, inferencev1alpha1.ConditionStorageReady)
 		if c == nil || c.Status != metav1.ConditionTrue {
 			return ""
 		}
 		return c.Reason
-	}, timeout, poll).Should(Equal(pipeline.ReasonCache))
+	}, timeout, poll).Should(Equal(inferencev1alpha1.ReasonCache))
 
 	// The fetch reports a cache hit.
 	digest := "sha256:" + strings.Repeat("ab", 32)
@@ -130,7 +130,7 @@ func TestModelCache(t *testing.T) {
 	s.g.Expect(env.Client.Delete(s.ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "cached-a-x", Namespace: s.ns}})).To(Succeed())
 	s.g.Eventually(func() *inferencev1alpha1.StepModel { return s.stepStatus("cached", "a").Model }, timeout, poll).Should(BeNil())
 	s.stepPod("cached", "a", fetched(1, `{"uri":"`+uri+`","reason":"NotFound","message":"`+uri+`: 404 Not Found"}`, false))
-	s.g.Eventually(func() string { return s.stepStatus("cached", "a").Reason }, timeout, poll).Should(Equal(pipeline.ReasonModelFetchFailed))
+	s.g.Eventually(func() string { return s.stepStatus("cached", "a").Reason }, timeout, poll).Should(Equal(inferencev1alpha1.ReasonModelFetchFailed))
 	st := s.stepStatus("cached", "a")
 	s.g.Expect(st.Message).To(ContainSubstring("NotFound"))
 	s.g.Expect(st.Model.Reason).To(Equal("NotFound"))

@@ -219,7 +219,7 @@ func TestLocalCacheVolumes(t *testing.T) {
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
 	s.g.Expect(env.Client.Create(s.ctx, taken)).To(Succeed())
 	s.edit("local", func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Location = node3 })
-	s.g.Eventually(func() string { return s.stepStatus("local", "b").Reason }, timeout, poll).Should(Equal(pipeline.ReasonNameTaken))
+	s.g.Eventually(func() string { return s.stepStatus("local", "b").Reason }, timeout, poll).Should(Equal(inferencev1alpha1.ReasonNameTaken))
 	s.g.Expect(s.stepStatus("local", "b").Message).To(ContainSubstring(taken.Name))
 	s.g.Consistently(func() []string { return s.claimsOf("local-b") }, "500ms", poll).Should(ConsistOf(claim1),
 		"the step keeps the claim it had")
@@ -264,7 +264,7 @@ func TestLocalCacheClaimsInUseStay(t *testing.T) {
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
 	s.g.Expect(env.Client.Create(s.ctx, taken)).To(Succeed())
 	s.edit("inuse", func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Location = node3 })
-	s.g.Eventually(func() string { return s.stepStatus("inuse", "c").Reason }, timeout, poll).Should(Equal(pipeline.ReasonNameTaken))
+	s.g.Eventually(func() string { return s.stepStatus("inuse", "c").Reason }, timeout, poll).Should(Equal(inferencev1alpha1.ReasonNameTaken))
 	s.g.Expect(s.stepStatus("inuse", "c").Message).To(ContainSubstring("remove that claim, or rename the pipeline"))
 	s.g.Consistently(func() []string {
 		var names []string
@@ -278,7 +278,7 @@ func TestLocalCacheClaimsInUseStay(t *testing.T) {
 	// Back on node 2, then a size and back: the first size's claims are being deleted when the spec wants them
 	// again. The steps stay on the claims they have until those are gone.
 	s.edit("inuse", func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Location = node2 })
-	s.g.Eventually(func() string { return s.stepStatus("inuse", "c").Reason }, timeout, poll).ShouldNot(Equal(pipeline.ReasonNameTaken))
+	s.g.Eventually(func() string { return s.stepStatus("inuse", "c").Reason }, timeout, poll).ShouldNot(Equal(inferencev1alpha1.ReasonNameTaken))
 	claim1 := pipeline.CacheClaimName(p, node1)
 	s.edit("inuse", func(p *inferencev1alpha1.Pipeline) {
 		p.Spec.ModelStorage.Cache.LocalVolume.Size = ptrTo(resource.MustParse("30Gi"))

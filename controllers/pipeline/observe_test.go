@@ -89,7 +89,7 @@ func TestTransientApplyErrorIsNotAFailure(t *testing.T) {
 	_, err = (&pipeline.Reconciler{Client: live}).Reconcile(ctx, req)
 	s.g.Expect(err).NotTo(HaveOccurred())
 	before := s.stepStatus("busy", "model")
-	s.g.Expect(before.Reason).To(Equal(pipeline.ReasonStarting))
+	s.g.Expect(before.Reason).To(Equal(inferencev1alpha1.ReasonStarting))
 	s.g.Expect(s.get("busy").Status.ObservedGeneration).To(Equal(int64(1)))
 
 	p := s.get("busy")

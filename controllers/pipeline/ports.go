@@ -8,11 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-)
 
-// ReasonPortTaken means that the step's Service already has a port of the step's number under another name, which
-// another field manager owns; the Service is left alone.
-const ReasonPortTaken = "PortTaken"
+	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+)
 
 // clashingPorts lists the live ports that have the number (and protocol) of one of desired's ports under another
 // name. Server-side apply merges Service ports by number and protocol, so an apply would take such a port over and
@@ -72,7 +70,7 @@ func (r *Reconciler) portTaken(ctx context.Context, live, desired *corev1.Servic
 	}
 	for _, p := range clashingPorts(fresh, desired) {
 		if !ownsPort(fresh.ManagedFields, p) {
-			return &failure{ReasonPortTaken, fmt.Sprintf("Service %s already has port %d named %q, which is not this pipeline's: "+
+			return &failure{inferencev1alpha1.ReasonPortTaken, fmt.Sprintf("Service %s already has port %d named %q, which is not this pipeline's: "+
 				"give the step another port, or remove that port from the Service", desired.Name, p.Port, p.Name)}, nil
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
-	"github.com/keelson-dev/keelson/controllers/pipeline"
 )
 
 // A step moved to a port number that someone else's port of the step's Service already uses, under another name,
@@ -38,12 +37,12 @@ func TestSomeoneElsesPortIsNotTakenOver(t *testing.T) {
 	s.g.Eventually(portsOf, timeout, poll).Should(Equal(map[string]int32{"http": 9000, "metrics": 9100}))
 
 	s.edit("taken", func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Port = 9100 })
-	s.g.Eventually(func() string { return s.stepStatus("taken", "a").Reason }, timeout, poll).Should(Equal(pipeline.ReasonPortTaken))
+	s.g.Eventually(func() string { return s.stepStatus("taken", "a").Reason }, timeout, poll).Should(Equal(inferencev1alpha1.ReasonPortTaken))
 	s.g.Expect(s.stepStatus("taken", "a").Message).To(ContainSubstring(`port 9100 named "metrics"`))
 	s.g.Consistently(portsOf, time.Second, poll).Should(Equal(map[string]int32{"http": 9000, "metrics": 9100}))
 
 	// Another port: the step is applied again.
 	s.edit("taken", func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Port = 9001 })
 	s.g.Eventually(portsOf, timeout, poll).Should(Equal(map[string]int32{"http": 9001, "metrics": 9100}))
-	s.g.Eventually(func() string { return s.stepStatus("taken", "a").Reason }, timeout, poll).ShouldNot(Equal(pipeline.ReasonPortTaken))
+	s.g.Eventually(func() string { return s.stepStatus("taken", "a").Reason }, timeout, poll).ShouldNot(Equal(inferencev1alpha1.ReasonPortTaken))
 }

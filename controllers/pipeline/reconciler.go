@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/internal/conditions"
 	"github.com/keelson-dev/keelson/controllers/internal/passerr"
 )
 
@@ -330,13 +331,13 @@ func (r *Reconciler) deleteStage(ctx context.Context, p *inferencev1alpha1.Pipel
 }
 
 func stepsMessage(p *inferencev1alpha1.Pipeline) string {
-	if c := meta.FindStatusCondition(p.Status.Conditions, ConditionReady); c != nil {
+	if c := meta.FindStatusCondition(p.Status.Conditions, inferencev1alpha1.ConditionReady); c != nil {
 		return c.Message
 	}
 	return ""
 }
 
 func setDeletingMessage(p *inferencev1alpha1.Pipeline, msg string) {
-	meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse,
-		Reason: ReasonDeleting, Message: msg, ObservedGeneration: p.Generation})
+	conditions.Set(&p.Status.Conditions, metav1.Condition{Type: inferencev1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+		Reason: inferencev1alpha1.ReasonDeleting, Message: msg, ObservedGeneration: p.Generation})
 }

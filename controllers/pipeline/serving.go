@@ -5,11 +5,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// ReasonRollingOut means that the step serves while its Deployment moves to a new template (or its controller has
-// not seen the new one yet). The step stays Ready: enough replicas serve; a new version that never comes up ends as
-// ProgressDeadlineExceeded, a crash loop or an image that cannot be pulled as theirs.
-const ReasonRollingOut = "RollingOut"
-
 // rolledOut reports whether a step's Deployment runs want replicas of its current spec, all available: every
 // replica is of the current template, and want of them pass their readiness probe (the model is loaded).
 func rolledOut(d *appsv1.Deployment, want int32) bool {

@@ -38,21 +38,21 @@ func TestReadyMeansServing(t *testing.T) {
 		phase        inferencev1alpha1.Phase
 		reason       string
 	}{
-		"rolled out": {3, "", dep{rolling, 3, 1, 1, 3, 3, 3, nil}, inferencev1alpha1.PhaseReady, ReasonReady},
+		"rolled out": {3, "", dep{rolling, 3, 1, 1, 3, 3, 3, nil}, inferencev1alpha1.PhaseReady, inferencev1alpha1.ReasonReady},
 		"GPU rollout without surge: two old replicas serve while the new one loads": {3, "",
-			dep{noSurge, 3, 2, 2, 3, 1, 2, nil}, inferencev1alpha1.PhaseReady, ReasonRollingOut},
+			dep{noSurge, 3, 2, 2, 3, 1, 2, nil}, inferencev1alpha1.PhaseReady, inferencev1alpha1.ReasonRollingOut},
 		"new spec not yet seen by the Deployment controller": {3, "",
-			dep{noSurge, 3, 2, 1, 3, 3, 3, nil}, inferencev1alpha1.PhaseReady, ReasonRollingOut},
+			dep{noSurge, 3, 2, 1, 3, 3, 3, nil}, inferencev1alpha1.PhaseReady, inferencev1alpha1.ReasonRollingOut},
 		"an autoscaler scales out from 2 to 4": {1, "hpa",
-			dep{noSurge, 4, 1, 1, 4, 4, 2, nil}, inferencev1alpha1.PhaseReady, ReasonReady},
+			dep{noSurge, 4, 1, 1, 4, 4, 2, nil}, inferencev1alpha1.PhaseReady, inferencev1alpha1.ReasonReady},
 		"new pods never load, old pods still serve: failed at the progress deadline": {3, "",
-			dep{rolling, 3, 2, 2, 4, 1, 3, deadline}, inferencev1alpha1.PhaseFailed, ReasonDeadline},
+			dep{rolling, 3, 2, 2, 4, 1, 3, deadline}, inferencev1alpha1.PhaseFailed, inferencev1alpha1.ReasonDeadline},
 		"a Recreate rollout serves nothing": {1, "",
-			dep{recreate, 1, 2, 2, 1, 1, 0, nil}, inferencev1alpha1.PhaseProgressing, ReasonStarting},
+			dep{recreate, 1, 2, 2, 1, 1, 0, nil}, inferencev1alpha1.PhaseProgressing, inferencev1alpha1.ReasonStarting},
 		"too few replicas serve (25% of 3 is none)": {3, "",
-			dep{rolling, 3, 2, 2, 3, 1, 2, nil}, inferencev1alpha1.PhaseProgressing, ReasonStarting},
+			dep{rolling, 3, 2, 2, 3, 1, 2, nil}, inferencev1alpha1.PhaseProgressing, inferencev1alpha1.ReasonStarting},
 		"nothing available yet": {1, "",
-			dep{rolling, 1, 1, 1, 1, 1, 0, nil}, inferencev1alpha1.PhaseProgressing, ReasonStarting},
+			dep{rolling, 1, 1, 1, 1, 1, 0, nil}, inferencev1alpha1.PhaseProgressing, inferencev1alpha1.ReasonStarting},
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := seed()

@@ -116,7 +116,7 @@ func TestCordonedNodeKeepsAServingStepReady(t *testing.T) {
 	node := s.ns + "-gpu"
 	s.node(node, 0, true)
 	s.oneStep("serving", inferencev1alpha1.Step{Name: "a", Image: "x", Location: node})
-	s.g.Eventually(func() string { return s.stepStatus("serving", "a").Reason }, timeout, poll).Should(Equal(pipeline.ReasonNodeCordoned),
+	s.g.Eventually(func() string { return s.stepStatus("serving", "a").Reason }, timeout, poll).Should(Equal(inferencev1alpha1.ReasonNodeCordoned),
 		"no pod placed yet: the cordon keeps it off")
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "serving-a-x", Namespace: s.ns,
@@ -179,5 +179,5 @@ func TestOthersServicePortsStay(t *testing.T) {
 	}, timeout, poll).Should(Succeed())
 	s.g.Eventually(portsOf, timeout, poll).Should(Equal(map[string]int32{"http": 9001, "metrics": 9100}))
 	// A pass that read the Service before the edit may have its apply refused once; the next one repairs it.
-	s.g.Eventually(func() string { return s.stepStatus("ports", "a").Reason }, timeout, poll).ShouldNot(Equal(pipeline.ReasonApplyFailed))
+	s.g.Eventually(func() string { return s.stepStatus("ports", "a").Reason }, timeout, poll).ShouldNot(Equal(inferencev1alpha1.ReasonApplyFailed))
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,52 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
-)
-
-// Condition types and reasons.
-const (
-	ConditionStorageReady = "StorageReady"
-	ConditionStepsReady   = "StepsReady"
-	ConditionReady        = "Ready"
-
-	ReasonBound           = "Bound"
-	ReasonStorageWaiting  = "WaitingForBinding"
-	ReasonStorageLost     = "ClaimLost"
-	ReasonAllStepsReady   = "AllStepsReady"
-	ReasonStepsNotReady   = "StepsNotReady"
-	ReasonReady           = "Ready"
-	ReasonNotReady        = "NotReady"
-	ReasonInvalidSpec     = "InvalidSpec"
-	ReasonNodeNotFound    = "NodeNotFound"
-	ReasonNodeCordoned    = "NodeCordoned"
-	ReasonInsufficientGPU = "InsufficientGPU"
-	ReasonCreating        = "Creating"
-	ReasonStarting        = "Starting"
-	ReasonCrashLooping    = "CrashLoopBackOff"
-	ReasonDeadline        = "ProgressDeadlineExceeded"
-	ReasonDeleting        = "Deleting"
-	// ReasonCache: storage cache, which needs nothing bound.
-	ReasonCache = "Cache"
-	// ReasonModelFetchFailed: the step's model could not be fetched into its node's cache (status.steps[].model
-	// says why); the fetch is retried with the pod's back-off.
-	ReasonModelFetchFailed = "ModelFetchFailed"
-	// ReasonApplyFailed: the apiserver refused the step's Deployment or Service (or the storage); the message is
-	// its answer. The status keeps the last observedGeneration until a pass succeeds.
-	ReasonApplyFailed = "ApplyFailed"
-	// ReasonNameTaken: an object of the step's name exists and is not this pipeline's; it is left alone.
-	ReasonNameTaken = "NameTaken"
-	// ReasonImagePull: the step's image cannot be pulled (ErrImagePull, ImagePullBackOff, InvalidImageName).
-	ReasonImagePull = "ImagePullBackOff"
-	// ReasonContainerConfig: the kubelet cannot create the container (a missing Secret or ConfigMap, say).
-	ReasonContainerConfig = "CreateContainerConfigError"
-	// ReasonUnschedulable: the scheduler cannot place the step's pod; the message is the scheduler's.
-	ReasonUnschedulable = "Unschedulable"
-	// ReasonFailedMount, ReasonFailedAttachVolume, ReasonFailedMapVolume: a pod cannot get its volume; the message
-	// is the kubelet's or the attach controller's event (a share that cannot be mounted, a ReadWriteOnce claim
-	// attached to another node, a block volume that cannot be mapped).
-	ReasonFailedMount        = "FailedMount"
-	ReasonFailedAttachVolume = "FailedAttachVolume"
-	ReasonFailedMapVolume    = "FailedMapVolume"
+	"github.com/keelson-dev/keelson/controllers/internal/conditions"
 )
 
 // observed is everything status is computed from.
@@ -91,15 +45,15 @@ func nodeProblem(s inferencev1alpha1.Step, nodes map[string]*corev1.Node) (reaso
 	}
 	n, ok := nodes[s.Location]
 	if !ok {
-		return ReasonNodeNotFound, fmt.Sprintf("node %s does not exist", s.Location)
+		return inferencev1alpha1.ReasonNodeNotFound, fmt.Sprintf("node %s does not exist", s.Location)
 	}
 	if n.Spec.Unschedulable {
-		return ReasonNodeCordoned, fmt.Sprintf("node %s is cordoned", s.Location)
+		return inferencev1alpha1.ReasonNodeCordoned, fmt.Sprintf("node %s is cordoned", s.Location)
 	}
 	for name, want := range gpuAsks(s) {
 		have := n.Status.Allocatable[name]
 		if have.Cmp(want) < 0 {
-			return ReasonInsufficientGPU, fmt.Sprintf("node %s has %s %s allocatable, the step asks for %s",
+			return inferencev1alpha1.ReasonInsufficientGPU, fmt.Sprintf("node %s has %s %s allocatable, the step asks for %s",
 				s.Location, have.String(), name, want.String())
 		}
 	}
@@ -157,7 +111,7 @@ func stepStatus(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alp
 		st.Message += fmt.Sprintf("; HorizontalPodAutoscalers %s all scale the step's Deployment, so Kubernetes scales it "+
 			"with none of them and its replicas stay as they are: delete all but one", strings.Join(all, ", "))
 		if st.Phase == inferencev1alpha1.PhaseReady {
-			st.Reason = ReasonAmbiguousAutoscalers
+			st.Reason = inferencev1alpha1.ReasonAmbiguousAutoscalers
 		}
 	case st.Autoscaler != "":
 		st.Message += fmt.Sprintf("; replicas are left to HorizontalPodAutoscaler %s", st.Autoscaler)
@@ -196,16 +150,16 @@ func stepState(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alph
 		st.Phase, st.Reason, st.Message = inferencev1alpha1.PhaseFailed, f.reason, f.message
 		return st
 	}
-	if reason, msg := nodeProblem(s, o.nodes); reason != "" && (reason != ReasonNodeCordoned || placed(pods) < want) {
+	if reason, msg := nodeProblem(s, o.nodes); reason != "" && (reason != inferencev1alpha1.ReasonNodeCordoned || placed(pods) < want) {
 		st.Phase, st.Reason, st.Message = inferencev1alpha1.PhaseDegraded, reason, msg+"; the step cannot run until it is fixed"
 		return st
 	}
 	if d == nil {
-		st.Phase, st.Reason, st.Message = inferencev1alpha1.PhasePending, ReasonCreating, "the step's Deployment is being created"
+		st.Phase, st.Reason, st.Message = inferencev1alpha1.PhasePending, inferencev1alpha1.ReasonCreating, "the step's Deployment is being created"
 		return st
 	}
 	if m := st.Model; m != nil && m.Reason != "" && d.Status.ReadyReplicas < want {
-		st.Phase, st.Reason = inferencev1alpha1.PhaseDegraded, ReasonModelFetchFailed
+		st.Phase, st.Reason = inferencev1alpha1.PhaseDegraded, inferencev1alpha1.ReasonModelFetchFailed
 		st.Message = fmt.Sprintf("%d of %d replicas ready; fetching model %s failed (%s): %s", d.Status.ReadyReplicas, want,
 			m.URI, m.Reason, m.Message)
 		return st
@@ -223,25 +177,25 @@ func stepState(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alph
 	readiness := readinessProblem(pods, o.podEvents, o.now)
 	switch {
 	case deploymentCondition(d, appsv1.DeploymentProgressing, corev1.ConditionFalse) == "ProgressDeadlineExceeded":
-		st.Phase, st.Reason = inferencev1alpha1.PhaseFailed, ReasonDeadline
+		st.Phase, st.Reason = inferencev1alpha1.PhaseFailed, inferencev1alpha1.ReasonDeadline
 		st.Message = fmt.Sprintf("%d of %d replicas ready after the progress deadline", d.Status.ReadyReplicas, want)
 		if readiness != "" {
 			st.Message += "; " + readiness
 		}
 	case rolledOut(d, want):
-		st.Phase, st.Reason, st.Message = inferencev1alpha1.PhaseReady, ReasonReady, fmt.Sprintf("%d of %d replicas ready", d.Status.ReadyReplicas, want)
+		st.Phase, st.Reason, st.Message = inferencev1alpha1.PhaseReady, inferencev1alpha1.ReasonReady, fmt.Sprintf("%d of %d replicas ready", d.Status.ReadyReplicas, want)
 	case serving(d, want, st.Autoscaler != "") && rollingOut(d, want):
-		st.Phase, st.Reason = inferencev1alpha1.PhaseReady, ReasonRollingOut
+		st.Phase, st.Reason = inferencev1alpha1.PhaseReady, inferencev1alpha1.ReasonRollingOut
 		st.Message = fmt.Sprintf("%d of %d replicas ready, %d of them available and %d updated to the current spec; rolling out",
 			d.Status.ReadyReplicas, want, d.Status.AvailableReplicas, d.Status.UpdatedReplicas)
 	case serving(d, want, st.Autoscaler != ""):
-		st.Phase, st.Reason = inferencev1alpha1.PhaseReady, ReasonReady
+		st.Phase, st.Reason = inferencev1alpha1.PhaseReady, inferencev1alpha1.ReasonReady
 		st.Message = fmt.Sprintf("%d of %d replicas ready; serving while the others start", d.Status.ReadyReplicas, want)
 	case readiness != "":
-		st.Phase, st.Reason = inferencev1alpha1.PhaseProgressing, ReasonReadinessFailing
+		st.Phase, st.Reason = inferencev1alpha1.PhaseProgressing, inferencev1alpha1.ReasonReadinessFailing
 		st.Message = fmt.Sprintf("%d of %d replicas ready; %s", d.Status.ReadyReplicas, want, readiness)
 	default:
-		st.Phase, st.Reason = inferencev1alpha1.PhaseProgressing, ReasonStarting
+		st.Phase, st.Reason = inferencev1alpha1.PhaseProgressing, inferencev1alpha1.ReasonStarting
 		st.Message = fmt.Sprintf("%d of %d replicas ready", d.Status.ReadyReplicas, want)
 	}
 	return st
@@ -264,11 +218,7 @@ func computeStatus(p *inferencev1alpha1.Pipeline, old inferencev1alpha1.Pipeline
 		st.ObservedGeneration = old.ObservedGeneration
 	}
 	cond := func(t string, ok bool, reason, msg string) {
-		s := metav1.ConditionFalse
-		if ok {
-			s = metav1.ConditionTrue
-		}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: conditionMessage(msg),
+		conditions.Set(&st.Conditions, metav1.Condition{Type: t, Status: conditions.Status(ok), Reason: reason, Message: msg,
 			ObservedGeneration: p.Generation})
 	}
 
@@ -287,18 +237,18 @@ func computeStatus(p *inferencev1alpha1.Pipeline, old inferencev1alpha1.Pipeline
 		// Nothing to bind: each step fetches its model into its node's cache, or mounts its claim; a failed fetch
 		// or a missing claim is the step's.
 		storageReady = true
-		cond(ConditionStorageReady, true, ReasonCache, "each step's model is fetched into the cache on the step's node, or mounted from its claim")
-	case o.retrying[storageKey] && meta.FindStatusCondition(old.Conditions, ConditionStorageReady) != nil:
+		cond(inferencev1alpha1.ConditionStorageReady, true, inferencev1alpha1.ReasonCache, "each step's model is fetched into the cache on the step's node, or mounted from its claim")
+	case o.retrying[storageKey] && meta.FindStatusCondition(old.Conditions, inferencev1alpha1.ConditionStorageReady) != nil:
 		// Kept as it was while the write is retried.
-		storageReady = meta.IsStatusConditionTrue(old.Conditions, ConditionStorageReady)
+		storageReady = meta.IsStatusConditionTrue(old.Conditions, inferencev1alpha1.ConditionStorageReady)
 	case storageFailed:
-		cond(ConditionStorageReady, false, storageFailure.reason, storageFailure.message)
+		cond(inferencev1alpha1.ConditionStorageReady, false, storageFailure.reason, storageFailure.message)
 	case storageReady:
-		cond(ConditionStorageReady, true, ReasonBound, fmt.Sprintf("claim %s is bound", ClaimName(p)))
+		cond(inferencev1alpha1.ConditionStorageReady, true, inferencev1alpha1.ReasonBound, fmt.Sprintf("claim %s is bound", ClaimName(p)))
 	case o.pvc != nil && o.pvc.Status.Phase == corev1.ClaimLost:
-		cond(ConditionStorageReady, false, ReasonStorageLost, fmt.Sprintf("claim %s lost its volume", ClaimName(p)))
+		cond(inferencev1alpha1.ConditionStorageReady, false, inferencev1alpha1.ReasonStorageLost, fmt.Sprintf("claim %s lost its volume", ClaimName(p)))
 	default:
-		cond(ConditionStorageReady, false, ReasonStorageWaiting, fmt.Sprintf("claim %s is not bound yet (claim %s, volume %s)",
+		cond(inferencev1alpha1.ConditionStorageReady, false, inferencev1alpha1.ReasonStorageWaiting, fmt.Sprintf("claim %s is not bound yet (claim %s, volume %s)",
 			ClaimName(p), orNone(st.DetailPhase.PVCPhase), orNone(st.DetailPhase.PVPhase)))
 	}
 
@@ -327,12 +277,12 @@ func computeStatus(p *inferencev1alpha1.Pipeline, old inferencev1alpha1.Pipeline
 		st.URL = Endpoint(p, entry, StepPort(p.Spec.Steps[indexOf(p.Spec.Steps, entry)]))
 	}
 	if o.invalid != "" {
-		cond(ConditionStepsReady, false, ReasonInvalidSpec, o.invalid)
-		worst, worstReason = inferencev1alpha1.PhaseFailed, ReasonInvalidSpec
+		cond(inferencev1alpha1.ConditionStepsReady, false, inferencev1alpha1.ReasonInvalidSpec, o.invalid)
+		worst, worstReason = inferencev1alpha1.PhaseFailed, inferencev1alpha1.ReasonInvalidSpec
 	} else if len(notReady) == 0 {
-		cond(ConditionStepsReady, true, ReasonAllStepsReady, fmt.Sprintf("all %d steps are ready", len(p.Spec.Steps)))
+		cond(inferencev1alpha1.ConditionStepsReady, true, inferencev1alpha1.ReasonAllStepsReady, fmt.Sprintf("all %d steps are ready", len(p.Spec.Steps)))
 	} else {
-		cond(ConditionStepsReady, false, ReasonStepsNotReady, "waiting for "+strings.Join(notReady, "; "))
+		cond(inferencev1alpha1.ConditionStepsReady, false, inferencev1alpha1.ReasonStepsNotReady, "waiting for "+strings.Join(notReady, "; "))
 	}
 	if storageFailed {
 		worst, worstReason = inferencev1alpha1.PhaseFailed, storageFailure.reason
@@ -354,22 +304,22 @@ func computeStatus(p *inferencev1alpha1.Pipeline, old inferencev1alpha1.Pipeline
 		if !mountsStorage(p) {
 			msg = "every step is ready at " + st.URL
 		}
-		cond(ConditionReady, true, ReasonReady, msg)
+		cond(inferencev1alpha1.ConditionReady, true, inferencev1alpha1.ReasonReady, msg)
 		return st
 	}
 	// The reason of a pipeline that is not Ready is the most pressing one (kubectl get ipl shows it): the worst
 	// step's, else the storage's.
 	reason := worstReason
 	if reason == "" {
-		reason = meta.FindStatusCondition(st.Conditions, ConditionStorageReady).Reason
+		reason = meta.FindStatusCondition(st.Conditions, inferencev1alpha1.ConditionStorageReady).Reason
 	}
 	msg := fmt.Sprintf("pipeline is %s", st.Phase)
 	for _, c := range st.Conditions {
-		if c.Type != ConditionReady && c.Status != metav1.ConditionTrue {
+		if c.Type != inferencev1alpha1.ConditionReady && c.Status != metav1.ConditionTrue {
 			msg += "; " + c.Message
 		}
 	}
-	cond(ConditionReady, false, reason, msg)
+	cond(inferencev1alpha1.ConditionReady, false, reason, msg)
 	return st
 }
 
@@ -398,21 +348,4 @@ func stepOf(st inferencev1alpha1.PipelineStatus, name string) (inferencev1alpha1
 		}
 	}
 	return inferencev1alpha1.StepStatus{}, false
-}
-
-// maxConditionMessage is the apiserver's bound on a condition's message, in bytes: a status with a longer one is
-// refused whole.
-const maxConditionMessage = 32768
-
-// conditionMessage is msg cut, between characters, to fit a condition (many steps failing with long URIs and
-// messages add up).
-func conditionMessage(msg string) string {
-	if len(msg) <= maxConditionMessage {
-		return msg
-	}
-	cut := maxConditionMessage - len("…")
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return msg[:cut] + "…"
 }

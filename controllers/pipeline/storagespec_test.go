@@ -52,7 +52,7 @@ func TestStorageNoStepMountsDoesNotHoldReady(t *testing.T) {
 	s.g.Expect(env.Client.Create(s.ctx, p)).To(Succeed())
 	s.rollOut("elsewhere-a")
 	s.g.Eventually(s.phase("elsewhere"), timeout, poll).Should(Equal(inferencev1alpha1.PhaseReady))
-	c := meta.FindStatusCondition(s.get("elsewhere").Status.Conditions, pipeline.ConditionStorageReady)
+	c := meta.FindStatusCondition(s.get("elsewhere").Status.Conditions, inferencev1alpha1.ConditionStorageReady)
 	s.g.Expect(c).NotTo(BeNil())
 	s.g.Expect(c.Status).To(Equal(metav1.ConditionFalse), "the claim is not bound, and the status says so")
 
@@ -61,7 +61,7 @@ func TestStorageNoStepMountsDoesNotHoldReady(t *testing.T) {
 	s.g.Eventually(func() []string { return s.claimsOf("elsewhere-a") }, timeout, poll).Should(ConsistOf("never-bound"))
 	s.rollOut("elsewhere-a")
 	s.g.Eventually(func() metav1.ConditionStatus {
-		if c := meta.FindStatusCondition(s.get("elsewhere").Status.Conditions, pipeline.ConditionStepsReady); c != nil {
+		if c := meta.FindStatusCondition(s.get("elsewhere").Status.Conditions, inferencev1alpha1.ConditionStepsReady); c != nil {
 			return c.Status
 		}
 		return ""

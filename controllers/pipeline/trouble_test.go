@@ -29,7 +29,7 @@ func TestReadinessFailingSaysWhatTheCheckAnswers(t *testing.T) {
 	startController(t)
 	s.oneStep("loading", inferencev1alpha1.Step{Name: "a", Image: "x", Readiness: &inferencev1alpha1.Readiness{
 		Protocol: inferencev1alpha1.ReadinessOpenInference}})
-	s.g.Eventually(func() string { return s.stepStatus("loading", "a").Reason }, timeout, poll).Should(Equal(pipeline.ReasonStarting))
+	s.g.Eventually(func() string { return s.stepStatus("loading", "a").Reason }, timeout, poll).Should(Equal(inferencev1alpha1.ReasonStarting))
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "loading-a-x", Namespace: s.ns,
 		Labels: map[string]string{pipeline.PipelineLabel: "loading", pipeline.StepLabel: "a"}},
@@ -40,12 +40,12 @@ func TestReadinessFailingSaysWhatTheCheckAnswers(t *testing.T) {
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(time.Now().Add(-time.Minute))}}}}}
 	s.g.Expect(env.Client.Status().Update(s.ctx, pod)).To(Succeed())
 
-	s.g.Eventually(func() string { return s.stepStatus("loading", "a").Reason }, timeout, poll).Should(Equal(pipeline.ReasonReadinessFailing))
+	s.g.Eventually(func() string { return s.stepStatus("loading", "a").Reason }, timeout, poll).Should(Equal(inferencev1alpha1.ReasonReadinessFailing))
 	st := s.stepStatus("loading", "a")
 	s.g.Expect(st.Phase).To(Equal(inferencev1alpha1.PhaseProgressing))
 	s.g.Expect(st.Message).To(ContainSubstring("pod loading-a-x runs and is not ready: Readiness probe failed: HTTP probe failed with statuscode: 503"))
-	s.g.Expect(s.get("loading").Status.Conditions).To(ContainElement(And(HaveField("Type", pipeline.ConditionReady),
-		HaveField("Status", metav1.ConditionFalse), HaveField("Reason", pipeline.ReasonReadinessFailing))))
+	s.g.Expect(s.get("loading").Status.Conditions).To(ContainElement(And(HaveField("Type", inferencev1alpha1.ConditionReady),
+		HaveField("Status", metav1.ConditionFalse), HaveField("Reason", inferencev1alpha1.ReasonReadinessFailing))))
 }
 
 // Two autoscalers on one step's Deployment cancel each other out (Kubernetes scales with neither): the step, which
@@ -66,16 +66,16 @@ func TestTwoAutoscalersOnAStepAreReported(t *testing.T) {
 		s.g.Expect(env.Client.Create(s.ctx, h)).To(Succeed())
 		hpas = append(hpas, h)
 	}
-	s.g.Eventually(func() string { return s.stepStatus("scaled", "a").Reason }, timeout, poll).Should(Equal(pipeline.ReasonAmbiguousAutoscalers))
+	s.g.Eventually(func() string { return s.stepStatus("scaled", "a").Reason }, timeout, poll).Should(Equal(inferencev1alpha1.ReasonAmbiguousAutoscalers))
 	st := s.stepStatus("scaled", "a")
 	s.g.Expect(st.Phase).To(Equal(inferencev1alpha1.PhaseReady), "it still serves")
 	s.g.Expect(st.Message).To(ContainSubstring("HorizontalPodAutoscalers cpu, queue all scale"))
 	s.g.Eventually(func() []string { return s.events("scaled") }, timeout, poll).Should(ContainElement(
-		HavePrefix("Warning " + pipeline.ReasonAmbiguousAutoscalers + ": Step a:")))
+		HavePrefix("Warning " + inferencev1alpha1.ReasonAmbiguousAutoscalers + ": Step a:")))
 	s.g.Expect(s.stepReplicas()).To(Equal(int32(2)), "replicas handed over with their value")
 
 	s.g.Expect(env.Client.Delete(s.ctx, hpas[1])).To(Succeed())
-	s.g.Eventually(func() string { return s.stepStatus("scaled", "a").Reason }, timeout, poll).ShouldNot(Equal(pipeline.ReasonAmbiguousAutoscalers))
+	s.g.Eventually(func() string { return s.stepStatus("scaled", "a").Reason }, timeout, poll).ShouldNot(Equal(inferencev1alpha1.ReasonAmbiguousAutoscalers))
 	st = s.stepStatus("scaled", "a")
 	s.g.Expect(st.Phase).To(Equal(inferencev1alpha1.PhaseReady))
 	s.g.Expect(st.Autoscaler).To(Equal("cpu"))
@@ -113,12 +113,12 @@ func TestRefusedHandOverIsReported(t *testing.T) {
 	s.g.Expect(env.Client.Create(s.ctx, &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "a-hpa", Namespace: s.ns},
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{MinReplicas: ptr.To[int32](2), MaxReplicas: 5,
 			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "scaled-a"}}})).To(Succeed())
-	s.g.Eventually(func() string { return s.stepStatus("scaled", "a").Reason }, timeout, poll).Should(Equal(pipeline.ReasonHandOverFailed))
+	s.g.Eventually(func() string { return s.stepStatus("scaled", "a").Reason }, timeout, poll).Should(Equal(inferencev1alpha1.ReasonHandOverFailed))
 	st := s.stepStatus("scaled", "a")
 	s.g.Expect(st.Phase).To(Equal(inferencev1alpha1.PhaseFailed))
 	s.g.Expect(st.Message).To(ContainSubstring("changes of field ownership are not allowed"))
 	s.g.Eventually(func() []string { return s.events("scaled") }, timeout, poll).Should(ContainElement(
-		HavePrefix("Warning " + pipeline.ReasonHandOverFailed + ": Step a:")))
+		HavePrefix("Warning " + inferencev1alpha1.ReasonHandOverFailed + ": Step a:")))
 	s.g.Expect(s.stepReplicas()).To(Equal(int32(3)), "no apply without replicas reset them")
 
 	s.edit("scaled", func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Image = "x:v2" })

@@ -25,11 +25,11 @@ var (
 // applies. now dates the containers' last exits (crashLooping).
 func podProblem(pods []corev1.Pod, now time.Time) (phase inferencev1alpha1.Phase, reason, message string) {
 	if pod, w := waitingFor(pods, imagePullReasons); w != nil {
-		return inferencev1alpha1.PhaseFailed, ReasonImagePull, fmt.Sprintf("pod %s cannot pull its image (%s)%s: fix the image name or tag, or the pull secret",
+		return inferencev1alpha1.PhaseFailed, inferencev1alpha1.ReasonImagePull, fmt.Sprintf("pod %s cannot pull its image (%s)%s: fix the image name or tag, or the pull secret",
 			pod, w.Reason, detail(w.Message))
 	}
 	if pod, w := waitingFor(pods, configReasons); w != nil {
-		return inferencev1alpha1.PhaseFailed, ReasonContainerConfig, fmt.Sprintf("the kubelet cannot create the container of pod %s (%s)%s",
+		return inferencev1alpha1.PhaseFailed, inferencev1alpha1.ReasonContainerConfig, fmt.Sprintf("the kubelet cannot create the container of pod %s (%s)%s",
 			pod, w.Reason, detail(w.Message))
 	}
 	if pod, container, exit := crashLooping(pods, now); pod != "" {
@@ -44,7 +44,7 @@ func podProblem(pods []corev1.Pod, now time.Time) (phase inferencev1alpha1.Phase
 				msg += ": " + m
 			}
 		}
-		return inferencev1alpha1.PhaseFailed, ReasonCrashLooping, msg
+		return inferencev1alpha1.PhaseFailed, inferencev1alpha1.ReasonCrashLooping, msg
 	}
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil || p.Spec.NodeName != "" {
@@ -52,7 +52,7 @@ func podProblem(pods []corev1.Pod, now time.Time) (phase inferencev1alpha1.Phase
 		}
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-				return inferencev1alpha1.PhaseDegraded, ReasonUnschedulable, fmt.Sprintf("pod %s cannot be scheduled%s",
+				return inferencev1alpha1.PhaseDegraded, inferencev1alpha1.ReasonUnschedulable, fmt.Sprintf("pod %s cannot be scheduled%s",
 					p.Name, detail(c.Message))
 			}
 		}
@@ -62,7 +62,7 @@ func podProblem(pods []corev1.Pod, now time.Time) (phase inferencev1alpha1.Phase
 
 // volumeReasons are the kubelet's and the attach controller's event reasons for a volume a pod cannot get: the
 // share cannot be mounted, or a ReadWriteOnce claim is attached to another node (Multi-Attach error).
-var volumeReasons = map[string]bool{ReasonFailedMount: true, ReasonFailedAttachVolume: true, ReasonFailedMapVolume: true}
+var volumeReasons = map[string]bool{inferencev1alpha1.ReasonFailedMount: true, inferencev1alpha1.ReasonFailedAttachVolume: true, inferencev1alpha1.ReasonFailedMapVolume: true}
 
 // stuckCreating reports whether a pod is on a node but none of its containers (init containers included) has
 // started: what a volume that cannot be mounted looks like in a pod's status (the why is only in its events).
@@ -105,7 +105,7 @@ func firstPod(pods []corev1.Pod, match func(corev1.Pod) bool) *corev1.Pod {
 // repeats every two minutes after the specific one (sent once) and which would otherwise win by being the latest.
 func volumeRank(e *corev1.Event) int {
 	switch {
-	case e.Reason == ReasonFailedAttachVolume || e.Reason == ReasonFailedMapVolume:
+	case e.Reason == inferencev1alpha1.ReasonFailedAttachVolume || e.Reason == inferencev1alpha1.ReasonFailedMapVolume:
 		return 2
 	case strings.HasPrefix(e.Message, "Unable to attach or mount volumes"):
 		return 0
@@ -136,11 +136,6 @@ func volumeProblem(pods []corev1.Pod, events []corev1.Event) (reason, message st
 	}
 	return best.Reason, fmt.Sprintf("pod %s cannot start: %s", pod.Name, strings.TrimSpace(best.Message))
 }
-
-// ReasonReadinessFailing means that a step's pods run, and their readiness check fails; the message is what the check
-// answers (the kubelet's Unhealthy event). A model still loading answers so until it is loaded; a check that never
-// passes ends as ProgressDeadlineExceeded.
-const ReasonReadinessFailing = "ReadinessFailing"
 
 // readinessGrace is how long a started container may be not ready before the step says what its readiness check
 // answers: a few of its checks (readinessPeriodSeconds apart), so that the first failures of a server that is still

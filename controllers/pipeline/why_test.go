@@ -93,11 +93,11 @@ func TestWhyAStepCannotStart(t *testing.T) {
 	s.stuckPod("why", "attach", "FailedAttachVolume", `Multi-Attach error for volume "pvc-1" Volume is already used by pod(s) other-7f9c`)
 
 	for step, want := range map[string]struct{ reason, says string }{
-		"attach":  {pipeline.ReasonFailedAttachVolume, "Multi-Attach error for volume"},
-		"mount":   {pipeline.ReasonFailedMount, "access denied by server"},
-		"pull":    {pipeline.ReasonImagePull, "not found"},
-		"tainted": {pipeline.ReasonUnschedulable, "untolerated taint {nvidia.com/gpu: present}"},
-		"gpus":    {pipeline.ReasonUnschedulable, "Insufficient nvidia.com/gpu"},
+		"attach":  {inferencev1alpha1.ReasonFailedAttachVolume, "Multi-Attach error for volume"},
+		"mount":   {inferencev1alpha1.ReasonFailedMount, "access denied by server"},
+		"pull":    {inferencev1alpha1.ReasonImagePull, "not found"},
+		"tainted": {inferencev1alpha1.ReasonUnschedulable, "untolerated taint {nvidia.com/gpu: present}"},
+		"gpus":    {inferencev1alpha1.ReasonUnschedulable, "Insufficient nvidia.com/gpu"},
 	} {
 		s.g.Eventually(func() string { return s.stepStatus("why", step).Reason }, timeout, poll).Should(Equal(want.reason), step)
 		s.g.Expect(s.stepStatus("why", step).Message).To(ContainSubstring(want.says), step)
@@ -107,8 +107,8 @@ func TestWhyAStepCannotStart(t *testing.T) {
 	s.g.Expect(s.stepStatus("why", "pull").Phase).To(Equal(inferencev1alpha1.PhaseFailed))
 	st := s.get("why").Status
 	s.g.Expect(st.Phase).To(Equal(inferencev1alpha1.PhaseFailed))
-	s.g.Expect(st.Conditions).To(ContainElement(And(HaveField("Type", pipeline.ConditionReady),
-		HaveField("Reason", pipeline.ReasonImagePull))), "the Ready reason is the worst step's")
+	s.g.Expect(st.Conditions).To(ContainElement(And(HaveField("Type", inferencev1alpha1.ConditionReady),
+		HaveField("Reason", inferencev1alpha1.ReasonImagePull))), "the Ready reason is the worst step's")
 }
 
 // A crash-looping step stays CrashLoopBackOff while the kubelet restarts its container (the pod's status cycles
@@ -118,13 +118,13 @@ func TestCrashLoopDoesNotFlicker(t *testing.T) {
 	s := newScenario(t)
 	startController(t)
 	s.oneStep("crash", inferencev1alpha1.Step{Name: "a", Image: "x"})
-	s.g.Eventually(func() string { return s.stepStatus("crash", "a").Reason }, timeout, poll).Should(Equal(pipeline.ReasonStarting))
+	s.g.Eventually(func() string { return s.stepStatus("crash", "a").Reason }, timeout, poll).Should(Equal(inferencev1alpha1.ReasonStarting))
 	crashed := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
 		Message: "model dir not found", FinishedAt: metav1.Now()}}
 	s.stepPod("crash", "a", corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "server", Image: "x",
 		RestartCount: 3, LastTerminationState: crashed,
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}}})
-	s.g.Eventually(func() string { return s.stepStatus("crash", "a").Reason }, timeout, poll).Should(Equal(pipeline.ReasonCrashLooping))
+	s.g.Eventually(func() string { return s.stepStatus("crash", "a").Reason }, timeout, poll).Should(Equal(inferencev1alpha1.ReasonCrashLooping))
 
 	// The kubelet restarts the container: running, not ready, then terminated again.
 	for restart, state := range []corev1.ContainerState{{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}, crashed} {
@@ -134,7 +134,7 @@ func TestCrashLoopDoesNotFlicker(t *testing.T) {
 		pod.Status.ContainerStatuses[0].RestartCount = int32(4 + restart)
 		s.g.Expect(env.Client.Status().Update(s.ctx, &pod)).To(Succeed())
 		s.g.Consistently(func() string { return s.stepStatus("crash", "a").Reason }, time.Second, poll).Should(
-			Equal(pipeline.ReasonCrashLooping), "restart %d", restart)
+			Equal(inferencev1alpha1.ReasonCrashLooping), "restart %d", restart)
 	}
 	// Sent once: a second one would fold into a series of the first (the recorder counts repeats).
 	crashEvents := func() []eventsv1.Event {
@@ -142,7 +142,7 @@ func TestCrashLoopDoesNotFlicker(t *testing.T) {
 		s.g.Expect(env.Client.List(s.ctx, &list, client.InNamespace(s.ns))).To(Succeed())
 		var out []eventsv1.Event
 		for _, e := range list.Items {
-			if e.Regarding.Name == "crash" && e.Reason == pipeline.ReasonCrashLooping {
+			if e.Regarding.Name == "crash" && e.Reason == inferencev1alpha1.ReasonCrashLooping {
 				out = append(out, e)
 			}
 		}

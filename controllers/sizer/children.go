@@ -60,7 +60,7 @@ func (r *Reconciler) claim(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer
 
 // notOwned is the conflict of a child name taken by an object the sizer did not create.
 func notOwned(kind, name, field string) conflict {
-	return conflict{reason: ReasonObjectNotOwned, message: fmt.Sprintf(
+	return conflict{reason: sizerv1alpha1.ReasonObjectNotOwned, message: fmt.Sprintf(
 		"%s %s exists and was not created by this sizer: it is left untouched (rename or delete it, or unset %s)",
 		kind, name, field)}
 }
@@ -93,14 +93,14 @@ func (r *Reconciler) syncBudget(ctx context.Context, p *pass, t *target, replica
 			return fmt.Errorf("listing disruption budgets: %w", err)
 		}
 		if other := overlappingBudget(all.Items, wls, t.template.Labels); other != "" {
-			p.conflicts = append(p.conflicts, conflict{reason: ReasonBudgetOverlap, message: fmt.Sprintf(
+			p.conflicts = append(p.conflicts, conflict{reason: sizerv1alpha1.ReasonBudgetOverlap, message: fmt.Sprintf(
 				"PodDisruptionBudget %s already selects the pods of %s %s: the sizer adds no second budget (every "+
 					"eviction would fail); unset spec.disruption or delete that budget", other, wls.Target().Kind, wls.Target().Name)})
-			d = pdbDecision{safe: true, reason: ReasonBudgetNotRequested, message: fmt.Sprintf(
+			d = pdbDecision{safe: true, reason: sizerv1alpha1.ReasonBudgetNotRequested, message: fmt.Sprintf(
 				"PodDisruptionBudget %s, not the sizer's, governs the pods", other)}
 		}
 	}
-	setCondition(st, wls.Generation, ConditionBudgetSafe, d.safe, d.reason, d.message)
+	setCondition(st, wls.Generation, sizerv1alpha1.ConditionBudgetSafe, d.safe, d.reason, d.message)
 
 	var existing policyv1.PodDisruptionBudget
 	exists, ours, err := r.claim(ctx, wls, key, &existing, d.create)

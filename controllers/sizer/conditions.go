@@ -9,50 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
-)
-
-// Condition types and reasons.
-const (
-	ConditionReady        = "Ready"
-	ConditionTargetFound  = "TargetFound"
-	ConditionSized        = "Sized"
-	ConditionConflict     = "Conflict"
-	ConditionBudgetSafe   = "DisruptionBudgetSafe"
-	ReasonFound           = "Found"
-	ReasonCreated         = "Created"
-	ReasonTargetNotFound  = "TargetNotFound"
-	ReasonApplied         = "Applied"
-	ReasonApplyFailed     = "ApplyFailed"
-	ReasonRollingOut      = "RollingOut"
-	ReasonResizing        = "ResizingInPlace"
-	ReasonInPlaceFallback = "InPlaceInfeasible"
-	ReasonModeOff         = "UpdateModeOff"
-	ReasonNoConflict      = "NoConflict"
-	ReasonReady           = "Ready"
-	ReasonNotReady        = "NotReady"
-	// ReasonReplicaFailure: the workload cannot create its pods (a quota, an admission webhook, a policy).
-	ReasonReplicaFailure = "ReplicaFailure"
-	// ReasonProgressDeadline: the workload's rollout stopped making progress.
-	ReasonProgressDeadline = "ProgressDeadlineExceeded"
-)
-
-// Reasons of the Conflict condition: why the sizer leaves something alone instead of writing it.
-const (
-	// ReasonConflict: a field the sizer would write is owned by another field manager with another value.
-	ReasonConflict = "FieldOwnedByAnotherManager"
-	// ReasonObjectNotOwned: a PodDisruptionBudget, Service or Ingress of the name the sizer would use exists and was
-	// not created by this sizer.
-	ReasonObjectNotOwned = "ObjectNotOwned"
-	// ReasonBudgetOverlap: another PodDisruptionBudget already selects the workload's pods (two budgets over one
-	// pod make every eviction of it fail).
-	ReasonBudgetOverlap = "BudgetOverlap"
-	// ReasonAnotherSizer: an older WorkloadSizer sizes the same workload.
-	ReasonAnotherSizer = "AnotherSizer"
-	// ReasonTakenBack: under forceOwnership, another writer took the sizer's fields back again and again; the sizer
-	// stopped forcing them.
-	ReasonTakenBack = "FieldsTakenBack"
-	// ReasonAutoscaler: a HorizontalPodAutoscaler scales the workload while spec.size is set.
-	ReasonAutoscaler = "AutoscalerOnTarget"
+	"github.com/keelson-dev/keelson/controllers/internal/conditions"
 )
 
 // conflict is one thing the sizer left alone instead of writing, and why.
@@ -62,11 +19,7 @@ type conflict struct {
 
 // setCondition sets one condition, observed at the sizer's current generation.
 func setCondition(st *sizerv1alpha1.WorkloadSizerStatus, generation int64, t string, ok bool, reason, message string) {
-	s := metav1.ConditionFalse
-	if ok {
-		s = metav1.ConditionTrue
-	}
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: message,
+	conditions.Set(&st.Conditions, metav1.Condition{Type: t, Status: conditions.Status(ok), Reason: reason, Message: message,
 		ObservedGeneration: generation})
 }
 
@@ -74,7 +27,7 @@ func setCondition(st *sizerv1alpha1.WorkloadSizerStatus, generation int64, t str
 // sorted, so the reason is stable), its message lists them all.
 func setConflict(st *sizerv1alpha1.WorkloadSizerStatus, generation int64, conflicts []conflict) {
 	if len(conflicts) == 0 {
-		setCondition(st, generation, ConditionConflict, false, ReasonNoConflict, "the sizer owns every field and object it writes")
+		setCondition(st, generation, sizerv1alpha1.ConditionConflict, false, sizerv1alpha1.ReasonNoConflict, "the sizer owns every field and object it writes")
 		return
 	}
 	sort.Slice(conflicts, func(i, j int) bool {
@@ -84,7 +37,7 @@ func setConflict(st *sizerv1alpha1.WorkloadSizerStatus, generation int64, confli
 	for _, c := range conflicts {
 		msgs = append(msgs, c.message)
 	}
-	setCondition(st, generation, ConditionConflict, true, conflicts[0].reason, strings.Join(msgs, "; "))
+	setCondition(st, generation, sizerv1alpha1.ConditionConflict, true, conflicts[0].reason, strings.Join(msgs, "; "))
 }
 
 // rolloutProblem is the workload's own report that it cannot reach its size, or nil.
@@ -97,28 +50,27 @@ type rolloutProblem struct {
 // reason names the first thing that is wrong, so `kubectl get wls` shows it.
 func setReady(st *sizerv1alpha1.WorkloadSizerStatus, wls *sizerv1alpha1.WorkloadSizer, problem *rolloutProblem) {
 	g := wls.Generation
-	if c := meta.FindStatusCondition(st.Conditions, ConditionConflict); c != nil && c.Status == metav1.ConditionTrue {
-		setCondition(st, g, ConditionReady, false, c.Reason, c.Message)
+	if c := meta.FindStatusCondition(st.Conditions, sizerv1alpha1.ConditionConflict); c != nil && c.Status == metav1.ConditionTrue {
+		setCondition(st, g, sizerv1alpha1.ConditionReady, false, c.Reason, c.Message)
 		return
 	}
-	for _, t := range []string{ConditionTargetFound, ConditionSized} {
+	for _, t := range []string{sizerv1alpha1.ConditionTargetFound, sizerv1alpha1.ConditionSized} {
 		if c := meta.FindStatusCondition(st.Conditions, t); c == nil || c.Status != metav1.ConditionTrue {
-			reason, msg := ReasonNotReady, t+" is not True"
+			reason, msg := sizerv1alpha1.ReasonNotReady, t+" is not True"
 			if c != nil {
 				reason, msg = c.Reason, c.Message
 			}
-			setCondition(st, g, ConditionReady, false, reason, msg)
+			setCondition(st, g, sizerv1alpha1.ConditionReady, false, reason, msg)
 			return
 		}
 	}
 	if problem != nil {
-		setCondition(st, g, ConditionReady, false, problem.reason, problem.message)
+		setCondition(st, g, sizerv1alpha1.ConditionReady, false, problem.reason, problem.message)
 		return
 	}
 	if wls.Spec.Size != nil && st.ReadyReplicas < *wls.Spec.Size {
-		setCondition(st, g, ConditionReady, false, ReasonNotReady,
-			fmt.Sprintf("%d of %d replicas ready", st.ReadyReplicas, *wls.Spec.Size))
+		setCondition(st, g, sizerv1alpha1.ConditionReady, false, sizerv1alpha1.ReasonNotReady, fmt.Sprintf("%d of %d replicas ready", st.ReadyReplicas, *wls.Spec.Size))
 		return
 	}
-	setCondition(st, g, ConditionReady, true, ReasonReady, fmt.Sprintf("%d replicas ready", st.ReadyReplicas))
+	setCondition(st, g, sizerv1alpha1.ConditionReady, true, sizerv1alpha1.ReasonReady, fmt.Sprintf("%d replicas ready", st.ReadyReplicas))
 }

@@ -59,9 +59,9 @@ func TestCreatesTheTargetWhenMissing(t *testing.T) {
 	st := s.get("hello").Status
 	s.g.Expect(st.PodCount).To(Equal(int32(2)))
 	s.g.Expect(st.Selector).To(Equal(sizer.NameLabel + "=hello"))
-	s.g.Expect(s.condition("hello", sizer.ConditionTargetFound)()).To(Equal("True/" + sizer.ReasonCreated))
-	s.g.Expect(s.condition("hello", sizer.ConditionSized)()).To(Equal("True/" + sizer.ReasonApplied))
-	s.g.Expect(s.condition("hello", sizer.ConditionReady)()).To(Equal("False/" + sizer.ReasonNotReady))
+	s.g.Expect(s.condition("hello", sizerv1alpha1.ConditionTargetFound)()).To(Equal("True/" + sizerv1alpha1.ReasonCreated))
+	s.g.Expect(s.condition("hello", sizerv1alpha1.ConditionSized)()).To(Equal("True/" + sizerv1alpha1.ReasonApplied))
+	s.g.Expect(s.condition("hello", sizerv1alpha1.ConditionReady)()).To(Equal("False/" + sizerv1alpha1.ReasonNotReady))
 }
 
 // Without a template the sizer waits for the target, says so, and picks it up when it appears.
@@ -70,13 +70,13 @@ func TestTargetNotFound(t *testing.T) {
 	c := startController(t)
 	// The Deployment's creator will own its (defaulted) replicas: the sizer takes them over by request.
 	s.sizer("later", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("later"), Size: ptr.To[int32](2), ForceOwnership: true})
-	s.g.Eventually(s.condition("later", sizer.ConditionTargetFound), timeout, poll).Should(Equal("False/" + sizer.ReasonTargetNotFound))
-	s.g.Expect(conditionMessage(s.get("later"), sizer.ConditionTargetFound)).To(ContainSubstring("Deployment later does not exist"))
+	s.g.Eventually(s.condition("later", sizerv1alpha1.ConditionTargetFound), timeout, poll).Should(Equal("False/" + sizerv1alpha1.ReasonTargetNotFound))
+	s.g.Expect(conditionMessage(s.get("later"), sizerv1alpha1.ConditionTargetFound)).To(ContainSubstring("Deployment later does not exist"))
 	writes := c.Writes.Load()
 	s.g.Consistently(c.Writes.Load, time.Second, poll).Should(Equal(writes), "no error loop while the target is missing")
 
 	s.deployment("later", "user", nil, corev1.Container{Name: "app", Image: "x"})
-	s.g.Eventually(s.condition("later", sizer.ConditionTargetFound), timeout, poll).Should(Equal("True/" + sizer.ReasonFound))
+	s.g.Eventually(s.condition("later", sizerv1alpha1.ConditionTargetFound), timeout, poll).Should(Equal("True/" + sizerv1alpha1.ReasonFound))
 	s.g.Eventually(func() int32 { return *s.getDeployment("later").Spec.Replicas }, timeout, poll).Should(Equal(int32(2)))
 }
 
@@ -94,7 +94,7 @@ func TestScaleSubresource(t *testing.T) {
 	s := newScenario(t)
 	startController(t)
 	s.sizer("web", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("web"), Image: "nginx", Size: ptr.To[int32](1)})
-	s.g.Eventually(s.condition("web", sizer.ConditionSized), timeout, poll).Should(Equal("True/" + sizer.ReasonApplied))
+	s.g.Eventually(s.condition("web", sizerv1alpha1.ConditionSized), timeout, poll).Should(Equal("True/" + sizerv1alpha1.ReasonApplied))
 
 	w := s.get("web")
 	var scale autoscalingv1.Scale
@@ -120,7 +120,7 @@ func TestResourcesAndRuntimeOnAnExistingDeployment(t *testing.T) {
 			Limits: rl("cpu", "2", "memory", "1Gi"), ControlledValues: sizerv1alpha1.RequestsAndLimits}},
 		Runtime: &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{"go", "java"}, MemoryHeadroomPercent: 10}})
 
-	s.g.Eventually(s.condition("api", sizer.ConditionSized), timeout, poll).Should(Equal("True/" + sizer.ReasonApplied))
+	s.g.Eventually(s.condition("api", sizerv1alpha1.ConditionSized), timeout, poll).Should(Equal("True/" + sizerv1alpha1.ReasonApplied))
 	d := s.getDeployment("api")
 	app := d.Spec.Template.Spec.Containers[0]
 	s.g.Expect(app.Resources.Requests.Cpu().String()).To(Equal("500m"))
@@ -148,15 +148,15 @@ func TestConflictIsReportedNotFought(t *testing.T) {
 	s.deployment("shop", "gitops-controller", ptr.To[int32](2), corev1.Container{Name: "app", Image: "shop:v1"})
 	s.sizer("shop", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("shop"), Size: ptr.To[int32](4)})
 
-	s.g.Eventually(s.condition("shop", sizer.ConditionConflict), timeout, poll).Should(Equal("True/" + sizer.ReasonConflict))
-	msg := conditionMessage(s.get("shop"), sizer.ConditionConflict)
+	s.g.Eventually(s.condition("shop", sizerv1alpha1.ConditionConflict), timeout, poll).Should(Equal("True/" + sizerv1alpha1.ReasonConflict))
+	msg := conditionMessage(s.get("shop"), sizerv1alpha1.ConditionConflict)
 	s.g.Expect(msg).To(ContainSubstring(".spec.replicas"))
 	s.g.Expect(msg).To(ContainSubstring("gitops-controller"))
 	s.g.Consistently(func() int32 { return *s.getDeployment("shop").Spec.Replicas }, time.Second, poll).Should(Equal(int32(2)))
 
 	s.update("shop", func(w *sizerv1alpha1.WorkloadSizer) { w.Spec.ForceOwnership = true })
 	s.g.Eventually(func() int32 { return *s.getDeployment("shop").Spec.Replicas }, timeout, poll).Should(Equal(int32(4)))
-	s.g.Eventually(s.condition("shop", sizer.ConditionConflict), timeout, poll).Should(Equal("False/" + sizer.ReasonNoConflict))
+	s.g.Eventually(s.condition("shop", sizerv1alpha1.ConditionConflict), timeout, poll).Should(Equal("False/" + sizerv1alpha1.ReasonNoConflict))
 }
 
 // The disruption budget follows the profile and the size, and is never created when it would block drains.
@@ -185,8 +185,8 @@ func TestDisruptionBudget(t *testing.T) {
 	// One replica: 60% of 1 leaves nothing to evict; the budget goes and the condition says why.
 	s.update("pdb", func(w *sizerv1alpha1.WorkloadSizer) { w.Spec.Size = ptr.To[int32](1) })
 	s.g.Eventually(func() bool { _, err := getPDB(); return apierrors.IsNotFound(err) }, timeout, poll).Should(BeTrue())
-	s.g.Eventually(s.condition("pdb", sizer.ConditionBudgetSafe), timeout, poll).Should(Equal("False/" + sizer.ReasonBudgetWouldBlock))
-	s.g.Expect(conditionMessage(s.get("pdb"), sizer.ConditionBudgetSafe)).To(ContainSubstring("every node drain would wait forever"))
+	s.g.Eventually(s.condition("pdb", sizerv1alpha1.ConditionBudgetSafe), timeout, poll).Should(Equal("False/" + sizerv1alpha1.ReasonBudgetWouldBlock))
+	s.g.Expect(conditionMessage(s.get("pdb"), sizerv1alpha1.ConditionBudgetSafe)).To(ContainSubstring("every node drain would wait forever"))
 
 	// Quorum: one at a time, even with one replica.
 	s.update("pdb", func(w *sizerv1alpha1.WorkloadSizer) { w.Spec.Disruption.Profile = sizerv1alpha1.ProfileQuorum })
@@ -264,7 +264,7 @@ func TestSteadyStateWritesNothing(t *testing.T) {
 		Runtime:    &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{"go"}, MemoryHeadroomPercent: 10},
 		Disruption: &sizerv1alpha1.DisruptionSpec{Profile: sizerv1alpha1.ProfileQuorum},
 		Expose:     &sizerv1alpha1.ExposeSpec{Service: &sizerv1alpha1.ServiceExpose{Enabled: true, Port: 80, TargetPort: 80, Type: corev1.ServiceTypeClusterIP}}})
-	s.g.Eventually(s.condition("calm", sizer.ConditionSized), timeout, poll).Should(Equal("True/" + sizer.ReasonApplied))
+	s.g.Eventually(s.condition("calm", sizerv1alpha1.ConditionSized), timeout, poll).Should(Equal("True/" + sizerv1alpha1.ReasonApplied))
 	s.g.Eventually(func() error {
 		return env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "calm"}, &corev1.Service{})
 	}, timeout, poll).Should(Succeed())

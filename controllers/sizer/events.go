@@ -40,18 +40,18 @@ func transitionEvents(old, updated sizerv1alpha1.WorkloadSizerStatus, createdTar
 		}
 		return c
 	}
-	if c := meta.FindStatusCondition(updated.Conditions, ConditionConflict); c != nil && c.Status == metav1.ConditionTrue {
-		if c := started(ConditionConflict, c.Reason); c != nil {
+	if c := meta.FindStatusCondition(updated.Conditions, sizerv1alpha1.ConditionConflict); c != nil && c.Status == metav1.ConditionTrue {
+		if c := started(sizerv1alpha1.ConditionConflict, c.Reason); c != nil {
 			out = append(out, sizerEvent{corev1.EventTypeWarning, EventConflict, c.Reason, c.Message})
 		}
 	}
-	if c := started(ConditionSized, ReasonInPlaceFallback); c != nil {
+	if c := started(sizerv1alpha1.ConditionSized, sizerv1alpha1.ReasonInPlaceFallback); c != nil {
 		out = append(out, sizerEvent{corev1.EventTypeWarning, EventInPlaceFallback, "Resize", c.Message})
 	}
-	if c := started(ConditionSized, ReasonApplyFailed); c != nil {
+	if c := started(sizerv1alpha1.ConditionSized, sizerv1alpha1.ReasonApplyFailed); c != nil {
 		out = append(out, sizerEvent{corev1.EventTypeWarning, EventApplyFailed, "Apply", c.Message})
 	}
-	if c := started(ConditionBudgetSafe, ReasonBudgetWouldBlock); c != nil {
+	if c := started(sizerv1alpha1.ConditionBudgetSafe, sizerv1alpha1.ReasonBudgetWouldBlock); c != nil {
 		out = append(out, sizerEvent{corev1.EventTypeWarning, EventBudgetRefused, "Budget", c.Message})
 	}
 	return out

@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
-	"github.com/keelson-dev/keelson/controllers/sizer"
 )
 
 // setResizeCondition writes a resize condition into a pod's status, as the kubelet would.
@@ -41,13 +40,13 @@ func TestInPlaceFollowsResizesToTheEnd(t *testing.T) {
 	s.sizer("grow", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("grow"), UpdateMode: sizerv1alpha1.UpdateModeInPlace,
 		ForceOwnership: true, Resources: []sizerv1alpha1.ContainerResources{{ContainerName: "app", Requests: rl("cpu", "150m"),
 			Limits: rl("cpu", "300m"), ControlledValues: sizerv1alpha1.RequestsAndLimits}}})
-	s.g.Eventually(s.condition("grow", sizer.ConditionSized), timeout, poll).Should(Equal("False/" + sizer.ReasonResizing))
+	s.g.Eventually(s.condition("grow", sizerv1alpha1.ConditionSized), timeout, poll).Should(Equal("False/" + sizerv1alpha1.ReasonResizing))
 
 	// The kubelet gives up: nothing but the sizer's own polling can notice (pod status is not watched).
 	s.setResizeCondition(pod, corev1.PodCondition{Type: corev1.PodResizePending, Status: corev1.ConditionTrue,
 		Reason: corev1.PodReasonInfeasible, Message: "Node didn't have enough capacity", LastTransitionTime: metav1.Now()})
-	s.g.Eventually(s.condition("grow", sizer.ConditionSized), 3*resizeRecheck, poll).Should(Equal("False/" + sizer.ReasonInPlaceFallback))
-	s.g.Expect(conditionMessage(s.get("grow"), sizer.ConditionSized)).To(ContainSubstring("enough capacity"))
+	s.g.Eventually(s.condition("grow", sizerv1alpha1.ConditionSized), 3*resizeRecheck, poll).Should(Equal("False/" + sizerv1alpha1.ReasonInPlaceFallback))
+	s.g.Expect(conditionMessage(s.get("grow"), sizerv1alpha1.ConditionSized)).To(ContainSubstring("enough capacity"))
 	s.g.Eventually(func() string {
 		return s.getDeployment("grow").Spec.Template.Spec.Containers[0].Resources.Limits.Cpu().String()
 	}, timeout, poll).Should(Equal("300m"), "the fallback writes the template")
@@ -66,8 +65,8 @@ func TestInPlaceDeferredPastItsDeadlineFallsBack(t *testing.T) {
 	s.sizer("wait", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("wait"), UpdateMode: sizerv1alpha1.UpdateModeInPlace,
 		ForceOwnership: true, Resources: []sizerv1alpha1.ContainerResources{{ContainerName: "app", Limits: rl("cpu", "400m"),
 			ControlledValues: sizerv1alpha1.RequestsAndLimits}}})
-	s.g.Eventually(s.condition("wait", sizer.ConditionSized), timeout, poll).Should(Equal("False/" + sizer.ReasonInPlaceFallback))
-	s.g.Expect(conditionMessage(s.get("wait"), sizer.ConditionSized)).To(ContainSubstring("past its 5m0s deadline"))
+	s.g.Eventually(s.condition("wait", sizerv1alpha1.ConditionSized), timeout, poll).Should(Equal("False/" + sizerv1alpha1.ReasonInPlaceFallback))
+	s.g.Expect(conditionMessage(s.get("wait"), sizerv1alpha1.ConditionSized)).To(ContainSubstring("past its 5m0s deadline"))
 }
 
 // resizeRecheck bounds how long the sizer takes to look at a pod with a resize under way.

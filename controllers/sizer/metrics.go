@@ -26,8 +26,7 @@ var (
 )
 
 // conflictReasons are the Conflict condition's reasons, counted from zero so that a rate over them has a start.
-var conflictReasons = []string{ReasonConflict, ReasonObjectNotOwned, ReasonBudgetOverlap, ReasonAnotherSizer,
-	ReasonTakenBack, ReasonAutoscaler, ReasonTargetControlled}
+var conflictReasons = []string{sizerv1alpha1.ReasonConflict, sizerv1alpha1.ReasonObjectNotOwned, sizerv1alpha1.ReasonBudgetOverlap, sizerv1alpha1.ReasonAnotherSizer, sizerv1alpha1.ReasonTakenBack, sizerv1alpha1.ReasonAutoscaler, sizerv1alpha1.ReasonTargetControlled}
 
 func init() {
 	crmetrics.Registry.MustRegister(conflicts, inPlaceFallbacks)

@@ -14,14 +14,14 @@ func TestConflictAndFallbackCountersFollowTheEvents(t *testing.T) {
 	status := func(conds ...metav1.Condition) sizerv1alpha1.WorkloadSizerStatus {
 		return sizerv1alpha1.WorkloadSizerStatus{Conditions: conds}
 	}
-	noConflict := metav1.Condition{Type: ConditionConflict, Status: metav1.ConditionFalse, Reason: ReasonNoConflict}
-	another := metav1.Condition{Type: ConditionConflict, Status: metav1.ConditionTrue, Reason: ReasonAnotherSizer, Message: "older sizer"}
-	autoscaler := metav1.Condition{Type: ConditionConflict, Status: metav1.ConditionTrue, Reason: ReasonAutoscaler, Message: "an HPA"}
-	applied := metav1.Condition{Type: ConditionSized, Status: metav1.ConditionTrue, Reason: ReasonApplied}
-	fellBack := metav1.Condition{Type: ConditionSized, Status: metav1.ConditionTrue, Reason: ReasonInPlaceFallback, Message: "limits"}
+	noConflict := metav1.Condition{Type: sizerv1alpha1.ConditionConflict, Status: metav1.ConditionFalse, Reason: sizerv1alpha1.ReasonNoConflict}
+	another := metav1.Condition{Type: sizerv1alpha1.ConditionConflict, Status: metav1.ConditionTrue, Reason: sizerv1alpha1.ReasonAnotherSizer, Message: "older sizer"}
+	autoscaler := metav1.Condition{Type: sizerv1alpha1.ConditionConflict, Status: metav1.ConditionTrue, Reason: sizerv1alpha1.ReasonAutoscaler, Message: "an HPA"}
+	applied := metav1.Condition{Type: sizerv1alpha1.ConditionSized, Status: metav1.ConditionTrue, Reason: sizerv1alpha1.ReasonApplied}
+	fellBack := metav1.Condition{Type: sizerv1alpha1.ConditionSized, Status: metav1.ConditionTrue, Reason: sizerv1alpha1.ReasonInPlaceFallback, Message: "limits"}
 
-	anotherBefore := testutil.ToFloat64(conflicts.WithLabelValues(ReasonAnotherSizer))
-	autoscalerBefore := testutil.ToFloat64(conflicts.WithLabelValues(ReasonAutoscaler))
+	anotherBefore := testutil.ToFloat64(conflicts.WithLabelValues(sizerv1alpha1.ReasonAnotherSizer))
+	autoscalerBefore := testutil.ToFloat64(conflicts.WithLabelValues(sizerv1alpha1.ReasonAutoscaler))
 	fallbacksBefore := testutil.ToFloat64(inPlaceFallbacks)
 	for _, pass := range []struct {
 		old, updated sizerv1alpha1.WorkloadSizerStatus
@@ -33,11 +33,7 @@ func TestConflictAndFallbackCountersFollowTheEvents(t *testing.T) {
 	} {
 		countEvents(transitionEvents(pass.old, pass.updated, false, "Deployment web"))
 	}
-	for name, got := range map[string]float64{
-		ReasonAnotherSizer: testutil.ToFloat64(conflicts.WithLabelValues(ReasonAnotherSizer)) - anotherBefore,
-		ReasonAutoscaler:   testutil.ToFloat64(conflicts.WithLabelValues(ReasonAutoscaler)) - autoscalerBefore,
-		"fallbacks":        testutil.ToFloat64(inPlaceFallbacks) - fallbacksBefore,
-	} {
+	for name, got := range map[string]float64{sizerv1alpha1.ReasonAnotherSizer: testutil.ToFloat64(conflicts.WithLabelValues(sizerv1alpha1.ReasonAnotherSizer)) - anotherBefore, sizerv1alpha1.ReasonAutoscaler: testutil.ToFloat64(conflicts.WithLabelValues(sizerv1alpha1.ReasonAutoscaler)) - autoscalerBefore, "fallbacks": testutil.ToFloat64(inPlaceFallbacks) - fallbacksBefore} {
 		if got != 1 {
 			t.Errorf("%s counted %v times, want once", name, got)
 		}

@@ -52,7 +52,7 @@ func TestConflictsAreCountedOnceTheirStatusIsWritten(t *testing.T) {
 			return c.SubResource(sub).Patch(ctx, o, p, opts...)
 		}}).Build()
 	r := &Reconciler{Client: c, APIReader: c, pacer: statuspace.New(statusInterval)}
-	counted := conflicts.WithLabelValues(ReasonAnotherSizer)
+	counted := conflicts.WithLabelValues(sizerv1alpha1.ReasonAnotherSizer)
 	before := testutil.ToFloat64(counted)
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(newer)}
 
@@ -78,8 +78,8 @@ func TestConflictsAreCountedOnceTheirStatusIsWritten(t *testing.T) {
 	if err := c.Get(ctx, req.NamespacedName, &got); err != nil {
 		t.Fatal(err)
 	}
-	if cond := conditionOf(got.Status.Conditions, ConditionConflict); cond == nil || cond.Reason != ReasonAnotherSizer {
-		t.Fatalf("the written status's Conflict condition is %+v, want %s", cond, ReasonAnotherSizer)
+	if cond := conditionOf(got.Status.Conditions, sizerv1alpha1.ConditionConflict); cond == nil || cond.Reason != sizerv1alpha1.ReasonAnotherSizer {
+		t.Fatalf("the written status's Conflict condition is %+v, want %s", cond, sizerv1alpha1.ReasonAnotherSizer)
 	}
 }
 

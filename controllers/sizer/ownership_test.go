@@ -83,12 +83,12 @@ func TestUsersObjectsNamedLikeTheTargetAreLeftAlone(t *testing.T) {
 		Disruption: &sizerv1alpha1.DisruptionSpec{Profile: sizerv1alpha1.ProfileQuorum},
 		Expose: &sizerv1alpha1.ExposeSpec{Service: &sizerv1alpha1.ServiceExpose{Enabled: true, Port: 80, Type: corev1.ServiceTypeClusterIP},
 			Ingress: &sizerv1alpha1.IngressExpose{Enabled: true, Path: "/"}}})
-	s.g.Eventually(s.condition("web", sizer.ConditionConflict), timeout, poll).Should(Equal("True/" + sizer.ReasonObjectNotOwned))
-	msg := conditionMessage(s.get("web"), sizer.ConditionConflict)
+	s.g.Eventually(s.condition("web", sizerv1alpha1.ConditionConflict), timeout, poll).Should(Equal("True/" + sizerv1alpha1.ReasonObjectNotOwned))
+	msg := conditionMessage(s.get("web"), sizerv1alpha1.ConditionConflict)
 	for _, want := range []string{"PodDisruptionBudget web", "Service web", "Ingress web"} {
 		s.g.Expect(msg).To(ContainSubstring(want))
 	}
-	s.g.Expect(s.condition("web", sizer.ConditionReady)()).To(Equal("False/"+sizer.ReasonObjectNotOwned),
+	s.g.Expect(s.condition("web", sizerv1alpha1.ConditionReady)()).To(Equal("False/"+sizerv1alpha1.ReasonObjectNotOwned),
 		"Ready shows the conflict (kubectl get wls shows Ready's reason)")
 	s.g.Consistently(func() bool {
 		p, sv, in := snapshot()
@@ -123,8 +123,8 @@ func TestNoSecondBudgetOverTheSamePods(t *testing.T) {
 	s.g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.Client.Get(s.ctx, key, &policyv1.PodDisruptionBudget{}))
 	}, timeout, poll).Should(BeTrue(), "the sizer's own budget goes once the user's covers the pods")
-	s.g.Eventually(s.condition("api", sizer.ConditionConflict), timeout, poll).Should(Equal("True/" + sizer.ReasonBudgetOverlap))
-	s.g.Expect(conditionMessage(s.get("api"), sizer.ConditionConflict)).To(ContainSubstring("api-team-budget"))
+	s.g.Eventually(s.condition("api", sizerv1alpha1.ConditionConflict), timeout, poll).Should(Equal("True/" + sizerv1alpha1.ReasonBudgetOverlap))
+	s.g.Expect(conditionMessage(s.get("api"), sizerv1alpha1.ConditionConflict)).To(ContainSubstring("api-team-budget"))
 	s.g.Consistently(func() bool {
 		return apierrors.IsNotFound(env.Client.Get(s.ctx, key, &policyv1.PodDisruptionBudget{}))
 	}, time.Second, poll).Should(BeTrue(), "no second budget")
@@ -135,7 +135,7 @@ func TestNoSecondBudgetOverTheSamePods(t *testing.T) {
 	// The user's budget goes: the sizer's comes back.
 	s.g.Expect(env.Client.Delete(s.ctx, mine)).To(Succeed())
 	s.g.Eventually(func() error { return env.Client.Get(s.ctx, key, &policyv1.PodDisruptionBudget{}) }, timeout, poll).Should(Succeed())
-	s.g.Eventually(s.condition("api", sizer.ConditionConflict), timeout, poll).Should(Equal("False/" + sizer.ReasonNoConflict))
+	s.g.Eventually(s.condition("api", sizerv1alpha1.ConditionConflict), timeout, poll).Should(Equal("False/" + sizerv1alpha1.ReasonNoConflict))
 }
 
 // The simplest form: a sizer with an image and no targetRef never takes over a user's Deployment of its name.
@@ -144,7 +144,7 @@ func TestAUsersDeploymentIsNeverCreatedOver(t *testing.T) {
 	startController(t)
 	s.deployment("solo", "user", ptr.To[int32](2), corev1.Container{Name: "main", Image: "user:v1"})
 	s.sizer("solo", sizerv1alpha1.WorkloadSizerSpec{Image: "nginx", Size: ptr.To[int32](2)})
-	s.g.Eventually(s.condition("solo", sizer.ConditionTargetFound), timeout, poll).Should(Equal("True/" + sizer.ReasonFound))
+	s.g.Eventually(s.condition("solo", sizerv1alpha1.ConditionTargetFound), timeout, poll).Should(Equal("True/" + sizerv1alpha1.ReasonFound))
 	d := s.getDeployment("solo")
 	s.g.Expect(d.OwnerReferences).To(BeEmpty())
 	s.g.Expect(d.Spec.Template.Spec.Containers).To(HaveLen(1))
@@ -187,7 +187,7 @@ func TestUnsettingSizeKeepsReplicas(t *testing.T) {
 				}
 				return ptr.Deref(d.Spec.Replicas, 0)
 			}, timeout, poll).Should(Equal(int32(4)))
-			s.g.Eventually(s.condition("hpa", sizer.ConditionSized), timeout, poll).Should(Equal("True/" + sizer.ReasonApplied))
+			s.g.Eventually(s.condition("hpa", sizerv1alpha1.ConditionSized), timeout, poll).Should(Equal("True/" + sizerv1alpha1.ReasonApplied))
 
 			s.update("hpa", func(w *sizerv1alpha1.WorkloadSizer) { w.Spec.Size = nil })
 			s.g.Eventually(func() int64 { return s.get("hpa").Status.ObservedGeneration }, timeout, poll).Should(Equal(s.get("hpa").Generation))
@@ -223,7 +223,7 @@ func TestLeavingRollingModeKeepsTheTemplate(t *testing.T) {
 				Resources: []sizerv1alpha1.ContainerResources{{ContainerName: "app", Requests: rl("cpu", "250m"),
 					Limits: rl("cpu", "1", "memory", "512Mi"), ControlledValues: sizerv1alpha1.RequestsAndLimits}},
 				Runtime: &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{"go"}, MemoryHeadroomPercent: 10}})
-			s.g.Eventually(s.condition("svc", sizer.ConditionSized), timeout, poll).Should(Equal("True/" + sizer.ReasonApplied))
+			s.g.Eventually(s.condition("svc", sizerv1alpha1.ConditionSized), timeout, poll).Should(Equal("True/" + sizerv1alpha1.ReasonApplied))
 			before := s.getDeployment("svc").Spec.Template
 			s.g.Expect(before.Spec.Containers[0].Env).NotTo(BeEmpty())
 
@@ -245,16 +245,16 @@ func TestASecondSizerOnTheSameTargetIsReported(t *testing.T) {
 	s.deployment("shared", "user", ptr.To[int32](1), corev1.Container{Name: "app", Image: "x"})
 	s.sizer("first", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("shared"), Size: ptr.To[int32](2), ForceOwnership: true})
 	s.g.Eventually(func() int32 { return *s.getDeployment("shared").Spec.Replicas }, timeout, poll).Should(Equal(int32(2)))
-	s.g.Eventually(s.condition("first", sizer.ConditionSized), timeout, poll).Should(Equal("True/" + sizer.ReasonApplied))
+	s.g.Eventually(s.condition("first", sizerv1alpha1.ConditionSized), timeout, poll).Should(Equal("True/" + sizerv1alpha1.ReasonApplied))
 
 	// Creation timestamps have a resolution of one second: the second sizer must be younger.
 	s.g.Eventually(func() bool { return time.Since(s.get("first").CreationTimestamp.Time) > time.Second }, timeout, poll).Should(BeTrue())
 	s.sizer("second", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("shared"), Size: ptr.To[int32](5), ForceOwnership: true})
-	s.g.Eventually(s.condition("second", sizer.ConditionConflict), timeout, poll).Should(Equal("True/" + sizer.ReasonAnotherSizer))
-	s.g.Expect(conditionMessage(s.get("second"), sizer.ConditionConflict)).To(ContainSubstring("WorkloadSizer first"))
-	s.g.Expect(s.condition("second", sizer.ConditionReady)()).To(Equal("False/" + sizer.ReasonAnotherSizer))
+	s.g.Eventually(s.condition("second", sizerv1alpha1.ConditionConflict), timeout, poll).Should(Equal("True/" + sizerv1alpha1.ReasonAnotherSizer))
+	s.g.Expect(conditionMessage(s.get("second"), sizerv1alpha1.ConditionConflict)).To(ContainSubstring("WorkloadSizer first"))
+	s.g.Expect(s.condition("second", sizerv1alpha1.ConditionReady)()).To(Equal("False/" + sizerv1alpha1.ReasonAnotherSizer))
 	s.g.Consistently(func() int32 { return *s.getDeployment("shared").Spec.Replicas }, time.Second, poll).Should(Equal(int32(2)))
-	s.g.Expect(s.condition("first", sizer.ConditionConflict)()).To(Equal("False/" + sizer.ReasonNoConflict))
+	s.g.Expect(s.condition("first", sizerv1alpha1.ConditionConflict)()).To(Equal("False/" + sizerv1alpha1.ReasonNoConflict))
 
 	// Each sizer writes as its own field manager.
 	s.g.Expect(managersOf(s.getDeployment("shared"))).To(ContainElement(sizer.FieldOwner + "/first"))
@@ -280,15 +280,15 @@ func TestAnAutoscalerOnTheWorkloadIsReported(t *testing.T) {
 	s.g.Expect(env.Client.Create(s.ctx, hpa)).To(Succeed())
 	s.sizer("scaled", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("scaled"), Size: ptr.To[int32](7), ForceOwnership: true,
 		Resources: []sizerv1alpha1.ContainerResources{{ContainerName: "app", Requests: rl("cpu", "100m")}}})
-	s.g.Eventually(s.condition("scaled", sizer.ConditionConflict), timeout, poll).Should(Equal("True/" + sizer.ReasonAutoscaler))
-	s.g.Expect(conditionMessage(s.get("scaled"), sizer.ConditionConflict)).To(ContainSubstring("scaled-hpa"))
+	s.g.Eventually(s.condition("scaled", sizerv1alpha1.ConditionConflict), timeout, poll).Should(Equal("True/" + sizerv1alpha1.ReasonAutoscaler))
+	s.g.Expect(conditionMessage(s.get("scaled"), sizerv1alpha1.ConditionConflict)).To(ContainSubstring("scaled-hpa"))
 	s.g.Eventually(func() string {
 		return s.getDeployment("scaled").Spec.Template.Spec.Containers[0].Resources.Requests.Cpu().String()
 	}, timeout, poll).Should(Equal("100m"), "the rest is still sized")
 	s.g.Consistently(func() int32 { return *s.getDeployment("scaled").Spec.Replicas }, time.Second, poll).Should(Equal(int32(3)))
 
 	s.update("scaled", func(w *sizerv1alpha1.WorkloadSizer) { w.Spec.Size = nil })
-	s.g.Eventually(s.condition("scaled", sizer.ConditionConflict), timeout, poll).Should(Equal("False/" + sizer.ReasonNoConflict))
+	s.g.Eventually(s.condition("scaled", sizerv1alpha1.ConditionConflict), timeout, poll).Should(Equal("False/" + sizerv1alpha1.ReasonNoConflict))
 	s.g.Expect(*s.getDeployment("scaled").Spec.Replicas).To(Equal(int32(3)))
 }
 
@@ -298,16 +298,16 @@ func TestAFailedApplyIsReportedAndNotObserved(t *testing.T) {
 	startController(t)
 	s.deployment("bad", "user", ptr.To[int32](1), corev1.Container{Name: "app", Image: "x"})
 	s.sizer("bad", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("bad"), Size: ptr.To[int32](1), ForceOwnership: true})
-	s.g.Eventually(s.condition("bad", sizer.ConditionSized), timeout, poll).Should(Equal("True/" + sizer.ReasonApplied))
+	s.g.Eventually(s.condition("bad", sizerv1alpha1.ConditionSized), timeout, poll).Should(Equal("True/" + sizerv1alpha1.ReasonApplied))
 	s.g.Eventually(func() int64 { return s.get("bad").Status.ObservedGeneration }, timeout, poll).Should(Equal(int64(1)))
 
 	// A resource name the apiserver refuses in a pod template (it is neither standard nor domain-qualified).
 	s.update("bad", func(w *sizerv1alpha1.WorkloadSizer) {
 		w.Spec.Resources = []sizerv1alpha1.ContainerResources{{ContainerName: "app", Requests: rl("widgets", "1")}}
 	})
-	s.g.Eventually(s.condition("bad", sizer.ConditionSized), timeout, poll).Should(Equal("False/" + sizer.ReasonApplyFailed))
-	s.g.Expect(conditionMessage(s.get("bad"), sizer.ConditionSized)).To(ContainSubstring("widgets"))
-	s.g.Expect(s.condition("bad", sizer.ConditionReady)()).To(Equal("False/" + sizer.ReasonApplyFailed))
+	s.g.Eventually(s.condition("bad", sizerv1alpha1.ConditionSized), timeout, poll).Should(Equal("False/" + sizerv1alpha1.ReasonApplyFailed))
+	s.g.Expect(conditionMessage(s.get("bad"), sizerv1alpha1.ConditionSized)).To(ContainSubstring("widgets"))
+	s.g.Expect(s.condition("bad", sizerv1alpha1.ConditionReady)()).To(Equal("False/" + sizerv1alpha1.ReasonApplyFailed))
 	s.g.Consistently(func() int64 { return s.get("bad").Status.ObservedGeneration }, time.Second, poll).Should(Equal(int64(1)))
 }
 
@@ -317,14 +317,14 @@ func TestReadyReflectsAWorkloadThatCannotCreatePods(t *testing.T) {
 	startController(t)
 	s.deployment("quota", "user", ptr.To[int32](1), corev1.Container{Name: "app", Image: "x"})
 	s.sizer("quota", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("quota"), ForceOwnership: true})
-	s.g.Eventually(s.condition("quota", sizer.ConditionReady), timeout, poll).Should(Equal("True/" + sizer.ReasonReady))
+	s.g.Eventually(s.condition("quota", sizerv1alpha1.ConditionReady), timeout, poll).Should(Equal("True/" + sizerv1alpha1.ReasonReady))
 
 	d := s.getDeployment("quota")
 	d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue,
 		Reason: "FailedCreate", Message: `pods "quota-1" is forbidden: exceeded quota: compute`}}
 	s.g.Expect(env.Client.Status().Update(s.ctx, d)).To(Succeed())
-	s.g.Eventually(s.condition("quota", sizer.ConditionReady), timeout, poll).Should(Equal("False/" + sizer.ReasonReplicaFailure))
-	s.g.Expect(conditionMessage(s.get("quota"), sizer.ConditionReady)).To(ContainSubstring("exceeded quota"))
+	s.g.Eventually(s.condition("quota", sizerv1alpha1.ConditionReady), timeout, poll).Should(Equal("False/" + sizerv1alpha1.ReasonReplicaFailure))
+	s.g.Expect(conditionMessage(s.get("quota"), sizerv1alpha1.ConditionReady)).To(ContainSubstring("exceeded quota"))
 }
 
 // Under forceOwnership, a writer that keeps taking the fields back (a GitOps tool syncing with force) is not
@@ -349,8 +349,8 @@ func TestATakeBackLoopIsStoppedAndReported(t *testing.T) {
 		s.g.Eventually(replicas, timeout, poll).Should(Equal(int32(4)), "the sizer takes the field back")
 	}
 	gitopsApply()
-	s.g.Eventually(s.condition("synced", sizer.ConditionConflict), timeout, poll).Should(Equal("True/" + sizer.ReasonTakenBack))
-	s.g.Expect(conditionMessage(s.get("synced"), sizer.ConditionConflict)).To(ContainSubstring(`"gitops"`))
+	s.g.Eventually(s.condition("synced", sizerv1alpha1.ConditionConflict), timeout, poll).Should(Equal("True/" + sizerv1alpha1.ReasonTakenBack))
+	s.g.Expect(conditionMessage(s.get("synced"), sizerv1alpha1.ConditionConflict)).To(ContainSubstring(`"gitops"`))
 	s.g.Consistently(replicas, time.Second, poll).Should(Equal(int32(2)), "the sizer stopped forcing")
 
 	// A new spec is a new request: the sizer forces it again.
@@ -422,9 +422,9 @@ func TestAWorkloadOfAnotherControllerIsNotSized(t *testing.T) {
 	s.g.Expect(env.Client.Update(s.ctx, d)).To(Succeed())
 	s.sizer("step", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("step"), Size: ptr.To[int32](3), ForceOwnership: true,
 		Resources: []sizerv1alpha1.ContainerResources{{ContainerName: "server", Requests: rl("cpu", "100m")}}})
-	s.g.Eventually(s.condition("step", sizer.ConditionConflict), timeout, poll).Should(Equal("True/" + sizer.ReasonTargetControlled))
-	s.g.Expect(conditionMessage(s.get("step"), sizer.ConditionConflict)).To(ContainSubstring("Deployment step is controlled by Pipeline faces"))
-	s.g.Expect(s.condition("step", sizer.ConditionReady)()).To(Equal("False/" + sizer.ReasonTargetControlled))
+	s.g.Eventually(s.condition("step", sizerv1alpha1.ConditionConflict), timeout, poll).Should(Equal("True/" + sizerv1alpha1.ReasonTargetControlled))
+	s.g.Expect(conditionMessage(s.get("step"), sizerv1alpha1.ConditionConflict)).To(ContainSubstring("Deployment step is controlled by Pipeline faces"))
+	s.g.Expect(s.condition("step", sizerv1alpha1.ConditionReady)()).To(Equal("False/" + sizerv1alpha1.ReasonTargetControlled))
 	s.g.Consistently(func() int32 { return *s.getDeployment("step").Spec.Replicas }, time.Second, poll).Should(Equal(int32(1)))
 	s.g.Expect(s.getDeployment("step").Spec.Template.Spec.Containers[0].Resources.Requests).To(BeEmpty())
 	s.g.Expect(managersOf(s.getDeployment("step"))).NotTo(ContainElement(HavePrefix(sizer.FieldOwner)))
@@ -433,5 +433,5 @@ func TestAWorkloadOfAnotherControllerIsNotSized(t *testing.T) {
 	d.OwnerReferences = nil
 	s.g.Expect(env.Client.Update(s.ctx, d)).To(Succeed())
 	s.g.Eventually(func() int32 { return *s.getDeployment("step").Spec.Replicas }, timeout, poll).Should(Equal(int32(3)))
-	s.g.Eventually(s.condition("step", sizer.ConditionConflict), timeout, poll).Should(Equal("False/" + sizer.ReasonNoConflict))
+	s.g.Eventually(s.condition("step", sizerv1alpha1.ConditionConflict), timeout, poll).Should(Equal("False/" + sizerv1alpha1.ReasonNoConflict))
 }

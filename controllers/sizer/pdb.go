@@ -9,15 +9,6 @@ import (
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
 )
 
-// Reasons of the DisruptionBudgetSafe condition.
-const (
-	ReasonBudgetNotRequested  = "NotRequested"
-	ReasonBudgetNoReplicas    = "NoReplicas"
-	ReasonBudgetAllows        = "AllowsEvictions"
-	ReasonBudgetWouldBlock    = "WouldBlockDrains"
-	ReasonBudgetBlockingByAsk = "BlocksDrainsAsAllowed"
-)
-
 // pdbDecision is what budget the sizer should keep for the target.
 type pdbDecision struct {
 	// create: a PodDisruptionBudget should exist (with exactly one of minAvailable, maxUnavailable).
@@ -45,14 +36,14 @@ func profileBudget(p sizerv1alpha1.DisruptionProfile) (minAvailable, maxUnavaila
 // drain would wait forever) is not created unless the user allowed it, and the decision says why.
 func decidePDB(d *sizerv1alpha1.DisruptionSpec, replicas int32) pdbDecision {
 	if d == nil || (d.Profile == sizerv1alpha1.ProfileNone && d.MinAvailable == nil && d.MaxUnavailable == nil) {
-		return pdbDecision{safe: true, reason: ReasonBudgetNotRequested, message: "no disruption budget requested"}
+		return pdbDecision{safe: true, reason: sizerv1alpha1.ReasonBudgetNotRequested, message: "no disruption budget requested"}
 	}
 	minA, maxU := profileBudget(d.Profile)
 	if d.MinAvailable != nil || d.MaxUnavailable != nil {
 		minA, maxU = d.MinAvailable, d.MaxUnavailable
 	}
 	if replicas == 0 {
-		return pdbDecision{safe: true, reason: ReasonBudgetNoReplicas, message: "no replicas: no budget needed"}
+		return pdbDecision{safe: true, reason: sizerv1alpha1.ReasonBudgetNoReplicas, message: "no replicas: no budget needed"}
 	}
 	// The disruption controller rounds percentages up, for both fields.
 	var allowed int
@@ -64,20 +55,20 @@ func decidePDB(d *sizerv1alpha1.DisruptionSpec, replicas int32) pdbDecision {
 		n, _ := intstr.GetScaledValueFromIntOrPercent(maxU, int(replicas), true)
 		allowed, shape = n, fmt.Sprintf("maxUnavailable %s", maxU.String())
 	}
-	dec := pdbDecision{create: true, minAvailable: minA, maxUnavailable: maxU, safe: true, reason: ReasonBudgetAllows,
+	dec := pdbDecision{create: true, minAvailable: minA, maxUnavailable: maxU, safe: true, reason: sizerv1alpha1.ReasonBudgetAllows,
 		message: fmt.Sprintf("%s lets %d of %d pods be evicted at a time", shape, allowed, replicas)}
 	if allowed > 0 {
 		return dec
 	}
 	dec.safe = false
 	if d.AllowBlockingDrains {
-		dec.reason = ReasonBudgetBlockingByAsk
+		dec.reason = sizerv1alpha1.ReasonBudgetBlockingByAsk
 		dec.message = fmt.Sprintf("%s allows no eviction with %d replicas: node drains wait until someone intervenes "+
 			"(allowBlockingDrains is true)", shape, replicas)
 		return dec
 	}
 	dec.create = false
-	dec.reason = ReasonBudgetWouldBlock
+	dec.reason = sizerv1alpha1.ReasonBudgetWouldBlock
 	dec.message = fmt.Sprintf("not created: %s would allow no eviction with %d replicas, so every node drain would "+
 		"wait forever; raise spec.size, pick another profile or budget, or set spec.disruption.allowBlockingDrains", shape, replicas)
 	return dec

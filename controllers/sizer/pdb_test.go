@@ -16,17 +16,17 @@ func TestDecidePDB(t *testing.T) {
 		create, safe bool
 		reason       string
 	}
-	ok := want{true, true, ReasonBudgetAllows}
-	blocked := want{false, false, ReasonBudgetWouldBlock}
-	none := want{false, true, ReasonBudgetNoReplicas}
+	ok := want{true, true, sizerv1alpha1.ReasonBudgetAllows}
+	blocked := want{false, false, sizerv1alpha1.ReasonBudgetWouldBlock}
+	none := want{false, true, sizerv1alpha1.ReasonBudgetNoReplicas}
 	for profile, byReplicas := range map[sizerv1alpha1.DisruptionProfile]map[int32]want{
 		// minAvailable 60%, rounded up: 1 of 1 and 2 of 2 leave nothing to evict.
 		sizerv1alpha1.ProfileStateless: {0: none, 1: blocked, 2: blocked, 5: ok, 10: ok},
 		// maxUnavailable 0 always blocks: refused unless allowed.
 		sizerv1alpha1.ProfileSingleInstance: {0: none, 1: blocked, 2: blocked, 5: blocked, 10: blocked},
 		sizerv1alpha1.ProfileQuorum:         {0: none, 1: ok, 2: ok, 5: ok, 10: ok},
-		sizerv1alpha1.ProfileNone: {0: {false, true, ReasonBudgetNotRequested}, 1: {false, true, ReasonBudgetNotRequested},
-			2: {false, true, ReasonBudgetNotRequested}, 5: {false, true, ReasonBudgetNotRequested}, 10: {false, true, ReasonBudgetNotRequested}},
+		sizerv1alpha1.ProfileNone: {0: {false, true, sizerv1alpha1.ReasonBudgetNotRequested}, 1: {false, true, sizerv1alpha1.ReasonBudgetNotRequested},
+			2: {false, true, sizerv1alpha1.ReasonBudgetNotRequested}, 5: {false, true, sizerv1alpha1.ReasonBudgetNotRequested}, 10: {false, true, sizerv1alpha1.ReasonBudgetNotRequested}},
 	} {
 		for replicas, w := range byReplicas {
 			t.Run(fmt.Sprintf("%s/%d", profile, replicas), func(t *testing.T) {
@@ -44,7 +44,7 @@ func TestDecidePDB(t *testing.T) {
 
 func TestDecidePDBOverridesAndAllowance(t *testing.T) {
 	d := decidePDB(&sizerv1alpha1.DisruptionSpec{Profile: sizerv1alpha1.ProfileSingleInstance, AllowBlockingDrains: true}, 1)
-	if !d.create || d.safe || d.reason != ReasonBudgetBlockingByAsk {
+	if !d.create || d.safe || d.reason != sizerv1alpha1.ReasonBudgetBlockingByAsk {
 		t.Fatalf("allowBlockingDrains: %+v", d)
 	}
 	d = decidePDB(&sizerv1alpha1.DisruptionSpec{Profile: sizerv1alpha1.ProfileStateless, MinAvailable: ptr.To(intstr.FromInt32(2))}, 3)

@@ -41,7 +41,7 @@ func (r *Reconciler) anotherSizer(ctx context.Context, wls *sizerv1alpha1.Worklo
 	if first == nil || first.UID == wls.UID {
 		return nil, nil
 	}
-	return &conflict{reason: ReasonAnotherSizer, message: fmt.Sprintf(
+	return &conflict{reason: sizerv1alpha1.ReasonAnotherSizer, message: fmt.Sprintf(
 		"WorkloadSizer %s already sizes %s %s; this one writes nothing (delete one of them)", first.Name, ref.Kind, ref.Name)}, nil
 }
 
@@ -73,7 +73,7 @@ func (r *Reconciler) autoscalerConflict(ctx context.Context, wls *sizerv1alpha1.
 	if len(names) == 0 {
 		return nil, nil
 	}
-	return &conflict{reason: ReasonAutoscaler, message: fmt.Sprintf(
+	return &conflict{reason: sizerv1alpha1.ReasonAutoscaler, message: fmt.Sprintf(
 		"HorizontalPodAutoscaler %s scales %s %s while spec.size is set: the sizer leaves replicas to it; unset "+
 			"spec.size, or point the autoscaler at the WorkloadSizer instead", names[0], ref.Kind, ref.Name)}, nil
 }

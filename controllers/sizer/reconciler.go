@@ -216,7 +216,7 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) error {
 	} else if c != nil {
 		p.conflicts = append(p.conflicts, *c)
 		st.Resources, st.DisruptionBudget = nil, nil
-		setCondition(st, g, ConditionSized, false, ReasonAnotherSizer, c.message)
+		setCondition(st, g, sizerv1alpha1.ConditionSized, false, sizerv1alpha1.ReasonAnotherSizer, c.message)
 		return r.standDown(ctx, wls)
 	}
 	t, err := r.readTarget(ctx, wls)
@@ -227,10 +227,10 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) error {
 		st.Replicas, st.ReadyReplicas, st.Selector, st.Pods, st.PodCount = 0, 0, "", nil, 0
 		st.DisruptionBudget = nil
 		if wls.Spec.Template == nil && wls.Spec.Image == "" {
-			setCondition(st, g, ConditionTargetFound, false, ReasonTargetNotFound, fmt.Sprintf(
+			setCondition(st, g, sizerv1alpha1.ConditionTargetFound, false, sizerv1alpha1.ReasonTargetNotFound, fmt.Sprintf(
 				"%s %s does not exist in namespace %s; create it, or give spec.image or spec.template so the sizer "+
 					"creates it", ref.Kind, ref.Name, wls.Namespace))
-			setCondition(st, g, ConditionSized, false, ReasonTargetNotFound, "nothing to size")
+			setCondition(st, g, sizerv1alpha1.ConditionSized, false, sizerv1alpha1.ReasonTargetNotFound, "nothing to size")
 			return nil // the target's creation wakes the sizer up
 		}
 		patches, applied := patchesFor(wls, createdTemplate(wls), nil, true, true)
@@ -239,28 +239,28 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) error {
 			err = r.writeTarget(ctx, wls, nil, w)
 		}
 		if err != nil {
-			setCondition(st, g, ConditionSized, false, ReasonApplyFailed, err.Error())
+			setCondition(st, g, sizerv1alpha1.ConditionSized, false, sizerv1alpha1.ReasonApplyFailed, err.Error())
 			return fmt.Errorf("creating %s %s: %w", ref.Kind, ref.Name, err)
 		}
 		p.createdTarget = true
 		st.Resources = applied
-		setCondition(st, g, ConditionTargetFound, true, ReasonCreated, fmt.Sprintf("created %s %s", ref.Kind, ref.Name))
-		setCondition(st, g, ConditionSized, false, ReasonRollingOut, "the target was just created")
+		setCondition(st, g, sizerv1alpha1.ConditionTargetFound, true, sizerv1alpha1.ReasonCreated, fmt.Sprintf("created %s %s", ref.Kind, ref.Name))
+		setCondition(st, g, sizerv1alpha1.ConditionSized, false, sizerv1alpha1.ReasonRollingOut, "the target was just created")
 		return nil
 	}
 
-	reason := ReasonFound
+	reason := sizerv1alpha1.ReasonFound
 	if t.created {
-		reason = ReasonCreated
+		reason = sizerv1alpha1.ReasonCreated
 	}
-	setCondition(st, g, ConditionTargetFound, true, reason, fmt.Sprintf("%s %s", ref.Kind, ref.Name))
+	setCondition(st, g, sizerv1alpha1.ConditionTargetFound, true, reason, fmt.Sprintf("%s %s", ref.Kind, ref.Name))
 	var errs []error
 	controlled := controlledElsewhere(t, ref.Kind)
 	if controlled != nil {
 		// Nothing is written to the workload; the sizer's own budget, Service and Ingress stay as they are.
 		p.conflicts = append(p.conflicts, *controlled)
 		st.Resources = nil
-		setCondition(st, g, ConditionSized, false, ReasonTargetControlled, controlled.message)
+		setCondition(st, g, sizerv1alpha1.ConditionSized, false, sizerv1alpha1.ReasonTargetControlled, controlled.message)
 		if err := r.releaseWorkload(ctx, wls); err != nil {
 			errs = append(errs, err)
 		}
@@ -366,7 +366,7 @@ func (r *Reconciler) size(ctx context.Context, p *pass, t *target) error {
 	if mode == sizerv1alpha1.UpdateModeInPlace && !t.created && len(applied) > 0 {
 		var err error
 		if resize, err = r.resizePods(ctx, wls, t, applied); err != nil {
-			setCondition(st, g, ConditionSized, false, ReasonApplyFailed, err.Error())
+			setCondition(st, g, sizerv1alpha1.ConditionSized, false, sizerv1alpha1.ReasonApplyFailed, err.Error())
 			return err
 		}
 		if resize.fallback != "" {
@@ -397,33 +397,32 @@ func (r *Reconciler) size(ctx context.Context, p *pass, t *target) error {
 		if msg := conflictMessage(err); msg != "" {
 			var fight fightError
 			if errors.As(err, &fight) {
-				p.conflicts = append(p.conflicts, conflict{reason: ReasonTakenBack, message: fmt.Sprintf(
+				p.conflicts = append(p.conflicts, conflict{reason: sizerv1alpha1.ReasonTakenBack, message: fmt.Sprintf(
 					"%s; these fields were taken back %d times within %s after the sizer forced them: it stopped "+
 						"forcing until its spec changes (make one of the two writers let go)", msg, fightLimit, fightWindow)})
 			} else {
-				p.conflicts = append(p.conflicts, conflict{reason: ReasonConflict, message: msg +
+				p.conflicts = append(p.conflicts, conflict{reason: sizerv1alpha1.ReasonConflict, message: msg +
 					"; the sizer leaves these fields alone (set spec.forceOwnership to take them over)"})
 			}
-			setCondition(st, g, ConditionSized, false, ReasonConflict, "fields the sizer would write are owned by "+
+			setCondition(st, g, sizerv1alpha1.ConditionSized, false, sizerv1alpha1.ReasonConflict, "fields the sizer would write are owned by "+
 				"another manager: see the Conflict condition")
 			return nil // a conflict is a state to report, not an error to retry
 		}
 		if !apierrors.IsConflict(err) {
-			setCondition(st, g, ConditionSized, false, ReasonApplyFailed, err.Error())
+			setCondition(st, g, sizerv1alpha1.ConditionSized, false, sizerv1alpha1.ReasonApplyFailed, err.Error())
 		}
 		return err
 	}
 	switch {
 	case mode == sizerv1alpha1.UpdateModeOff && !t.created:
-		setCondition(st, g, ConditionSized, true, ReasonModeOff,
-			"replicas applied; resources are reported, not written (updateMode Off leaves running pods alone)")
+		setCondition(st, g, sizerv1alpha1.ConditionSized, true, sizerv1alpha1.ReasonModeOff, "replicas applied; resources are reported, not written (updateMode Off leaves running pods alone)")
 	case resize.fallback != "":
-		setCondition(st, g, ConditionSized, false, ReasonInPlaceFallback, resize.fallback+
+		setCondition(st, g, sizerv1alpha1.ConditionSized, false, sizerv1alpha1.ReasonInPlaceFallback, resize.fallback+
 			": falling back to a rolling update of the template")
 	case resize.pending:
-		setCondition(st, g, ConditionSized, false, ReasonResizing, "pods are being resized in place")
+		setCondition(st, g, sizerv1alpha1.ConditionSized, false, sizerv1alpha1.ReasonResizing, "pods are being resized in place")
 	default:
-		setCondition(st, g, ConditionSized, true, ReasonApplied, "replicas, resources and environment are applied")
+		setCondition(st, g, sizerv1alpha1.ConditionSized, true, sizerv1alpha1.ReasonApplied, "replicas, resources and environment are applied")
 	}
 	return nil
 }

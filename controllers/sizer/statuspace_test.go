@@ -9,7 +9,7 @@ import (
 )
 
 func TestStatusUrgent(t *testing.T) {
-	sized := []metav1.Condition{{Type: ConditionSized, Status: metav1.ConditionTrue, Reason: ReasonApplied}}
+	sized := []metav1.Condition{{Type: sizerv1alpha1.ConditionSized, Status: metav1.ConditionTrue, Reason: sizerv1alpha1.ReasonApplied}}
 	rolling := sizerv1alpha1.WorkloadSizerStatus{ObservedGeneration: 1, Replicas: 2, ReadyReplicas: 1, PodCount: 3,
 		Selector: "app=a", Conditions: sized}
 	moved := rolling
@@ -19,7 +19,7 @@ func TestStatusUrgent(t *testing.T) {
 	newGen := moved
 	newGen.ObservedGeneration = 2
 	unsized := moved
-	unsized.Conditions = []metav1.Condition{{Type: ConditionSized, Status: metav1.ConditionFalse, Reason: ReasonConflict}}
+	unsized.Conditions = []metav1.Condition{{Type: sizerv1alpha1.ConditionSized, Status: metav1.ConditionFalse, Reason: sizerv1alpha1.ReasonConflict}}
 	budget := moved
 	budget.DisruptionBudget = &sizerv1alpha1.DisruptionBudgetStatus{Name: "a"}
 	for name, tc := range map[string]struct {

@@ -67,10 +67,10 @@ func deploymentProblem(d *appsv1.Deployment) *rolloutProblem {
 	for _, c := range d.Status.Conditions {
 		switch {
 		case c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue:
-			return &rolloutProblem{reason: ReasonReplicaFailure, message: fmt.Sprintf("Deployment %s cannot create pods: %s",
+			return &rolloutProblem{reason: sizerv1alpha1.ReasonReplicaFailure, message: fmt.Sprintf("Deployment %s cannot create pods: %s",
 				d.Name, c.Message)}
 		case c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded":
-			return &rolloutProblem{reason: ReasonProgressDeadline, message: fmt.Sprintf("Deployment %s: %s", d.Name, c.Message)}
+			return &rolloutProblem{reason: sizerv1alpha1.ReasonProgressDeadline, message: fmt.Sprintf("Deployment %s: %s", d.Name, c.Message)}
 		}
 	}
 	return nil
