@@ -21,7 +21,7 @@ import (
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/cmd/internal/manager"
 	"github.com/keelson-dev/keelson/controllers/pipeline"
-	"github.com/keelson-dev/keelson/controllers/pipeline/modelfetch"
+	"github.com/keelson-dev/keelson/internal/modelfetch"
 	inferencewebhook "github.com/keelson-dev/keelson/webhooks/inference"
 )
 
@@ -46,7 +46,7 @@ func main() {
 			}
 			return (&pipeline.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ModelFetch: fetch}).SetupWithManager(mgr)
 		},
-		Finalizers:    []manager.Finalizer{{GVK: inferencev1alpha1.GroupVersion.WithKind("Pipeline"), Name: pipeline.Finalizer}},
+		Finalizers:    []manager.Finalizer{{GVK: inferencev1alpha1.GroupVersion.WithKind("Pipeline"), Name: inferencev1alpha1.Finalizer}},
 		SetupWebhooks: inferencewebhook.SetupWithManager,
 	})
 }

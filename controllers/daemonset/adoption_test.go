@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/keelson-dev/keelson/controllers/daemonset"
+	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 )
 
 // Through the apiserver: a pod left without its owner reference (as `kubectl delete --cascade=orphan` leaves it) is
@@ -34,7 +34,7 @@ func TestOrphansAreAdoptedAndRelabelledPodsReleased(t *testing.T) {
 		s.label + "-a": 1, s.label + "-b": 1}), "a node got a second pod beside the orphan")
 
 	stray := podOnNode(s, "agent", s.label+"-b")
-	patchPod(s, stray.Name, func(p *corev1.Pod) { p.Labels[daemonset.NameLabel] = "debugging" })
+	patchPod(s, stray.Name, func(p *corev1.Pod) { p.Labels[daemonsetv1alpha1.NameLabel] = "debugging" })
 	s.g.Eventually(func() *metav1.OwnerReference {
 		var p corev1.Pod
 		s.g.Expect(env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: stray.Name}, &p)).To(Succeed())
@@ -46,7 +46,7 @@ func TestOrphansAreAdoptedAndRelabelledPodsReleased(t *testing.T) {
 	// Without the name label the pod leaves the controller's cache (it selects on that label): it is released all
 	// the same.
 	unlabelled := podOnNode(s, "agent", s.label+"-a")
-	patchPod(s, unlabelled.Name, func(p *corev1.Pod) { delete(p.Labels, daemonset.NameLabel) })
+	patchPod(s, unlabelled.Name, func(p *corev1.Pod) { delete(p.Labels, daemonsetv1alpha1.NameLabel) })
 	s.g.Eventually(func() *metav1.OwnerReference {
 		var p corev1.Pod
 		s.g.Expect(env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: unlabelled.Name}, &p)).To(Succeed())

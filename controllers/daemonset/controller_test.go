@@ -41,7 +41,7 @@ func TestOnePodPerEligibleNode(t *testing.T) {
 		s.g.Expect(p.Spec.Containers).To(HaveLen(1))
 		s.g.Expect(p.Spec.Containers[0].Name).To(Equal("app"))
 		s.g.Expect(p.Spec.Containers[0].Image).To(Equal("registry.example/agent:v1"))
-		s.g.Expect(p.Labels).To(HaveKeyWithValue(daemonset.NameLabel, "agent"))
+		s.g.Expect(p.Labels).To(HaveKeyWithValue(daemonsetv1alpha1.NameLabel, "agent"))
 		s.g.Expect(p.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "keelson"))
 		s.g.Expect(p.Labels).To(HaveKey(daemonset.RevisionLabel))
 		s.g.Expect(metav1.IsControlledBy(&p, ds)).To(BeTrue())

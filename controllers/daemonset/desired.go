@@ -18,17 +18,12 @@ import (
 
 // Labels on everything the controller creates.
 const (
-	// NameLabel names the owning DaemonSet; the controller's cache holds only pods and revisions that carry it.
-	NameLabel = "daemonset.keelson.dev/name"
 	// RevisionLabel holds the hash of the revision a pod runs (the key apps/v1 uses, so tools that know it work).
 	RevisionLabel = appsv1.DefaultDaemonSetUniqueLabelKey
 	// ManagedByLabel and PartOfLabel mark Keelson's objects.
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	PartOfLabel    = "app.kubernetes.io/part-of"
 	keelson        = "keelson"
-
-	// DefaultContainerName is the container the image shorthand creates.
-	DefaultContainerName = "app"
 )
 
 // EffectiveSelector is the DaemonSet's pod selector: spec.selector, or the name label when it is empty (the
@@ -37,7 +32,7 @@ func EffectiveSelector(ds *daemonsetv1alpha1.DaemonSet) *metav1.LabelSelector {
 	if ds.Spec.Selector != nil && (len(ds.Spec.Selector.MatchLabels) > 0 || len(ds.Spec.Selector.MatchExpressions) > 0) {
 		return ds.Spec.Selector
 	}
-	return &metav1.LabelSelector{MatchLabels: map[string]string{NameLabel: ds.Name}}
+	return &metav1.LabelSelector{MatchLabels: map[string]string{daemonsetv1alpha1.NameLabel: ds.Name}}
 }
 
 // EffectiveTemplate is the pod template the DaemonSet runs: spec.template with the image shorthand applied (one
@@ -46,8 +41,8 @@ func EffectiveTemplate(ds *daemonsetv1alpha1.DaemonSet) *corev1.PodTemplateSpec 
 	t := ds.Spec.Template.DeepCopy()
 	switch {
 	case len(t.Spec.Containers) == 0:
-		t.Spec.Containers = []corev1.Container{{Name: DefaultContainerName, Image: ds.Spec.Image}}
-	case ds.Spec.Image != "" && len(t.Spec.Containers) == 1 && t.Spec.Containers[0].Name == DefaultContainerName:
+		t.Spec.Containers = []corev1.Container{{Name: daemonsetv1alpha1.DefaultContainerName, Image: ds.Spec.Image}}
+	case ds.Spec.Image != "" && len(t.Spec.Containers) == 1 && t.Spec.Containers[0].Name == daemonsetv1alpha1.DefaultContainerName:
 		t.Spec.Containers[0].Image = ds.Spec.Image
 	}
 	if t.Spec.RestartPolicy == "" {
@@ -57,7 +52,7 @@ func EffectiveTemplate(ds *daemonsetv1alpha1.DaemonSet) *corev1.PodTemplateSpec 
 		if t.Labels == nil {
 			t.Labels = map[string]string{}
 		}
-		t.Labels[NameLabel] = ds.Name
+		t.Labels[daemonsetv1alpha1.NameLabel] = ds.Name
 	}
 	return t
 }
@@ -100,7 +95,7 @@ func revisionName(ds *daemonsetv1alpha1.DaemonSet, hash string) string {
 
 // ownedLabels are the labels every child of ds carries.
 func ownedLabels(ds *daemonsetv1alpha1.DaemonSet) map[string]string {
-	return map[string]string{NameLabel: ds.Name, ManagedByLabel: keelson, PartOfLabel: keelson}
+	return map[string]string{daemonsetv1alpha1.NameLabel: ds.Name, ManagedByLabel: keelson, PartOfLabel: keelson}
 }
 
 // ownerReference makes ds the controlling owner, so the garbage collector removes its children with it.

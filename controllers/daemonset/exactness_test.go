@@ -161,7 +161,7 @@ func TestOrphansAreAdoptedAndStrayPodsReleased(t *testing.T) {
 	}
 
 	stray := w.podOn("b")
-	w.setPod(stray, func(p *corev1.Pod) { p.Labels[NameLabel] = "debugging" })
+	w.setPod(stray, func(p *corev1.Pod) { p.Labels[daemonsetv1alpha1.NameLabel] = "debugging" })
 	w.mustReconcile()
 	for _, p := range w.pods() {
 		if p.Name == stray && metav1.GetControllerOf(&p) != nil {

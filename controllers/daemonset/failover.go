@@ -25,7 +25,7 @@ func (r *Reconciler) seedExpectations(ctx context.Context, ds *daemonsetv1alpha1
 		return nil
 	}
 	var live corev1.PodList
-	if err := r.liveReader().List(ctx, &live, client.InNamespace(ds.Namespace), client.MatchingLabels{NameLabel: ds.Name}); err != nil {
+	if err := r.liveReader().List(ctx, &live, client.InNamespace(ds.Namespace), client.MatchingLabels{daemonsetv1alpha1.NameLabel: ds.Name}); err != nil {
 		return fmt.Errorf("reading pods past the cache: %w", err)
 	}
 	// The cache is read after the live list, so that a pod missing from it has its event still to come.

@@ -94,7 +94,7 @@ func TestInPlacePatch(t *testing.T) {
 	if got.Spec.Containers[0].Image != "a:1" || got.Spec.Containers[1].Image != "b:2" || len(got.Spec.Containers) != 2 {
 		t.Errorf("containers after the patch: %+v", got.Spec.Containers)
 	}
-	want := map[string]string{"app": "agent", "team": "", RevisionLabel: newRev, NameLabel: "agent", ManagedByLabel: keelson,
+	want := map[string]string{"app": "agent", "team": "", RevisionLabel: newRev, daemonsetv1alpha1.NameLabel: "agent", ManagedByLabel: keelson,
 		PartOfLabel: keelson, "added-by-someone": "keep"}
 	delete(want, "team")
 	if !cmp.Equal(got.Labels, want) {

@@ -36,7 +36,7 @@ const orphanIndex = "daemonset.keelson.dev/orphan-of"
 // CacheOptions narrows the manager's cache to what this controller needs: only pods and revisions that carry the
 // DaemonSet name label (never the cluster's other pods), and nodes without their image lists and other bulk.
 func CacheOptions() cache.Options {
-	sel := cachesel.Has(NameLabel)
+	sel := cachesel.Has(daemonsetv1alpha1.NameLabel)
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
@@ -75,7 +75,7 @@ func controllerUID(obj client.Object) string {
 
 // orphanOf returns the DaemonSet name an orphaned pod is labelled with, for orphanIndex.
 func orphanOf(obj client.Object) []string {
-	if name := obj.GetLabels()[NameLabel]; name != "" && metav1.GetControllerOf(obj) == nil {
+	if name := obj.GetLabels()[daemonsetv1alpha1.NameLabel]; name != "" && metav1.GetControllerOf(obj) == nil {
 		return []string{name}
 	}
 	return nil

@@ -161,7 +161,7 @@ func (s *scenario) get(name string) *daemonsetv1alpha1.DaemonSet {
 // pods lists the DaemonSet's pods (those not being deleted), sorted by node.
 func (s *scenario) pods(name string) []corev1.Pod {
 	var list corev1.PodList
-	s.g.Expect(env.Client.List(s.ctx, &list, client.InNamespace(s.ns), client.MatchingLabels{daemonset.NameLabel: name})).To(Succeed())
+	s.g.Expect(env.Client.List(s.ctx, &list, client.InNamespace(s.ns), client.MatchingLabels{daemonsetv1alpha1.NameLabel: name})).To(Succeed())
 	var out []corev1.Pod
 	for _, p := range list.Items {
 		if p.DeletionTimestamp == nil {
@@ -313,7 +313,7 @@ func (s *scenario) slowKubelet(name string, startup time.Duration, skip ...strin
 			case <-ticker.C:
 			}
 			var list corev1.PodList
-			if err := env.Client.List(ctx, &list, client.InNamespace(s.ns), client.MatchingLabels{daemonset.NameLabel: name}); err != nil {
+			if err := env.Client.List(ctx, &list, client.InNamespace(s.ns), client.MatchingLabels{daemonsetv1alpha1.NameLabel: name}); err != nil {
 				continue
 			}
 			for i := range list.Items {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
 // autoscalersOf names the HorizontalPodAutoscalers that scale the Deployment named deployment, sorted by name. Two
@@ -47,8 +48,8 @@ func (r *Reconciler) stepAutoscalers(ctx context.Context, p *inferencev1alpha1.P
 	}
 	out := map[string][]string{}
 	for i := range p.Spec.Steps {
-		name := StepName(p.Spec.Steps, i)
-		if hpas := autoscalersOf(list.Items, StepObjectName(p, name)); len(hpas) > 0 {
+		name := pipelinespec.StepName(p.Spec.Steps, i)
+		if hpas := autoscalersOf(list.Items, pipelinespec.StepObjectName(p, name)); len(hpas) > 0 {
 			out[name] = hpas
 		}
 	}
@@ -81,7 +82,7 @@ func leaveReplicasTo(autoscaler string, s inferencev1alpha1.Step, d *appsv1.Depl
 func autoscaledStrategy(s inferencev1alpha1.Step) appsv1.DeploymentStrategy {
 	bare := s
 	bare.Strategy = ""
-	if !wantsGPU(s) || (s.Strategy != "" && s.Strategy != StepStrategy(bare)) {
+	if !pipelinespec.WantsGPU(s) || (s.Strategy != "" && s.Strategy != pipelinespec.StepStrategy(bare)) {
 		return DeploymentStrategy(s)
 	}
 	return noSurgeStrategy()
@@ -99,7 +100,7 @@ func (r *Reconciler) pipelineOfAutoscaler(ctx context.Context, obj client.Object
 	if err := r.Get(ctx, types.NamespacedName{Namespace: hpa.Namespace, Name: hpa.Spec.ScaleTargetRef.Name}, &d); err != nil {
 		return nil
 	}
-	if name := d.Labels[PipelineLabel]; name != "" {
+	if name := d.Labels[inferencev1alpha1.PipelineLabel]; name != "" {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: d.Namespace, Name: name}}}
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
 func TestAutoscalersOf(t *testing.T) {
@@ -80,7 +81,7 @@ func TestAutoscaledGPUStepRollsWithoutSurge(t *testing.T) {
 			p := seed()
 			tc.step.Image = "x"
 			p.Spec.Steps[0] = tc.step
-			d := DesiredDeployment(p, 0, Wiring{}, ModelFetch{})
+			d := DesiredDeployment(p, 0, pipelinespec.Wiring{}, ModelFetch{})
 			leaveReplicasTo(tc.autoscaler, tc.step, d)
 			if diff := cmp.Diff(tc.want, d.Spec.Strategy); diff != "" {
 				t.Errorf("strategy (-want +got):\n%s", diff)

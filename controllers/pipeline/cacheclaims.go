@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
 // The model cache on local PersistentVolumes (modelStorage.cache.localVolume): one claim per pipeline and node.
@@ -74,7 +75,7 @@ func DesiredCacheClaims(p *inferencev1alpha1.Pipeline) ([]*corev1.PersistentVolu
 	var claims []*corev1.PersistentVolumeClaim
 	steps := map[string][]string{}
 	for i, s := range p.Spec.Steps {
-		if SourceOf(s.Model) != ModelFetched || s.Location == "" {
+		if pipelinespec.SourceOf(s.Model) != pipelinespec.ModelFetched || s.Location == "" {
 			continue
 		}
 		name := CacheClaimName(p, s.Location)
@@ -92,7 +93,7 @@ func DesiredCacheClaims(p *inferencev1alpha1.Pipeline) ([]*corev1.PersistentVolu
 				},
 			})
 		}
-		steps[name] = append(steps[name], StepName(p.Spec.Steps, i))
+		steps[name] = append(steps[name], pipelinespec.StepName(p.Spec.Steps, i))
 	}
 	return claims, steps
 }
@@ -105,14 +106,14 @@ func DesiredCacheClaims(p *inferencev1alpha1.Pipeline) ([]*corev1.PersistentVolu
 func (r *Reconciler) deleteUnusedCacheClaims(ctx context.Context, p *inferencev1alpha1.Pipeline, wanted map[string][]string) []error {
 	var claims corev1.PersistentVolumeClaimList
 	if err := r.List(ctx, &claims, client.InNamespace(p.Namespace),
-		client.MatchingLabels{PipelineLabel: p.Name, CacheClaimLabel: "true"}); err != nil {
+		client.MatchingLabels{inferencev1alpha1.PipelineLabel: p.Name, CacheClaimLabel: "true"}); err != nil {
 		return []error{fmt.Errorf("listing model cache claims: %w", err)}
 	}
 	if len(claims.Items) == 0 {
 		return nil
 	}
 	var deps appsv1.DeploymentList
-	if err := r.List(ctx, &deps, client.InNamespace(p.Namespace), client.MatchingLabels{PipelineLabel: p.Name}); err != nil {
+	if err := r.List(ctx, &deps, client.InNamespace(p.Namespace), client.MatchingLabels{inferencev1alpha1.PipelineLabel: p.Name}); err != nil {
 		return []error{fmt.Errorf("listing step Deployments: %w", err)}
 	}
 	named := map[string]bool{}

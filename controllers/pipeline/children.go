@@ -18,6 +18,7 @@ import (
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/internal/apply"
+	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
 // storageKey is the key of the storage's failure in the failures of a pass (step names are never empty).
@@ -38,7 +39,7 @@ type child struct {
 // the steps that are no longer in the spec. A step an autoscaler scales (autoscalers, by step) gets no replicas; a
 // step whose autoscaler went gets the replicas its hand-back keeps (kept, by step). It returns, per step
 // (storageKey for the storage), why its objects could not be written, and the errors to retry on.
-func (r *Reconciler) syncChildren(ctx context.Context, p *inferencev1alpha1.Pipeline, w Wiring, autoscalers map[string]string,
+func (r *Reconciler) syncChildren(ctx context.Context, p *inferencev1alpha1.Pipeline, w pipelinespec.Wiring, autoscalers map[string]string,
 	kept map[string]handBack) (map[string]failure, map[string]bool, []error) {
 	failures := map[string]failure{}
 	retrying := map[string]bool{}
@@ -77,7 +78,7 @@ func (r *Reconciler) syncChildren(ctx context.Context, p *inferencev1alpha1.Pipe
 		steps := claimSteps[c.Name]
 		if r.terminating(ctx, c) {
 			for _, step := range steps {
-				if !r.deploymentNames(ctx, StepObjectName(p, step), p.Namespace, c.Name) {
+				if !r.deploymentNames(ctx, pipelinespec.StepObjectName(p, step), p.Namespace, c.Name) {
 					heldBack[step], retrying[step] = true, true
 				}
 			}
@@ -91,9 +92,9 @@ func (r *Reconciler) syncChildren(ctx context.Context, p *inferencev1alpha1.Pipe
 	}
 	names := map[string]bool{}
 	for i := range p.Spec.Steps {
-		name := StepName(p.Spec.Steps, i)
+		name := pipelinespec.StepName(p.Spec.Steps, i)
 		names[name] = true
-		if SourceOf(p.Spec.Steps[i].Model) == ModelFetched {
+		if pipelinespec.SourceOf(p.Spec.Steps[i].Model) == pipelinespec.ModelFetched {
 			if msg := r.ModelFetch.problem(localCache(p) != nil); msg != "" {
 				failures[name] = failure{inferencev1alpha1.ReasonApplyFailed, msg}
 				continue
@@ -333,7 +334,7 @@ func (r *Reconciler) current(ctx context.Context, desired client.Object) (client
 func ownedBy(obj client.Object, p *inferencev1alpha1.Pipeline) bool {
 	if _, ok := obj.(*corev1.PersistentVolume); ok {
 		l := obj.GetLabels()
-		return l[PipelineLabel] == p.Name && l[NamespaceLabel] == p.Namespace
+		return l[inferencev1alpha1.PipelineLabel] == p.Name && l[NamespaceLabel] == p.Namespace
 	}
 	ref := metav1.GetControllerOf(obj)
 	return ref != nil && ref.UID == p.UID
@@ -355,7 +356,7 @@ func (r *Reconciler) deleteRemovedSteps(ctx context.Context, p *inferencev1alpha
 	var errs []error
 	var deps appsv1.DeploymentList
 	var svcs corev1.ServiceList
-	sel := client.MatchingLabels{PipelineLabel: p.Name}
+	sel := client.MatchingLabels{inferencev1alpha1.PipelineLabel: p.Name}
 	if err := r.List(ctx, &deps, client.InNamespace(p.Namespace), sel); err != nil {
 		return []error{fmt.Errorf("listing step Deployments: %w", err)}
 	}
@@ -363,12 +364,12 @@ func (r *Reconciler) deleteRemovedSteps(ctx context.Context, p *inferencev1alpha
 		return []error{fmt.Errorf("listing step Services: %w", err)}
 	}
 	for i := range deps.Items {
-		if d := &deps.Items[i]; !names[d.Labels[StepLabel]] && d.DeletionTimestamp == nil && ownedBy(d, p) {
+		if d := &deps.Items[i]; !names[d.Labels[inferencev1alpha1.StepLabel]] && d.DeletionTimestamp == nil && ownedBy(d, p) {
 			errs = append(errs, client.IgnoreNotFound(r.Delete(ctx, d)))
 		}
 	}
 	for i := range svcs.Items {
-		if s := &svcs.Items[i]; !names[s.Labels[StepLabel]] && s.DeletionTimestamp == nil && ownedBy(s, p) {
+		if s := &svcs.Items[i]; !names[s.Labels[inferencev1alpha1.StepLabel]] && s.DeletionTimestamp == nil && ownedBy(s, p) {
 			errs = append(errs, client.IgnoreNotFound(r.Delete(ctx, s)))
 		}
 	}

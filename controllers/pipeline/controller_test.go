@@ -208,7 +208,7 @@ func TestFailingStepIsExplained(t *testing.T) {
 		return env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "face-detection-step-1"}, &d)
 	}, timeout, poll).Should(Succeed())
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "face-detection-step-1-x", Namespace: s.ns,
-		Labels: map[string]string{pipeline.PipelineLabel: "face-detection", pipeline.StepLabel: "step-1"}},
+		Labels: map[string]string{inferencev1alpha1.PipelineLabel: "face-detection", inferencev1alpha1.StepLabel: "step-1"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "server", Image: "recognizer:v1"}}}}
 	s.g.Expect(env.Client.Create(s.ctx, pod)).To(Succeed())
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "server", Image: "recognizer:v1",
@@ -491,7 +491,7 @@ func TestInvalidSpecAndExistingClaim(t *testing.T) {
 	s.g.Expect(env.Client.List(s.ctx, &pvcs, client.InNamespace(s.ns))).To(Succeed())
 	s.g.Expect(pvcs.Items).To(BeEmpty())
 	var pvs corev1.PersistentVolumeList
-	s.g.Expect(env.Client.List(s.ctx, &pvs, client.MatchingLabels{pipeline.PipelineLabel: "loop"})).To(Succeed())
+	s.g.Expect(env.Client.List(s.ctx, &pvs, client.MatchingLabels{inferencev1alpha1.PipelineLabel: "loop"})).To(Succeed())
 	s.g.Expect(pvs.Items).To(BeEmpty())
 }
 

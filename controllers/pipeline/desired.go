@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
 // Labels and names of what the controller creates.
@@ -20,41 +21,14 @@ const (
 	// SeedPipelineLabel and SeedStepLabel are the seed's labels: the pipeline's name and the step's index.
 	SeedPipelineLabel = "pipeline"
 	SeedStepLabel     = "step"
-	// PipelineLabel and StepLabel select a step's pods (by name, which survives reordering the steps).
-	PipelineLabel  = "inference.keelson.dev/pipeline"
-	StepLabel      = "inference.keelson.dev/step"
-	managedByLabel = "app.kubernetes.io/managed-by"
-	partOfLabel    = "app.kubernetes.io/part-of"
-	keelson        = "keelson"
+	managedByLabel    = "app.kubernetes.io/managed-by"
+	partOfLabel       = "app.kubernetes.io/part-of"
+	keelson           = "keelson"
 
 	// ModelsMountPath is where each step finds its model.
 	ModelsMountPath = "/models"
 	modelsVolume    = "models"
-	// DefaultPort is a step's port when neither port nor args.listenPort say.
-	DefaultPort = 8080
-	// DefaultDriver is the CSI driver of the models' PersistentVolume.
-	DefaultDriver = "nfs.csi.k8s.io"
-	// hostnameLabel pins a step to its node through the scheduler.
-	hostnameLabel = "kubernetes.io/hostname"
 )
-
-// Environment variables every step gets.
-const (
-	EnvModelPath     = "MODEL_PATH"
-	EnvNextStepURL   = "NEXT_STEP_URL"
-	EnvNextStepURLs  = "NEXT_STEP_URLS"
-	EnvPipelineName  = "PIPELINE_NAME"
-	EnvStepName      = "STEP_NAME"
-	listenPortArgKey = "listenPort"
-)
-
-// ControllerEnv lists the environment variables the controller sets on every step's container: a step's own env
-// may not name them (the apiserver refuses a server-side apply that lists one name twice, so the step would fail
-// on every pass).
-var ControllerEnv = []string{EnvPipelineName, EnvStepName, EnvModelPath, EnvNextStepURL, EnvNextStepURLs}
-
-// StepObjectName names a step's Deployment and Service.
-func StepObjectName(p *inferencev1alpha1.Pipeline, step string) string { return p.Name + "-" + step }
 
 // ClaimName is the claim the steps mount: the user's (type pvc) or the one the controller creates.
 func ClaimName(p *inferencev1alpha1.Pipeline) string {
@@ -71,35 +45,11 @@ func PVName(p *inferencev1alpha1.Pipeline) string {
 }
 
 func pipelineLabels(p *inferencev1alpha1.Pipeline) map[string]string {
-	return map[string]string{SeedPipelineLabel: p.Name, PipelineLabel: p.Name, managedByLabel: keelson, partOfLabel: keelson}
+	return map[string]string{SeedPipelineLabel: p.Name, inferencev1alpha1.PipelineLabel: p.Name, managedByLabel: keelson, partOfLabel: keelson}
 }
 
 func ownerRef(p *inferencev1alpha1.Pipeline) metav1.OwnerReference {
 	return *metav1.NewControllerRef(p, inferencev1alpha1.GroupVersion.WithKind("Pipeline"))
-}
-
-// StepPort is the step's port: port, else args.listenPort, else 8080.
-func StepPort(s inferencev1alpha1.Step) int32 {
-	if s.Port != 0 {
-		return s.Port
-	}
-	if v, err := strconv.Atoi(s.Args[listenPortArgKey]); err == nil && v > 0 && v < 65536 {
-		return int32(v)
-	}
-	return DefaultPort
-}
-
-// StepStrategy is the step's Deployment strategy: its own, else Recreate for a single-replica GPU step (a rolling
-// update would start the new pod first and wait forever for the GPU the old one holds), else RollingUpdate. A step an
-// autoscaler scales rolls without a surge instead (autoscaledStrategy).
-func StepStrategy(s inferencev1alpha1.Step) appsv1.DeploymentStrategyType {
-	if s.Strategy != "" {
-		return s.Strategy
-	}
-	if wantsGPU(s) && ptr.Deref(s.Replicas, 1) == 1 {
-		return appsv1.RecreateDeploymentStrategyType
-	}
-	return appsv1.RollingUpdateDeploymentStrategyType
 }
 
 // DeploymentStrategy is the strategy of a step's Deployment. A rolling update of a step that asks for GPUs never
@@ -107,8 +57,8 @@ func StepStrategy(s inferencev1alpha1.Step) appsv1.DeploymentStrategyType {
 // GPU and the rollout would never progress. It replaces one pod at a time instead (maxSurge 0, maxUnavailable 1),
 // which frees a GPU before it asks for one.
 func DeploymentStrategy(s inferencev1alpha1.Step) appsv1.DeploymentStrategy {
-	t := StepStrategy(s)
-	if t != appsv1.RollingUpdateDeploymentStrategyType || !wantsGPU(s) {
+	t := pipelinespec.StepStrategy(s)
+	if t != appsv1.RollingUpdateDeploymentStrategyType || !pipelinespec.WantsGPU(s) {
 		return appsv1.DeploymentStrategy{Type: t}
 	}
 	return noSurgeStrategy()
@@ -123,7 +73,7 @@ func noSurgeStrategy() appsv1.DeploymentStrategy {
 // Endpoint is the URL of a step's Service. It is known before anything runs, so upstream steps are wired without
 // waiting for downstream ones.
 func Endpoint(p *inferencev1alpha1.Pipeline, step string, port int32) string {
-	return fmt.Sprintf("http://%s.%s.svc:%d", StepObjectName(p, step), p.Namespace, port)
+	return fmt.Sprintf("http://%s.%s.svc:%d", pipelinespec.StepObjectName(p, step), p.Namespace, port)
 }
 
 // DesiredPV is the read-only PersistentVolume of an NFS share: Retain (deleting the pipeline never deletes models),
@@ -150,7 +100,7 @@ func DesiredPV(p *inferencev1alpha1.Pipeline) *corev1.PersistentVolume {
 	if ptr.Deref(ms.CSI, true) {
 		driver := ms.Driver
 		if driver == "" {
-			driver = DefaultDriver
+			driver = pipelinespec.DefaultDriver
 		}
 		pv.Spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: driver, ReadOnly: readOnly,
 			VolumeHandle:     fmt.Sprintf("%s#%s#%s", ms.CSIParameter["server"], ms.CSIParameter["share"], PVName(p)),
@@ -181,7 +131,7 @@ func DesiredPVC(p *inferencev1alpha1.Pipeline) *corev1.PersistentVolumeClaim {
 func stepLabels(p *inferencev1alpha1.Pipeline, i int) map[string]string {
 	l := pipelineLabels(p)
 	l[SeedStepLabel] = strconv.Itoa(i)
-	l[StepLabel] = StepName(p.Spec.Steps, i)
+	l[inferencev1alpha1.StepLabel] = pipelinespec.StepName(p.Spec.Steps, i)
 	return l
 }
 
@@ -189,53 +139,53 @@ func stepLabels(p *inferencev1alpha1.Pipeline, i int) map[string]string {
 // pipeline's storage or a claim of the namespace, mounted read-only with the model's path as sub-path, or a URI's
 // model fetched into the cache on its node by an init container: fetch), the wiring env, the step's readiness probe (StepReadinessProbe), and a
 // required node affinity on its node's hostname (never spec.nodeName, which would bypass the scheduler).
-func DesiredDeployment(p *inferencev1alpha1.Pipeline, i int, w Wiring, fetch ModelFetch) *appsv1.Deployment {
+func DesiredDeployment(p *inferencev1alpha1.Pipeline, i int, w pipelinespec.Wiring, fetch ModelFetch) *appsv1.Deployment {
 	s := p.Spec.Steps[i]
-	name := StepName(p.Spec.Steps, i)
-	port := StepPort(s)
+	name := pipelinespec.StepName(p.Spec.Steps, i)
+	port := pipelinespec.StepPort(s)
 	env := []corev1.EnvVar{
-		{Name: EnvPipelineName, Value: p.Name},
-		{Name: EnvStepName, Value: name},
-		{Name: EnvModelPath, Value: ModelsMountPath},
+		{Name: pipelinespec.EnvPipelineName, Value: p.Name},
+		{Name: pipelinespec.EnvStepName, Value: name},
+		{Name: pipelinespec.EnvModelPath, Value: ModelsMountPath},
 	}
 	var urls []string
 	for _, next := range w[name] {
-		urls = append(urls, Endpoint(p, next, StepPort(p.Spec.Steps[indexOf(p.Spec.Steps, next)])))
+		urls = append(urls, Endpoint(p, next, pipelinespec.StepPort(p.Spec.Steps[indexOf(p.Spec.Steps, next)])))
 	}
 	switch len(urls) {
 	case 0:
 	case 1:
-		env = append(env, corev1.EnvVar{Name: EnvNextStepURL, Value: urls[0]})
+		env = append(env, corev1.EnvVar{Name: pipelinespec.EnvNextStepURL, Value: urls[0]})
 	default:
-		env = append(env, corev1.EnvVar{Name: EnvNextStepURLs, Value: strings.Join(urls, ",")})
+		env = append(env, corev1.EnvVar{Name: pipelinespec.EnvNextStepURLs, Value: strings.Join(urls, ",")})
 	}
 	env = append(env, s.Env...)
 
 	pod := corev1.PodSpec{
 		Containers: []corev1.Container{{
-			Name: "server", Image: s.Image, Args: sortedArgs(s.Args), Env: env, Resources: s.Resources,
+			Name: "server", Image: s.Image, Args: pipelinespec.SortedArgs(s.Args), Env: env, Resources: s.Resources,
 			Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: port}},
 			ReadinessProbe: StepReadinessProbe(s),
 		}},
 		Tolerations: s.Tolerations,
 	}
-	switch SourceOf(s.Model) {
-	case ModelOnStorage:
+	switch pipelinespec.SourceOf(s.Model) {
+	case pipelinespec.ModelOnStorage:
 		withStorageModel(&pod, p, s)
-	case ModelOnClaim:
+	case pipelinespec.ModelOnClaim:
 		withClaimModel(&pod, s)
-	case ModelFetched:
+	case pipelinespec.ModelFetched:
 		withModelCache(&pod, p, s, fetch)
 	}
 	if s.Location != "" {
 		pod.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
-				Key: hostnameLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{s.Location}}}}}}}}
+				Key: pipelinespec.HostnameLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{s.Location}}}}}}}}
 	}
 	l := stepLabels(p, i)
-	selector := map[string]string{PipelineLabel: p.Name, StepLabel: name}
+	selector := map[string]string{inferencev1alpha1.PipelineLabel: p.Name, inferencev1alpha1.StepLabel: name}
 	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: StepObjectName(p, name), Namespace: p.Namespace, Labels: l,
+		ObjectMeta: metav1.ObjectMeta{Name: pipelinespec.StepObjectName(p, name), Namespace: p.Namespace, Labels: l,
 			OwnerReferences: []metav1.OwnerReference{ownerRef(p)}},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(ptr.Deref(s.Replicas, 1)),
@@ -248,13 +198,13 @@ func DesiredDeployment(p *inferencev1alpha1.Pipeline, i int, w Wiring, fetch Mod
 
 // DesiredService is step i's Service, in front of its pods on its port.
 func DesiredService(p *inferencev1alpha1.Pipeline, i int) *corev1.Service {
-	name := StepName(p.Spec.Steps, i)
-	port := StepPort(p.Spec.Steps[i])
+	name := pipelinespec.StepName(p.Spec.Steps, i)
+	port := pipelinespec.StepPort(p.Spec.Steps[i])
 	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: StepObjectName(p, name), Namespace: p.Namespace, Labels: stepLabels(p, i),
+		ObjectMeta: metav1.ObjectMeta{Name: pipelinespec.StepObjectName(p, name), Namespace: p.Namespace, Labels: stepLabels(p, i),
 			OwnerReferences: []metav1.OwnerReference{ownerRef(p)}},
 		Spec: corev1.ServiceSpec{
-			Selector: map[string]string{PipelineLabel: p.Name, StepLabel: name},
+			Selector: map[string]string{inferencev1alpha1.PipelineLabel: p.Name, inferencev1alpha1.StepLabel: name},
 			Ports:    []corev1.ServicePort{{Name: "http", Port: port, TargetPort: intstr.FromInt32(port)}},
 		},
 	}
@@ -262,7 +212,7 @@ func DesiredService(p *inferencev1alpha1.Pipeline, i int) *corev1.Service {
 
 func indexOf(steps []inferencev1alpha1.Step, name string) int {
 	for i := range steps {
-		if StepName(steps, i) == name {
+		if pipelinespec.StepName(steps, i) == name {
 			return i
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
 // seed is the seed's face-detection pipeline: two steps, NFS through CSI.
@@ -26,46 +27,6 @@ func seed() *inferencev1alpha1.Pipeline {
 				{Image: "recognizer:v1", Location: "node-2", Model: "face/recognize", Args: map[string]string{"listenPort": "9081"}},
 			},
 		},
-	}
-}
-
-func TestWire(t *testing.T) {
-	step := func(name string, next ...string) inferencev1alpha1.Step {
-		return inferencev1alpha1.Step{Name: name, Image: "x", Next: next}
-	}
-	for name, tc := range map[string]struct {
-		steps    []inferencev1alpha1.Step
-		want     Wiring
-		entry    string
-		errorHas string
-	}{
-		"chain by default": {steps: []inferencev1alpha1.Step{{Image: "a"}, {Image: "b"}, {Image: "c"}},
-			want: Wiring{"step-0": {"step-1"}, "step-1": {"step-2"}}, entry: "step-0"},
-		"fan-out and fan-in": {steps: []inferencev1alpha1.Step{step("in", "left", "right"), step("left", "out"), step("right", "out"), step("out")},
-			want: Wiring{"in": {"left", "right"}, "left": {"out"}, "right": {"out"}}, entry: "in"},
-		"unknown next":   {steps: []inferencev1alpha1.Step{step("a", "ghost")}, errorHas: "spec.steps[0].next[0]: Not found: \"ghost\""},
-		"self loop":      {steps: []inferencev1alpha1.Step{step("a", "a")}, errorHas: "a step cannot feed itself"},
-		"cycle":          {steps: []inferencev1alpha1.Step{step("a", "b"), step("b", "c"), step("c", "a")}, errorHas: "a -> b -> c -> a"},
-		"duplicate name": {steps: []inferencev1alpha1.Step{step("a"), step("a")}, errorHas: "spec.steps[1].name: Duplicate value"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			w, errs := Wire(tc.steps)
-			if tc.errorHas != "" {
-				if !strings.Contains(errs.ToAggregate().Error(), tc.errorHas) {
-					t.Fatalf("errors %v do not contain %q", errs, tc.errorHas)
-				}
-				return
-			}
-			if len(errs) > 0 {
-				t.Fatalf("unexpected errors: %v", errs)
-			}
-			if diff := cmp.Diff(tc.want, w); diff != "" {
-				t.Fatalf("wiring (-want +got):\n%s", diff)
-			}
-			if got := EntryStep(tc.steps, w); got != tc.entry {
-				t.Fatalf("entry = %q, want %q", got, tc.entry)
-			}
-		})
 	}
 }
 
@@ -98,7 +59,7 @@ func TestDesiredStorage(t *testing.T) {
 
 func TestDesiredStep(t *testing.T) {
 	p := seed()
-	w, _ := Wire(p.Spec.Steps)
+	w, _ := pipelinespec.Wire(p.Spec.Steps)
 	d := DesiredDeployment(p, 0, w, ModelFetch{})
 	if d.Name != "face-detection-step-0" || d.Labels["pipeline"] != "face-detection" || d.Labels["step"] != "0" {
 		t.Fatalf("seed names and labels: %s %v", d.Name, d.Labels)
@@ -146,7 +107,7 @@ func TestDesiredStep(t *testing.T) {
 		}
 	}
 	svc := DesiredService(p, 1)
-	if svc.Name != "face-detection-step-1" || svc.Spec.Ports[0].Port != 9081 || svc.Spec.Selector[StepLabel] != "step-1" {
+	if svc.Name != "face-detection-step-1" || svc.Spec.Ports[0].Port != 9081 || svc.Spec.Selector[inferencev1alpha1.StepLabel] != "step-1" {
 		t.Fatalf("service: %+v", svc)
 	}
 }
@@ -165,16 +126,16 @@ func TestStepStrategyAndFanOutEnv(t *testing.T) {
 		"one MIG slice": {inferencev1alpha1.Step{Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
 			"nvidia.com/mig-1g.5gb": resource.MustParse("1")}}}, appsv1.RecreateDeploymentStrategyType},
 	} {
-		if got := StepStrategy(tc.step); got != tc.want {
+		if got := pipelinespec.StepStrategy(tc.step); got != tc.want {
 			t.Errorf("%s: strategy %s, want %s", name, got, tc.want)
 		}
 	}
 
 	p := seed()
 	p.Spec.Steps = []inferencev1alpha1.Step{{Name: "in", Image: "x", Next: []string{"a", "b"}}, {Name: "a", Image: "x", Port: 7000}, {Name: "b", Image: "x"}}
-	w, _ := Wire(p.Spec.Steps)
+	w, _ := pipelinespec.Wire(p.Spec.Steps)
 	for _, e := range DesiredDeployment(p, 0, w, ModelFetch{}).Spec.Template.Spec.Containers[0].Env {
-		if e.Name == EnvNextStepURLs {
+		if e.Name == pipelinespec.EnvNextStepURLs {
 			if e.Value != "http://face-detection-a.vision.svc:7000,http://face-detection-b.vision.svc:8080" {
 				t.Fatalf("NEXT_STEP_URLS = %q", e.Value)
 			}

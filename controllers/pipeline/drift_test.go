@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/keelson-dev/keelson/controllers/internal/apply"
+	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
 func TestCovers(t *testing.T) {
@@ -42,7 +43,7 @@ func TestCovers(t *testing.T) {
 // A live step Deployment as the apiserver returns it (defaults filled in) needs no apply; scaled by someone, it does.
 func TestNeedsApplyOnDrift(t *testing.T) {
 	p := seed()
-	w, _ := Wire(p.Spec.Steps)
+	w, _ := pipelinespec.Wire(p.Spec.Steps)
 	desired := DesiredDeployment(p, 0, w, ModelFetch{})
 	live := desired.DeepCopy()
 	// What the apiserver adds.

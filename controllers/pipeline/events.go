@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
 // Event actions.
@@ -96,7 +97,7 @@ func (r *Reconciler) recordTransitions(ctx context.Context, p *inferencev1alpha1
 			// The step's Deployment as the related object: the recorder folds events of the same regarding, related,
 			// type and reason into one series, so without it a second step's trouble would only count up the first's.
 			related = &appsv1.Deployment{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-				ObjectMeta: metav1.ObjectMeta{Name: StepObjectName(p, e.step), Namespace: p.Namespace}}
+				ObjectMeta: metav1.ObjectMeta{Name: pipelinespec.StepObjectName(p, e.step), Namespace: p.Namespace}}
 		}
 		if cr, ok := r.Recorder.(contextRecorder); ok {
 			cr.EventfContext(ctx, eventSubject(p), related, e.eventType, e.reason, e.action, "%s", truncate(e.note))

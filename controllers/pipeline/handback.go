@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
 // KeptReplicasAnnotation is the annotation of a step's Deployment that holds the replica count an autoscaler left
@@ -87,7 +88,7 @@ func (r *Reconciler) handBacks(ctx context.Context, p *inferencev1alpha1.Pipelin
 	out := map[string]handBack{}
 	var events []event
 	for i, s := range p.Spec.Steps {
-		name := StepName(p.Spec.Steps, i)
+		name := pipelinespec.StepName(p.Spec.Steps, i)
 		if autoscalers[name] != "" {
 			continue
 		}
@@ -97,7 +98,7 @@ func (r *Reconciler) handBacks(ctx context.Context, p *inferencev1alpha1.Pipelin
 			continue
 		}
 		var live appsv1.Deployment
-		if err := r.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: StepObjectName(p, name)}, &live); apierrors.IsNotFound(err) {
+		if err := r.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: pipelinespec.StepObjectName(p, name)}, &live); apierrors.IsNotFound(err) {
 			continue
 		} else if err != nil {
 			return nil, nil, fmt.Errorf("reading the Deployment of step %s: %w", name, err)

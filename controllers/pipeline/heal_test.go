@@ -70,7 +70,7 @@ func TestDriftIsCorrected(t *testing.T) {
 func TestDeletionDoesNotTrustALaggingCache(t *testing.T) {
 	s := newScenario(t)
 	ctx := context.Background()
-	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "early", Namespace: s.ns, Finalizers: []string{pipeline.Finalizer}},
+	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "early", Namespace: s.ns, Finalizers: []string{inferencev1alpha1.Finalizer}},
 		Spec: inferencev1alpha1.PipelineSpec{
 			ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StorageNFS,
 				CSIParameter: map[string]string{"server": "nfs", "share": "/m"}},

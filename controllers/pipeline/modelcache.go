@@ -14,7 +14,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
-	"github.com/keelson-dev/keelson/controllers/pipeline/modelfetch"
+	"github.com/keelson-dev/keelson/internal/modelfetch"
+	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
 // The node-local model cache (the steps whose model is an http(s):// or s3:// URI): where it is in a step's containers, and what a step's pod gets to
@@ -261,7 +262,7 @@ func withStorageModel(pod *corev1.PodSpec, p *inferencev1alpha1.Pipeline, s infe
 // withClaimModel gives a step's pod its model on a claim of the namespace (pvc://claim/path): the claim at /models,
 // the path as the sub-path, always read-only (the claim is the user's, and may be other steps' too).
 func withClaimModel(pod *corev1.PodSpec, s inferencev1alpha1.Step) {
-	claim, sub, _ := ParseClaimModel(s.Model) // admission refused a model that does not parse; the pod says so otherwise
+	claim, sub, _ := pipelinespec.ParseClaimModel(s.Model) // admission refused a model that does not parse; the pod says so otherwise
 	pod.Volumes = []corev1.Volume{{Name: modelsVolume, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
 		ClaimName: claim, ReadOnly: true}}}}
 	pod.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: modelsVolume, MountPath: ModelsMountPath, SubPath: sub, ReadOnly: true}}

@@ -15,7 +15,8 @@ import (
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/pipeline"
-	"github.com/keelson-dev/keelson/controllers/pipeline/modelfetch"
+	"github.com/keelson-dev/keelson/internal/modelfetch"
+	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
 const fetchImage = "registry.example/keelson/pipeline-controller:v1"
@@ -101,7 +102,7 @@ func TestModelCache(t *testing.T) {
 	s.g.Expect(err).NotTo(HaveOccurred())
 	s.g.Expect(slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.PersistentVolumeClaim != nil })).To(BeFalse())
 	server := pod.Containers[0]
-	s.g.Expect(server.Env).To(ContainElement(corev1.EnvVar{Name: pipeline.EnvModelPath, Value: pipeline.ModelsMountPath}))
+	s.g.Expect(server.Env).To(ContainElement(corev1.EnvVar{Name: pipelinespec.EnvModelPath, Value: pipeline.ModelsMountPath}))
 	for _, m := range server.VolumeMounts {
 		s.g.Expect(m.ReadOnly).To(BeTrue(), "the server mounts %s writable", m.Name)
 	}

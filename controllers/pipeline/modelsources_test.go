@@ -15,7 +15,7 @@ import (
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/pipeline"
-	"github.com/keelson-dev/keelson/controllers/pipeline/modelfetch"
+	"github.com/keelson-dev/keelson/internal/modelfetch"
 )
 
 // startFetchingController starts the controller with an image for fetches and the nodes' cache directory.
@@ -212,7 +212,7 @@ func TestLocalCacheVolumes(t *testing.T) {
 	s.node(node3, 0, false)
 	// It even carries the labels of the pipeline's cache claims (copied from one of them): only an owner makes a
 	// claim the pipeline's.
-	takenLabels := map[string]string{"team": "vision", pipeline.PipelineLabel: "local", pipeline.CacheClaimLabel: "true"}
+	takenLabels := map[string]string{"team": "vision", inferencev1alpha1.PipelineLabel: "local", pipeline.CacheClaimLabel: "true"}
 	taken := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: pipeline.CacheClaimName(p, node3), Namespace: s.ns,
 		Labels: takenLabels},
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},

@@ -102,7 +102,7 @@ func TestAFinalizerConflictIsARequeue(t *testing.T) {
 // status write): it looks again in a moment, and is no error, logged and backed off.
 func TestAFinalizerRemovalConflictIsARequeue(t *testing.T) {
 	requeuesOnAConflict(t, &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns",
-		Finalizers: []string{Finalizer}, DeletionTimestamp: &metav1.Time{Time: time.Now()}}})
+		Finalizers: []string{inferencev1alpha1.Finalizer}, DeletionTimestamp: &metav1.Time{Time: time.Now()}}})
 }
 
 // requeuesOnAConflict runs a pass over p whose writes of the pipeline all conflict: it must be a short requeue,

@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
 // OpenInferenceReadyPath is the Open Inference Protocol's server readiness endpoint: it answers 200 once the
@@ -28,7 +29,7 @@ func StepReadinessProbe(s inferencev1alpha1.Step) *corev1.Probe {
 	if s.ReadinessProbe != nil {
 		return s.ReadinessProbe
 	}
-	port := StepPort(s)
+	port := pipelinespec.StepPort(s)
 	handler := corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(port)}}
 	if r := s.Readiness; r != nil {
 		switch {

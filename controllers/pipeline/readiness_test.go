@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
 // A step's readiness becomes its container's readiness probe: a TCP check of its port by default, an HTTP GET of
@@ -44,7 +45,7 @@ func TestStepReadinessProbe(t *testing.T) {
 			p := seed()
 			p.Spec.Steps[1] = tc.step
 			p.Spec.Steps[1].Image = "x"
-			d := DesiredDeployment(p, 1, Wiring{}, ModelFetch{})
+			d := DesiredDeployment(p, 1, pipelinespec.Wiring{}, ModelFetch{})
 			if diff := cmp.Diff(tc.want, d.Spec.Template.Spec.Containers[0].ReadinessProbe); diff != "" {
 				t.Errorf("the Deployment's probe (-want +got):\n%s", diff)
 			}

@@ -29,13 +29,12 @@ import (
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/internal/conditions"
 	"github.com/keelson-dev/keelson/controllers/internal/passerr"
+	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
 const (
 	// FieldOwner is the pipeline controller's server-side apply field manager.
 	FieldOwner = "keelson-pipeline-controller"
-	// Finalizer orders the deletion of a pipeline's storage: steps first, then the claim, then the volume.
-	Finalizer = "inference.keelson.dev/storage"
 	// NamespaceLabel maps the cluster-scoped PersistentVolume back to its pipeline's namespace.
 	NamespaceLabel = "inference.keelson.dev/namespace"
 	// deletionPoll is how often an ordered deletion checks that the previous stage is gone.
@@ -105,7 +104,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if p.DeletionTimestamp != nil {
 		return r.finalize(ctx, p)
 	}
-	if before := p.DeepCopy(); controllerutil.AddFinalizer(p, Finalizer) {
+	if before := p.DeepCopy(); controllerutil.AddFinalizer(p, inferencev1alpha1.Finalizer) {
 		if err := r.patchFinalizers(ctx, p, before); err != nil {
 			return passResult(fmt.Errorf("adding the finalizer: %w", err))
 		}
@@ -121,7 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return passResult(err)
 	}
-	w, verrs := Wire(p.Spec.Steps)
+	w, verrs := pipelinespec.Wire(p.Spec.Steps)
 	verrs = append(verrs, storageModels(p)...)
 	var errs []error
 	o := observed{autoscalers: allAutoscalers, now: r.now()}
@@ -207,18 +206,18 @@ func (r *Reconciler) observe(ctx context.Context, p *inferencev1alpha1.Pipeline,
 		}
 	}
 	var deps appsv1.DeploymentList
-	if err := r.List(ctx, &deps, client.InNamespace(p.Namespace), client.MatchingLabels{PipelineLabel: p.Name}); err != nil {
+	if err := r.List(ctx, &deps, client.InNamespace(p.Namespace), client.MatchingLabels{inferencev1alpha1.PipelineLabel: p.Name}); err != nil {
 		return err
 	}
 	for i := range deps.Items {
-		o.deployments[deps.Items[i].Labels[StepLabel]] = &deps.Items[i]
+		o.deployments[deps.Items[i].Labels[inferencev1alpha1.StepLabel]] = &deps.Items[i]
 	}
 	var pods corev1.PodList
-	if err := r.List(ctx, &pods, client.InNamespace(p.Namespace), client.MatchingLabels{PipelineLabel: p.Name}); err != nil {
+	if err := r.List(ctx, &pods, client.InNamespace(p.Namespace), client.MatchingLabels{inferencev1alpha1.PipelineLabel: p.Name}); err != nil {
 		return err
 	}
 	for _, pod := range pods.Items {
-		o.pods[pod.Labels[StepLabel]] = append(o.pods[pod.Labels[StepLabel]], pod)
+		o.pods[pod.Labels[inferencev1alpha1.StepLabel]] = append(o.pods[pod.Labels[inferencev1alpha1.StepLabel]], pod)
 	}
 	nodes, err := r.pinnedNodes(ctx, p.Spec.Steps)
 	if err != nil {
@@ -233,7 +232,7 @@ func (r *Reconciler) observe(ctx context.Context, p *inferencev1alpha1.Pipeline,
 // the previous one is gone. A stage whose objects are already gone is done, so deletion never hangs on an object
 // someone else removed. The status says what it waits for.
 func (r *Reconciler) finalize(ctx context.Context, p *inferencev1alpha1.Pipeline) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(p, Finalizer) {
+	if !controllerutil.ContainsFinalizer(p, inferencev1alpha1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
 	waiting, err := r.deleteStage(ctx, p)
@@ -251,8 +250,10 @@ func (r *Reconciler) finalize(ctx context.Context, p *inferencev1alpha1.Pipeline
 		return ctrl.Result{RequeueAfter: deletionPoll}, nil
 	}
 	before := p.DeepCopy()
-	controllerutil.RemoveFinalizer(p, Finalizer)
-	// A conflict (another writer moved the pipeline since it was read) is a requeue: the next pass reads it again.
+	controllerutil.RemoveFinalizer(p, inferencev1alpha1.
+		// A conflict (another writer moved the pipeline since it was read) is a requeue: the next pass reads it again.
+		Finalizer)
+
 	return passResult(client.IgnoreNotFound(r.patchFinalizers(ctx, p, before)))
 }
 
@@ -269,7 +270,7 @@ func (r *Reconciler) patchFinalizers(ctx context.Context, p, before *inferencev1
 // It reads from the API, not the cache: a pipeline deleted just after its volume was created must not take "not in
 // the cache yet" for "already gone" and drop its finalizer, leaking the cluster-scoped volume.
 func (r *Reconciler) deleteStage(ctx context.Context, p *inferencev1alpha1.Pipeline) (string, error) {
-	sel := client.MatchingLabels{PipelineLabel: p.Name}
+	sel := client.MatchingLabels{inferencev1alpha1.PipelineLabel: p.Name}
 	var deps appsv1.DeploymentList
 	var svcs corev1.ServiceList
 	if err := r.reader().List(ctx, &deps, client.InNamespace(p.Namespace), sel); err != nil {

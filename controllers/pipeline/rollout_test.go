@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
 // A GPU step with several replicas rolls one pod at a time without a surge: on a node whose GPUs its pods hold, a
@@ -35,7 +36,7 @@ func TestGPUStepsRollWithoutSurge(t *testing.T) {
 			p := seed()
 			tc.step.Image = "x"
 			p.Spec.Steps[0] = tc.step
-			if diff := cmp.Diff(tc.want, DesiredDeployment(p, 0, Wiring{}, ModelFetch{}).Spec.Strategy); diff != "" {
+			if diff := cmp.Diff(tc.want, DesiredDeployment(p, 0, pipelinespec.Wiring{}, ModelFetch{}).Spec.Strategy); diff != "" {
 				t.Errorf("strategy (-want +got):\n%s", diff)
 			}
 		})

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
 // Ready means serving: a step stays Ready while a rollout keeps enough replicas up (a GPU rollout without surge
@@ -58,7 +59,7 @@ func TestReadyMeansServing(t *testing.T) {
 			p := seed()
 			p.Spec.Steps[0].Location = ""
 			p.Spec.Steps[0].Replicas = ptr.To(tc.stepReplicas)
-			step := StepName(p.Spec.Steps, 0)
+			step := pipelinespec.StepName(p.Spec.Steps, 0)
 			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: tc.d.generation},
 				Spec: appsv1.DeploymentSpec{Replicas: ptr.To(tc.d.specReplicas), Strategy: tc.d.strategy},
 				Status: appsv1.DeploymentStatus{ObservedGeneration: tc.d.observed, Replicas: tc.d.replicas,

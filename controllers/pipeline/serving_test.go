@@ -120,7 +120,7 @@ func TestCordonedNodeKeepsAServingStepReady(t *testing.T) {
 		"no pod placed yet: the cordon keeps it off")
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "serving-a-x", Namespace: s.ns,
-		Labels: map[string]string{pipeline.PipelineLabel: "serving", pipeline.StepLabel: "a"}},
+		Labels: map[string]string{inferencev1alpha1.PipelineLabel: "serving", inferencev1alpha1.StepLabel: "a"}},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "server", Image: "x"}}}}
 	s.g.Expect(env.Client.Create(s.ctx, pod)).To(Succeed())
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},

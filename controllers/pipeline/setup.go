@@ -19,6 +19,7 @@ import (
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/internal/cachesel"
+	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -30,7 +31,7 @@ const locationIndex = "inference.keelson.dev/location"
 // CacheOptions narrows the cache to the pipeline controller's own children (label-filtered Deployments, Services,
 // claims, volumes and pods), and keeps nodes without their image lists.
 func CacheOptions() cache.Options {
-	sel := cachesel.Has(PipelineLabel)
+	sel := cachesel.Has(inferencev1alpha1.PipelineLabel)
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
@@ -91,7 +92,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // byLabels maps a pod or a volume to its pipeline through the labels the controller put on it.
 func byLabels(_ context.Context, obj client.Object) []reconcile.Request {
-	name := obj.GetLabels()[PipelineLabel]
+	name := obj.GetLabels()[inferencev1alpha1.PipelineLabel]
 	ns := obj.GetNamespace()
 	if ns == "" {
 		ns = obj.GetLabels()[NamespaceLabel]
@@ -105,7 +106,7 @@ func byLabels(_ context.Context, obj client.Object) []reconcile.Request {
 // pipelinesOn maps a node to the pipelines with a step pinned to it: by its kubernetes.io/hostname label, which is
 // what a step's location names.
 func (r *Reconciler) pipelinesOn(ctx context.Context, obj client.Object) []reconcile.Request {
-	host, ok := obj.GetLabels()[HostnameLabel]
+	host, ok := obj.GetLabels()[pipelinespec.HostnameLabel]
 	if !ok {
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/internal/conditions"
+	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
 // observed is everything status is computed from.
@@ -50,7 +51,7 @@ func nodeProblem(s inferencev1alpha1.Step, nodes map[string]*corev1.Node) (reaso
 	if n.Spec.Unschedulable {
 		return inferencev1alpha1.ReasonNodeCordoned, fmt.Sprintf("node %s is cordoned", s.Location)
 	}
-	for name, want := range gpuAsks(s) {
+	for name, want := range pipelinespec.GPUAsks(s) {
 		have := n.Status.Allocatable[name]
 		if have.Cmp(want) < 0 {
 			return inferencev1alpha1.ReasonInsufficientGPU, fmt.Sprintf("node %s has %s %s allocatable, the step asks for %s",
@@ -122,8 +123,8 @@ func stepStatus(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alp
 // stepState derives one step's phase, reason and message.
 func stepState(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alpha1.StepStatus {
 	s := p.Spec.Steps[i]
-	name := StepName(p.Spec.Steps, i)
-	st := inferencev1alpha1.StepStatus{Name: name, Node: s.Location, Endpoint: Endpoint(p, name, StepPort(s))}
+	name := pipelinespec.StepName(p.Spec.Steps, i)
+	st := inferencev1alpha1.StepStatus{Name: name, Node: s.Location, Endpoint: Endpoint(p, name, pipelinespec.StepPort(s))}
 	pods := o.pods[name]
 	for _, pod := range pods {
 		if pod.Spec.NodeName != "" {
@@ -132,7 +133,7 @@ func stepState(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alph
 		}
 	}
 	st.LastFailure = lastFailure(pods)
-	if SourceOf(s.Model) == ModelFetched {
+	if pipelinespec.SourceOf(s.Model) == pipelinespec.ModelFetched {
 		st.Model = stepModel(pods)
 	}
 	d := o.deployments[name]
@@ -212,7 +213,7 @@ func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType,
 
 // computeStatus derives the whole status. old supplies the conditions (their transition times) and the
 // observedGeneration kept when the pass failed: it moves only once every object of the spec was written.
-func computeStatus(p *inferencev1alpha1.Pipeline, old inferencev1alpha1.PipelineStatus, o observed, w Wiring) inferencev1alpha1.PipelineStatus {
+func computeStatus(p *inferencev1alpha1.Pipeline, old inferencev1alpha1.PipelineStatus, o observed, w pipelinespec.Wiring) inferencev1alpha1.PipelineStatus {
 	st := inferencev1alpha1.PipelineStatus{ObservedGeneration: p.Generation, Conditions: append([]metav1.Condition(nil), old.Conditions...)}
 	if len(o.failures) > 0 || len(o.retrying) > 0 || o.invalid != "" {
 		st.ObservedGeneration = old.ObservedGeneration
@@ -273,8 +274,8 @@ func computeStatus(p *inferencev1alpha1.Pipeline, old inferencev1alpha1.Pipeline
 		}
 	}
 	st.StepsReady = fmt.Sprintf("%d/%d", ready, len(p.Spec.Steps))
-	if entry := EntryStep(p.Spec.Steps, w); entry != "" {
-		st.URL = Endpoint(p, entry, StepPort(p.Spec.Steps[indexOf(p.Spec.Steps, entry)]))
+	if entry := pipelinespec.EntryStep(p.Spec.Steps, w); entry != "" {
+		st.URL = Endpoint(p, entry, pipelinespec.StepPort(p.Spec.Steps[indexOf(p.Spec.Steps, entry)]))
 	}
 	if o.invalid != "" {
 		cond(inferencev1alpha1.ConditionStepsReady, false, inferencev1alpha1.ReasonInvalidSpec, o.invalid)

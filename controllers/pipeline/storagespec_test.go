@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
-	"github.com/keelson-dev/keelson/controllers/pipeline"
 )
 
 // A storage spec stored as the controller's types would not write it (empty lists and maps, which they omit;
@@ -29,7 +28,7 @@ func TestAStorageSpecWithEmptyFieldsIsFinalized(t *testing.T) {
 		},
 	}}
 	s.g.Expect(env.Client.Create(s.ctx, u)).To(Succeed())
-	s.g.Eventually(func() []string { return s.get("empties").Finalizers }, timeout, poll).Should(ContainElement(pipeline.Finalizer))
+	s.g.Eventually(func() []string { return s.get("empties").Finalizers }, timeout, poll).Should(ContainElement(inferencev1alpha1.Finalizer))
 	s.g.Eventually(func() *inferencev1alpha1.Pipeline { return s.get("empties") }, timeout, poll).Should(
 		HaveField("Status.ObservedGeneration", BeNumerically(">", 0)))
 	s.g.Expect(env.Client.Delete(s.ctx, u)).To(Succeed())

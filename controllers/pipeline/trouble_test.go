@@ -32,7 +32,7 @@ func TestReadinessFailingSaysWhatTheCheckAnswers(t *testing.T) {
 	s.g.Eventually(func() string { return s.stepStatus("loading", "a").Reason }, timeout, poll).Should(Equal(inferencev1alpha1.ReasonStarting))
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "loading-a-x", Namespace: s.ns,
-		Labels: map[string]string{pipeline.PipelineLabel: "loading", pipeline.StepLabel: "a"}},
+		Labels: map[string]string{inferencev1alpha1.PipelineLabel: "loading", inferencev1alpha1.StepLabel: "a"}},
 		Spec: corev1.PodSpec{NodeName: s.ns + "-node", Containers: []corev1.Container{{Name: "server", Image: "x"}}}}
 	s.g.Expect(env.Client.Create(s.ctx, pod)).To(Succeed())
 	s.podEvent(pod, "Unhealthy", "Readiness probe failed: HTTP probe failed with statuscode: 503")

@@ -11,13 +11,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
-	"github.com/keelson-dev/keelson/controllers/pipeline"
 )
 
 // stepPod creates a pod of a step with the given status, as the kubelet or the scheduler would have written it.
 func (s *scenario) stepPod(pipelineName, step string, status corev1.PodStatus) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pipelineName + "-" + step + "-x", Namespace: s.ns,
-		Labels: map[string]string{pipeline.PipelineLabel: pipelineName, pipeline.StepLabel: step}},
+		Labels: map[string]string{inferencev1alpha1.PipelineLabel: pipelineName, inferencev1alpha1.StepLabel: step}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "server", Image: "x"}}}}
 	s.g.Expect(env.Client.Create(s.ctx, pod)).To(Succeed())
 	pod.Status = status
@@ -28,7 +27,7 @@ func (s *scenario) stepPod(pipelineName, step string, status corev1.PodStatus) {
 // says why, as the kubelet or the attach controller would have written them.
 func (s *scenario) stuckPod(pipelineName, step, reason, message string) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pipelineName + "-" + step + "-stuck", Namespace: s.ns,
-		Labels: map[string]string{pipeline.PipelineLabel: pipelineName, pipeline.StepLabel: step}},
+		Labels: map[string]string{inferencev1alpha1.PipelineLabel: pipelineName, inferencev1alpha1.StepLabel: step}},
 		Spec: corev1.PodSpec{NodeName: s.ns + "-node", Containers: []corev1.Container{{Name: "server", Image: "x"}}}}
 	s.g.Expect(env.Client.Create(s.ctx, pod)).To(Succeed())
 	s.podEvent(pod, reason, message)
@@ -77,7 +76,7 @@ func TestWhyAStepCannotStart(t *testing.T) {
 
 	// A pod on its node whose share cannot be mounted: only its events say why.
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "why-mount-x", Namespace: s.ns,
-		Labels: map[string]string{pipeline.PipelineLabel: "why", pipeline.StepLabel: "mount"}},
+		Labels: map[string]string{inferencev1alpha1.PipelineLabel: "why", inferencev1alpha1.StepLabel: "mount"}},
 		Spec: corev1.PodSpec{NodeName: s.ns + "-node", Containers: []corev1.Container{{Name: "server", Image: "x"}}}}
 	s.g.Expect(env.Client.Create(s.ctx, pod)).To(Succeed())
 	s.g.Expect(env.Client.Create(s.ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "why-mount-x.1", Namespace: s.ns},

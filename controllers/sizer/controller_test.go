@@ -48,7 +48,7 @@ func TestCreatesTheTargetWhenMissing(t *testing.T) {
 	s.g.Expect(d.Spec.Template.Spec.Containers).To(HaveLen(1))
 	s.g.Expect(d.Spec.Template.Spec.Containers[0].Name).To(Equal("app"))
 	s.g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("nginx:1.27"))
-	s.g.Expect(d.Labels).To(HaveKeyWithValue(sizer.NameLabel, "hello"))
+	s.g.Expect(d.Labels).To(HaveKeyWithValue(sizerv1alpha1.NameLabel, "hello"))
 
 	// Pods the Deployment's ReplicaSet would create: their names reach the status.
 	labels := d.Spec.Template.Labels
@@ -58,7 +58,7 @@ func TestCreatesTheTargetWhenMissing(t *testing.T) {
 	s.g.Eventually(func() []string { return s.get("hello").Status.Pods }, timeout, poll).Should(Equal([]string{"hello-a", "hello-b"}))
 	st := s.get("hello").Status
 	s.g.Expect(st.PodCount).To(Equal(int32(2)))
-	s.g.Expect(st.Selector).To(Equal(sizer.NameLabel + "=hello"))
+	s.g.Expect(st.Selector).To(Equal(sizerv1alpha1.NameLabel + "=hello"))
 	s.g.Expect(s.condition("hello", sizerv1alpha1.ConditionTargetFound)()).To(Equal("True/" + sizerv1alpha1.ReasonCreated))
 	s.g.Expect(s.condition("hello", sizerv1alpha1.ConditionSized)()).To(Equal("True/" + sizerv1alpha1.ReasonApplied))
 	s.g.Expect(s.condition("hello", sizerv1alpha1.ConditionReady)()).To(Equal("False/" + sizerv1alpha1.ReasonNotReady))
@@ -99,7 +99,7 @@ func TestScaleSubresource(t *testing.T) {
 	w := s.get("web")
 	var scale autoscalingv1.Scale
 	s.g.Expect(env.Client.SubResource("scale").Get(s.ctx, w, &scale)).To(Succeed())
-	s.g.Expect(scale.Status.Selector).To(Equal(sizer.NameLabel + "=web"))
+	s.g.Expect(scale.Status.Selector).To(Equal(sizerv1alpha1.NameLabel + "=web"))
 	scale.Spec.Replicas = 5
 	s.g.Expect(env.Client.SubResource("scale").Update(s.ctx, w, client.WithSubResourceBody(&scale))).To(Succeed())
 	s.g.Expect(*s.get("web").Spec.Size).To(Equal(int32(5)))
@@ -174,7 +174,7 @@ func TestDisruptionBudget(t *testing.T) {
 	p, _ := getPDB()
 	s.g.Expect(p.Spec.MinAvailable.String()).To(Equal("60%"))
 	s.g.Expect(*p.Spec.UnhealthyPodEvictionPolicy).To(Equal(policyv1.AlwaysAllow))
-	s.g.Expect(p.Spec.Selector.MatchLabels).To(Equal(map[string]string{sizer.NameLabel: "pdb"}))
+	s.g.Expect(p.Spec.Selector.MatchLabels).To(Equal(map[string]string{sizerv1alpha1.NameLabel: "pdb"}))
 	s.g.Eventually(func() string {
 		if db := s.get("pdb").Status.DisruptionBudget; db != nil {
 			return db.Name
@@ -213,7 +213,7 @@ func TestExposeToggles(t *testing.T) {
 	s.g.Eventually(func() error { return env.Client.Get(s.ctx, key, &networkingv1.Ingress{}) }, timeout, poll).Should(Succeed())
 	var svc corev1.Service
 	s.g.Expect(env.Client.Get(s.ctx, key, &svc)).To(Succeed())
-	s.g.Expect(svc.Spec.Selector).To(Equal(map[string]string{sizer.NameLabel: "site"}))
+	s.g.Expect(svc.Spec.Selector).To(Equal(map[string]string{sizerv1alpha1.NameLabel: "site"}))
 	s.g.Expect(svc.Spec.Ports[0].Port).To(Equal(int32(80)))
 	s.g.Expect(svc.Spec.Ports[0].TargetPort.IntValue()).To(Equal(8080))
 	var ing networkingv1.Ingress

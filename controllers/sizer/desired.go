@@ -23,14 +23,10 @@ const (
 	// FieldOwner is the server-side apply field manager of what the sizer owns outright: a target it created, its
 	// PodDisruptionBudget, Service and Ingress. Fields of a workload it did not create are applied under a field
 	// manager of their own per sizer (workloadFieldOwner).
-	FieldOwner = "keelson-workload-sizer"
-	// NameLabel names the owning sizer on every object it creates.
-	NameLabel      = "sizer.keelson.dev/name"
+	FieldOwner     = "keelson-workload-sizer"
 	managedByLabel = "app.kubernetes.io/managed-by"
 	partOfLabel    = "app.kubernetes.io/part-of"
 	keelson        = "keelson"
-	// DefaultContainerName is the container the image shorthand creates.
-	DefaultContainerName = "app"
 )
 
 // maxFieldManagerLength is the apiserver's limit on a field manager's name.
@@ -58,7 +54,7 @@ type containerPatch struct {
 
 // ownedLabels are the labels on everything the sizer creates.
 func ownedLabels(wls *sizerv1alpha1.WorkloadSizer) map[string]string {
-	return map[string]string{NameLabel: wls.Name, managedByLabel: keelson, partOfLabel: keelson}
+	return map[string]string{sizerv1alpha1.NameLabel: wls.Name, managedByLabel: keelson, partOfLabel: keelson}
 }
 
 func ownerRef(wls *sizerv1alpha1.WorkloadSizer) *metav1ac.OwnerReferenceApplyConfiguration {
@@ -126,12 +122,12 @@ func createdTemplate(wls *sizerv1alpha1.WorkloadSizer) corev1.PodTemplateSpec {
 	if wls.Spec.Template != nil {
 		t = *wls.Spec.Template.DeepCopy()
 	} else {
-		t.Spec.Containers = []corev1.Container{{Name: DefaultContainerName, Image: wls.Spec.Image}}
+		t.Spec.Containers = []corev1.Container{{Name: sizerv1alpha1.DefaultContainerName, Image: wls.Spec.Image}}
 	}
 	if t.Labels == nil {
 		t.Labels = map[string]string{}
 	}
-	t.Labels[NameLabel] = wls.Name
+	t.Labels[sizerv1alpha1.NameLabel] = wls.Name
 	return t
 }
 
@@ -189,7 +185,7 @@ func newDeployment(wls *sizerv1alpha1.WorkloadSizer, replicas *int32, patches []
 	if err != nil {
 		return nil, err
 	}
-	spec := appsv1ac.DeploymentSpec().WithSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{NameLabel: wls.Name})).
+	spec := appsv1ac.DeploymentSpec().WithSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{sizerv1alpha1.NameLabel: wls.Name})).
 		WithTemplate(t)
 	if replicas != nil {
 		spec.WithReplicas(*replicas)
@@ -204,7 +200,7 @@ func newStatefulSet(wls *sizerv1alpha1.WorkloadSizer, replicas *int32, patches [
 	if err != nil {
 		return nil, err
 	}
-	spec := appsv1ac.StatefulSetSpec().WithSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{NameLabel: wls.Name})).
+	spec := appsv1ac.StatefulSetSpec().WithSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{sizerv1alpha1.NameLabel: wls.Name})).
 		WithTemplate(t)
 	if replicas != nil {
 		spec.WithReplicas(*replicas)

@@ -78,7 +78,7 @@ func TestAStatusWriteToADeletedSizerIsNoError(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	wls := &sizerv1alpha1.WorkloadSizer{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", Finalizers: []string{Finalizer}},
+	wls := &sizerv1alpha1.WorkloadSizer{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", Finalizers: []string{sizerv1alpha1.Finalizer}},
 		Spec: sizerv1alpha1.WorkloadSizerSpec{TargetRef: &sizerv1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "gone"}}}
 	patches := 0
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(wls).WithStatusSubresource(wls).WithInterceptorFuncs(interceptor.Funcs{

@@ -34,9 +34,6 @@ import (
 	"github.com/keelson-dev/keelson/controllers/internal/statuspace"
 )
 
-// Finalizer lets the sizer release the fields it owns on a target it did not create before the sizer goes.
-const Finalizer = "sizer.keelson.dev/release"
-
 // maxPodsListed caps status.pods.
 const maxPodsListed = 100
 
@@ -117,7 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.forget(req.String())
 		return ctrl.Result{}, r.release(ctx, wls)
 	}
-	if controllerutil.AddFinalizer(wls, Finalizer) {
+	if controllerutil.AddFinalizer(wls, sizerv1alpha1.Finalizer) {
 		if err := r.Update(ctx, wls); err != nil {
 			result, _, err := passResult(fmt.Errorf("adding the finalizer: %w", err))
 			return result, err
@@ -502,7 +499,7 @@ func (r *Reconciler) observe(ctx context.Context, wls *sizerv1alpha1.WorkloadSiz
 // did not create, its managedFields entry is dropped, so the values stay as they are and no longer belong to
 // anyone in particular. Then the finalizer goes.
 func (r *Reconciler) release(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer) error {
-	if !controllerutil.ContainsFinalizer(wls, Finalizer) {
+	if !controllerutil.ContainsFinalizer(wls, sizerv1alpha1.Finalizer) {
 		return nil
 	}
 	// Read the target from the apiserver: the cache keeps only the sizers' own managedFields entries.
@@ -525,7 +522,7 @@ func (r *Reconciler) release(ctx context.Context, wls *sizerv1alpha1.WorkloadSiz
 			}
 		}
 	}
-	controllerutil.RemoveFinalizer(wls, Finalizer)
+	controllerutil.RemoveFinalizer(wls, sizerv1alpha1.Finalizer)
 	return r.Update(ctx, wls)
 }
 

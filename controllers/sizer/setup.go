@@ -39,7 +39,7 @@ const targetIndex = "sizer.keelson.dev/target"
 // HorizontalPodAutoscaler (one on a target must be seen); pods are watched as metadata only (names and labels for
 // the status).
 func CacheOptions() cache.Options {
-	sel := cachesel.Has(NameLabel)
+	sel := cachesel.Has(sizerv1alpha1.NameLabel)
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{

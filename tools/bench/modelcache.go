@@ -17,7 +17,7 @@ import (
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/pipeline"
-	"github.com/keelson-dev/keelson/controllers/pipeline/modelfetch"
+	"github.com/keelson-dev/keelson/internal/modelfetch"
 	"github.com/keelson-dev/keelson/tools/internal/localcluster"
 	"github.com/keelson-dev/keelson/tools/internal/wait"
 )
@@ -165,7 +165,7 @@ func timeToReady(ctx context.Context, c client.Client, name, uri, node string) (
 	}
 	ready = time.Since(start)
 	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(modelCacheNS), client.MatchingLabels{pipeline.PipelineLabel: name}); err != nil {
+	if err := c.List(ctx, &pods, client.InNamespace(modelCacheNS), client.MatchingLabels{inferencev1alpha1.PipelineLabel: name}); err != nil {
 		return 0, 0, false, err
 	}
 	for _, pod := range pods.Items {

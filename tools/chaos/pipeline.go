@@ -79,14 +79,14 @@ func (w *pipelineWork) change(ctx context.Context, round int) error {
 func (w *pipelineWork) children(ctx context.Context) (map[string]types.UID, error) {
 	out := map[string]types.UID{}
 	var deps appsv1.DeploymentList
-	if err := w.c.List(ctx, &deps, client.InNamespace(w.ns), client.HasLabels{pipeline.PipelineLabel}); err != nil {
+	if err := w.c.List(ctx, &deps, client.InNamespace(w.ns), client.HasLabels{inferencev1alpha1.PipelineLabel}); err != nil {
 		return nil, err
 	}
 	for _, d := range deps.Items {
 		out["Deployment "+d.Name] = d.UID
 	}
 	var svcs corev1.ServiceList
-	if err := w.c.List(ctx, &svcs, client.InNamespace(w.ns), client.HasLabels{pipeline.PipelineLabel}); err != nil {
+	if err := w.c.List(ctx, &svcs, client.InNamespace(w.ns), client.HasLabels{inferencev1alpha1.PipelineLabel}); err != nil {
 		return nil, err
 	}
 	for _, s := range svcs.Items {
@@ -144,7 +144,7 @@ func (w *pipelineWork) converged(ctx context.Context) (bool, error) {
 		}
 	}
 	var deps appsv1.DeploymentList
-	if err := w.c.List(ctx, &deps, client.InNamespace(w.ns), client.HasLabels{pipeline.PipelineLabel}); err != nil {
+	if err := w.c.List(ctx, &deps, client.InNamespace(w.ns), client.HasLabels{inferencev1alpha1.PipelineLabel}); err != nil {
 		return false, err
 	}
 	if len(deps.Items) != 2*w.count {

@@ -2,7 +2,6 @@ package daemonset
 
 import (
 	"fmt"
-	"regexp"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -13,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
-	"github.com/keelson-dev/keelson/controllers/daemonset"
+	"github.com/keelson-dev/keelson/webhooks/internal/validation"
 )
 
 // Default fills in a DaemonSet's defaults: the selector (the name label) and the matching template label, the
@@ -27,16 +26,16 @@ func Default(ds *daemonsetv1alpha1.DaemonSet) {
 	// The name is empty when the object is created with generateName; the controller then applies the same
 	// default selector at run time.
 	if (spec.Selector == nil || (len(spec.Selector.MatchLabels) == 0 && len(spec.Selector.MatchExpressions) == 0)) && ds.Name != "" {
-		spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{daemonset.NameLabel: ds.Name}}
+		spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{daemonsetv1alpha1.NameLabel: ds.Name}}
 		if spec.Template.Labels == nil {
 			spec.Template.Labels = map[string]string{}
 		}
-		spec.Template.Labels[daemonset.NameLabel] = ds.Name
+		spec.Template.Labels[daemonsetv1alpha1.NameLabel] = ds.Name
 	}
 	if len(spec.Template.Spec.Containers) == 0 && spec.Image != "" {
-		spec.Template.Spec.Containers = []corev1.Container{{Name: daemonset.DefaultContainerName, Image: spec.Image}}
+		spec.Template.Spec.Containers = []corev1.Container{{Name: daemonsetv1alpha1.DefaultContainerName, Image: spec.Image}}
 	} else if spec.Image != "" && len(spec.Template.Spec.Containers) == 1 &&
-		spec.Template.Spec.Containers[0].Name == daemonset.DefaultContainerName {
+		spec.Template.Spec.Containers[0].Name == daemonsetv1alpha1.DefaultContainerName {
 		spec.Template.Spec.Containers[0].Image = spec.Image
 	}
 	if spec.UpdateStrategy.Type == "" {
@@ -76,7 +75,7 @@ func validate(ds, old *daemonsetv1alpha1.DaemonSet) field.ErrorList {
 	// A lone "app" container may leave its image to spec.image (the shorthand); every other container needs one.
 	shorthand := spec.Image != "" && len(spec.Template.Spec.Containers) == 1
 	for i, c := range spec.Template.Spec.Containers {
-		if c.Image == "" && (!shorthand || c.Name != daemonset.DefaultContainerName) {
+		if c.Image == "" && (!shorthand || c.Name != daemonsetv1alpha1.DefaultContainerName) {
 			errs = append(errs, field.Required(p.Child("template", "spec", "containers").Index(i).Child("image"), ""))
 		}
 	}
@@ -101,7 +100,7 @@ func hostNetworkSurge(spec *daemonsetv1alpha1.DaemonSetSpec) bool {
 	if !spec.Template.Spec.HostNetwork || ru == nil || ru.MaxSurge == nil {
 		return false
 	}
-	zero, errs := validateIntOrPercent(ru.MaxSurge, field.NewPath("maxSurge"))
+	zero, errs := validation.IntOrPercent(ru.MaxSurge, field.NewPath("maxSurge"))
 	return !zero && len(errs) == 0
 }
 
@@ -138,8 +137,8 @@ func validateStrategy(spec *daemonsetv1alpha1.DaemonSetSpec, p *field.Path, ratc
 		return errs
 	}
 	rp := p.Child("rollingUpdate")
-	unavailableZero, uErrs := validateIntOrPercent(ru.MaxUnavailable, rp.Child("maxUnavailable"))
-	surgeZero, sErrs := validateIntOrPercent(ru.MaxSurge, rp.Child("maxSurge"))
+	unavailableZero, uErrs := validation.IntOrPercent(ru.MaxUnavailable, rp.Child("maxUnavailable"))
+	surgeZero, sErrs := validation.IntOrPercent(ru.MaxSurge, rp.Child("maxSurge"))
 	errs = append(append(errs, uErrs...), sErrs...)
 	if unavailableZero && surgeZero && ru.MaxUnavailable != nil && ru.MaxSurge != nil {
 		errs = append(errs, field.Invalid(rp.Child("maxUnavailable"), ru.MaxUnavailable.String(),
@@ -183,27 +182,6 @@ func validateStrategy(spec *daemonsetv1alpha1.DaemonSetSpec, p *field.Path, ratc
 		}
 	}
 	return errs
-}
-
-// percentage is the CRD's own rule for a budget given as a string (its CEL uses the same expression), so the two
-// layers refuse the same values: "+5%" and "05%" included, which a number parser would take.
-var percentage = regexp.MustCompile(`^(100|[1-9]?[0-9])%$`)
-
-// validateIntOrPercent checks a non-negative count or a percentage from 0% to 100%, and reports whether it is 0.
-func validateIntOrPercent(v *intstr.IntOrString, p *field.Path) (zero bool, errs field.ErrorList) {
-	if v == nil {
-		return true, nil
-	}
-	if v.Type == intstr.Int {
-		if v.IntVal < 0 {
-			return false, field.ErrorList{field.Invalid(p, v.IntVal, "must be non-negative")}
-		}
-		return v.IntVal == 0, nil
-	}
-	if !percentage.MatchString(v.StrVal) {
-		return false, field.ErrorList{field.Invalid(p, v.StrVal, "must be a non-negative number or a percentage from 0% to 100%")}
-	}
-	return v.StrVal == "0%", nil
 }
 
 // firstHostPort names the first container port that binds a host port, or "".

@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
-	"github.com/keelson-dev/keelson/controllers/pipeline"
+	"github.com/keelson-dev/keelson/internal/pipelinespec"
 	"github.com/keelson-dev/keelson/tools/fuzzinput"
 	webhook "github.com/keelson-dev/keelson/webhooks/inference"
 )
@@ -51,10 +51,10 @@ func FuzzWire(f *testing.F) {
 	f.Add([]byte("\x04\x00\x00\x01\x01\x00\x02\x00\x01\x00\x03\x05\x00\x06\x02\x01\x00"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		steps := fuzzSteps(fuzzinput.New(data))
-		w, errs := pipeline.Wire(steps)
+		w, errs := pipelinespec.Wire(steps)
 		names := map[string]bool{}
 		for i := range steps {
-			names[pipeline.StepName(steps, i)] = true
+			names[pipelinespec.StepName(steps, i)] = true
 		}
 		for from, next := range w {
 			if !names[from] {
@@ -75,10 +75,10 @@ func FuzzWire(f *testing.F) {
 			return
 		}
 		for i, s := range steps {
-			name := pipeline.StepName(steps, i)
+			name := pipelinespec.StepName(steps, i)
 			want := s.Next
 			if len(want) == 0 && i+1 < len(steps) {
-				want = []string{pipeline.StepName(steps, i+1)}
+				want = []string{pipelinespec.StepName(steps, i+1)}
 			}
 			if !slices.Equal(w[name], want) {
 				t.Fatalf("%s sends to %v, want %v", name, w[name], want)
@@ -93,14 +93,14 @@ func FuzzWire(f *testing.F) {
 		if cycle := remainsAfterTopologicalSort(w, names); len(cycle) > 0 {
 			t.Fatalf("admitted a cycle through %v", cycle)
 		}
-		if len(steps) > 0 && pipeline.EntryStep(steps, w) == "" {
+		if len(steps) > 0 && pipelinespec.EntryStep(steps, w) == "" {
 			t.Fatal("an admitted pipeline has no entry step")
 		}
 	})
 }
 
 // remainsAfterTopologicalSort removes, again and again, the steps nothing feeds; what remains lies on a cycle.
-func remainsAfterTopologicalSort(w pipeline.Wiring, names map[string]bool) []string {
+func remainsAfterTopologicalSort(w pipelinespec.Wiring, names map[string]bool) []string {
 	fedBy := map[string]int{}
 	for _, next := range w {
 		for _, n := range next {
@@ -244,21 +244,21 @@ func FuzzPipelineAdmission(f *testing.F) {
 		if !schemaAdmits(defaulted) {
 			return // the apiserver refuses it before the validating webhook is asked
 		}
-		w, wiringErrs := pipeline.Wire(defaulted.Spec.Steps)
-		if len(wiringErrs) > 0 || pipeline.EntryStep(defaulted.Spec.Steps, w) == "" {
+		w, wiringErrs := pipelinespec.Wire(defaulted.Spec.Steps)
+		if len(wiringErrs) > 0 || pipelinespec.EntryStep(defaulted.Spec.Steps, w) == "" {
 			t.Fatalf("admitted a wiring with errors %v", wiringErrs)
 		}
 		for i, s := range defaulted.Spec.Steps {
-			object := pipeline.StepObjectName(defaulted, pipeline.StepName(defaulted.Spec.Steps, i))
+			object := pipelinespec.StepObjectName(defaulted, pipelinespec.StepName(defaulted.Spec.Steps, i))
 			if msgs := validation.IsDNS1035Label(object); len(msgs) > 0 {
 				t.Fatalf("admitted step object name %q: %v", object, msgs)
 			}
-			if port := pipeline.StepPort(s); port < 1 || port > 65535 {
+			if port := pipelinespec.StepPort(s); port < 1 || port > 65535 {
 				t.Fatalf("admitted step port %d", port)
 			}
 			if v, ok := s.Args["listenPort"]; ok {
-				if n, err := strconv.Atoi(v); err != nil || n != int(pipeline.StepPort(s)) && s.Port == 0 {
-					t.Fatalf("admitted listenPort %q, serving on %d", v, pipeline.StepPort(s))
+				if n, err := strconv.Atoi(v); err != nil || n != int(pipelinespec.StepPort(s)) && s.Port == 0 {
+					t.Fatalf("admitted listenPort %q, serving on %d", v, pipelinespec.StepPort(s))
 				}
 			}
 			if strings.HasPrefix(s.Model, "/") || slices.Contains(strings.FieldsFunc(s.Model, func(r rune) bool { return r == '/' || r == '\\' }), "..") {

@@ -13,8 +13,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
-	"github.com/keelson-dev/keelson/controllers/pipeline"
-	"github.com/keelson-dev/keelson/controllers/pipeline/modelfetch"
+	"github.com/keelson-dev/keelson/internal/modelfetch"
+	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
 // Default names every step (step-<index>), sets its port (args.listenPort, else 8080), its replicas and its
@@ -24,7 +24,7 @@ func Default(p *inferencev1alpha1.Pipeline) {
 	ms := &p.Spec.ModelStorage
 	if ms.Type == inferencev1alpha1.StorageNFS {
 		if ms.Driver == "" {
-			ms.Driver = pipeline.DefaultDriver
+			ms.Driver = pipelinespec.DefaultDriver
 		}
 		if ms.CSI == nil {
 			ms.CSI = ptr.To(true)
@@ -39,13 +39,13 @@ func Default(p *inferencev1alpha1.Pipeline) {
 			s.Name = "step-" + strconv.Itoa(i)
 		}
 		if s.Port == 0 {
-			s.Port = pipeline.StepPort(*s)
+			s.Port = pipelinespec.StepPort(*s)
 		}
 		if s.Replicas == nil {
 			s.Replicas = ptr.To[int32](1)
 		}
 		if s.Strategy == "" {
-			s.Strategy = pipeline.StepStrategy(*s)
+			s.Strategy = pipelinespec.StepStrategy(*s)
 		}
 	}
 }
@@ -60,7 +60,7 @@ func FollowDefaults(old, p *inferencev1alpha1.Pipeline) {
 	before := map[string]inferencev1alpha1.Step{}
 	shared := map[string]bool{}
 	for i, s := range old.Spec.Steps {
-		name := pipeline.StepName(old.Spec.Steps, i)
+		name := pipelinespec.StepName(old.Spec.Steps, i)
 		if _, seen := before[name]; seen {
 			shared[name] = true
 		}
@@ -68,23 +68,23 @@ func FollowDefaults(old, p *inferencev1alpha1.Pipeline) {
 	}
 	count := map[string]int{}
 	for i := range p.Spec.Steps {
-		count[pipeline.StepName(p.Spec.Steps, i)]++
+		count[pipelinespec.StepName(p.Spec.Steps, i)]++
 	}
 	for i := range p.Spec.Steps {
 		s := &p.Spec.Steps[i]
-		name := pipeline.StepName(p.Spec.Steps, i)
+		name := pipelinespec.StepName(p.Spec.Steps, i)
 		o, ok := before[name]
 		if !ok || shared[name] || count[name] > 1 {
 			continue
 		}
 		bare := o
 		bare.Strategy = ""
-		if s.Strategy != "" && s.Strategy == o.Strategy && o.Strategy == pipeline.StepStrategy(bare) {
+		if s.Strategy != "" && s.Strategy == o.Strategy && o.Strategy == pipelinespec.StepStrategy(bare) {
 			s.Strategy = ""
 		}
 		bare = o
 		bare.Port = 0
-		if s.Port != 0 && s.Port == o.Port && o.Port == pipeline.StepPort(bare) {
+		if s.Port != 0 && s.Port == o.Port && o.Port == pipelinespec.StepPort(bare) {
 			s.Port = 0
 		}
 	}
@@ -128,7 +128,7 @@ func Validate(p *inferencev1alpha1.Pipeline) field.ErrorList {
 	}
 	for i, s := range p.Spec.Steps {
 		stp := sp.Child("steps").Index(i)
-		name := pipeline.StepName(p.Spec.Steps, i)
+		name := pipelinespec.StepName(p.Spec.Steps, i)
 		for _, msg := range validation.IsDNS1123Label(name) {
 			errs = append(errs, field.Invalid(stp.Child("name"), name, msg))
 		}
@@ -153,7 +153,7 @@ func Validate(p *inferencev1alpha1.Pipeline) field.ErrorList {
 			}
 		}
 	}
-	_, wiringErrs := pipeline.Wire(p.Spec.Steps)
+	_, wiringErrs := pipelinespec.Wire(p.Spec.Steps)
 	return append(errs, wiringErrs...)
 }
 
@@ -170,9 +170,9 @@ func validateEnv(fp *field.Path, env []corev1.EnvVar) field.ErrorList {
 			errs = append(errs, field.Required(np, ""))
 		case strings.IndexFunc(e.Name, func(r rune) bool { return r == '=' || r < ' ' || r > '~' }) >= 0:
 			errs = append(errs, field.Invalid(np, e.Name, "must consist of printable ASCII characters other than '='"))
-		case slices.Contains(pipeline.ControllerEnv, e.Name):
+		case slices.Contains(pipelinespec.ControllerEnv, e.Name):
 			errs = append(errs, field.Invalid(np, e.Name, fmt.Sprintf("is set by the pipeline controller on every step (%s): choose another name",
-				strings.Join(pipeline.ControllerEnv, ", "))))
+				strings.Join(pipelinespec.ControllerEnv, ", "))))
 		case seen[e.Name]:
 			errs = append(errs, field.Duplicate(np, e.Name))
 		}
@@ -239,13 +239,13 @@ func validateCache(mp *field.Path, ms inferencev1alpha1.ModelStorage) field.Erro
 // the cache, an s3 one only with the Secret that says where the store is; pvc:// on a claim), or a path that stays
 // inside the pipeline's storage, which storage cache does not have.
 func validateModel(fp *field.Path, model string, ms inferencev1alpha1.ModelStorage) field.ErrorList {
-	switch pipeline.SourceOf(model) {
-	case pipeline.ModelOnClaim:
-		if _, _, err := pipeline.ParseClaimModel(model); err != nil {
+	switch pipelinespec.SourceOf(model) {
+	case pipelinespec.ModelOnClaim:
+		if _, _, err := pipelinespec.ParseClaimModel(model); err != nil {
 			return field.ErrorList{field.Invalid(fp, model, err.Error())}
 		}
 		return nil
-	case pipeline.ModelFetched:
+	case pipelinespec.ModelFetched:
 		src, err := modelfetch.Parse(model)
 		if err != nil {
 			return field.ErrorList{field.Invalid(fp, model, err.Error())}
@@ -264,7 +264,7 @@ func validateModel(fp *field.Path, model string, ms inferencev1alpha1.ModelStora
 		return field.ErrorList{field.Invalid(fp, model, "with storage cache a step's model is a URI (http(s)://, s3:// or "+
 			"pvc://): there is no share to hold a path")}
 	}
-	if err := pipeline.CheckSubPath(model); err != nil {
+	if err := pipelinespec.CheckSubPath(model); err != nil {
 		return field.ErrorList{field.Invalid(fp, model, err.Error())}
 	}
 	return nil
@@ -349,17 +349,17 @@ func NameClashes(p *inferencev1alpha1.Pipeline, others []inferencev1alpha1.Pipel
 			continue
 		}
 		for j := range q.Spec.Steps {
-			step := pipeline.StepName(q.Spec.Steps, j)
-			taken[pipeline.StepObjectName(q, step)] = fmt.Sprintf("step %s of pipeline %s", step, q.Name)
+			step := pipelinespec.StepName(q.Spec.Steps, j)
+			taken[pipelinespec.StepObjectName(q, step)] = fmt.Sprintf("step %s of pipeline %s", step, q.Name)
 		}
 	}
 	var errs field.ErrorList
 	for i := range p.Spec.Steps {
-		step := pipeline.StepName(p.Spec.Steps, i)
-		if other, ok := taken[pipeline.StepObjectName(p, step)]; ok {
+		step := pipelinespec.StepName(p.Spec.Steps, i)
+		if other, ok := taken[pipelinespec.StepObjectName(p, step)]; ok {
 			errs = append(errs, field.Invalid(field.NewPath("spec", "steps").Index(i).Child("name"), step,
 				fmt.Sprintf("its Deployment and Service would be named %s, like those of %s: rename the step or the pipeline",
-					pipeline.StepObjectName(p, step), other)))
+					pipelinespec.StepObjectName(p, step), other)))
 		}
 	}
 	return errs

@@ -21,7 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
-	"github.com/keelson-dev/keelson/controllers/pipeline"
+	"github.com/keelson-dev/keelson/internal/pipelinespec"
 	"github.com/keelson-dev/keelson/webhooks/internal/defaulting"
 )
 
@@ -138,7 +138,7 @@ func (v Validator) warnings(ctx context.Context, p *inferencev1alpha1.Pipeline) 
 			locations = append(locations, s.Location)
 		}
 	}
-	sel, err := pipeline.PinnedNodesSelector(locations)
+	sel, err := pipelinespec.PinnedNodesSelector(locations)
 	if err != nil || sel == nil {
 		return out
 	}
@@ -146,11 +146,11 @@ func (v Validator) warnings(ctx context.Context, p *inferencev1alpha1.Pipeline) 
 	if err := v.Reader.List(ctx, &nodes, client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return append(out, fmt.Sprintf("the pinned nodes could not be checked: %v", err))
 	}
-	found := pipeline.ByHostname(nodes.Items)
+	found := pipelinespec.ByHostname(nodes.Items)
 	for i, s := range p.Spec.Steps {
 		if _, ok := found[s.Location]; s.Location != "" && !ok {
 			out = append(out, fmt.Sprintf("spec.steps[%d].location: no node has %s=%s (yet); the step will wait for it",
-				i, pipeline.HostnameLabel, s.Location))
+				i, pipelinespec.HostnameLabel, s.Location))
 		}
 	}
 	return out
@@ -164,7 +164,7 @@ func uncachedSteps(p *inferencev1alpha1.Pipeline) admission.Warnings {
 	}
 	var out admission.Warnings
 	for i, s := range p.Spec.Steps {
-		if s.Location == "" && pipeline.SourceOf(s.Model) == pipeline.ModelFetched {
+		if s.Location == "" && pipelinespec.SourceOf(s.Model) == pipelinespec.ModelFetched {
 			out = append(out, fmt.Sprintf("spec.steps[%d].location: unset, so the step has no node to keep its model's cache "+
 				"on (modelStorage.cache.localVolume): each of its pods fetches the model when it starts", i))
 		}

@@ -2,14 +2,13 @@ package sizer
 
 import (
 	"fmt"
-	"regexp"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+	"github.com/keelson-dev/keelson/webhooks/internal/validation"
 )
 
 // Default fills in defaults the CRD schema also has, so the stored object says what the controller does. Values
@@ -109,8 +108,10 @@ func Validate(w *sizerv1alpha1.WorkloadSizer) field.ErrorList {
 		if d.MinAvailable != nil && d.MaxUnavailable != nil {
 			errs = append(errs, field.Forbidden(dp.Child("maxUnavailable"), "set minAvailable or maxUnavailable, not both"))
 		}
-		errs = append(errs, intOrPercent(d.MinAvailable, dp.Child("minAvailable"))...)
-		errs = append(errs, intOrPercent(d.MaxUnavailable, dp.Child("maxUnavailable"))...)
+		_, minErrs := validation.IntOrPercent(d.MinAvailable, dp.Child("minAvailable"))
+		errs = append(errs, minErrs...)
+		_, maxErrs := validation.IntOrPercent(d.MaxUnavailable, dp.Child("maxUnavailable"))
+		errs = append(errs, maxErrs...)
 	}
 	if e := s.Expose; e != nil && e.Ingress != nil && e.Ingress.Enabled && (e.Service == nil || !e.Service.Enabled) {
 		errs = append(errs, field.Invalid(p.Child("expose", "ingress", "enabled"), true,
@@ -128,27 +129,6 @@ func notAbove(low, high corev1.ResourceList, p *field.Path, what string) field.E
 		}
 	}
 	return errs
-}
-
-// percentage is the CRD's own rule for a budget given as a string (its CEL uses the same expression), so the two
-// layers refuse the same values.
-var percentage = regexp.MustCompile(`^(100|[1-9]?[0-9])%$`)
-
-// intOrPercent accepts a non-negative integer or a percentage from 0% to 100%, as the disruption controller does.
-func intOrPercent(v *intstr.IntOrString, p *field.Path) field.ErrorList {
-	if v == nil {
-		return nil
-	}
-	if v.Type == intstr.Int {
-		if v.IntVal < 0 {
-			return field.ErrorList{field.Invalid(p, v.IntVal, "must be non-negative")}
-		}
-		return nil
-	}
-	if !percentage.MatchString(v.StrVal) {
-		return field.ErrorList{field.Invalid(p, v.StrVal, "must be a non-negative integer or a percentage from 0% to 100%")}
-	}
-	return nil
 }
 
 // ValidateUpdate checks what may not change: the target (a sizer moved between workloads would leave the first

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
-	"github.com/keelson-dev/keelson/controllers/sizer"
 	"github.com/keelson-dev/keelson/webhooks/internal/defaulting"
 )
 
@@ -42,7 +41,7 @@ type Defaulter struct{}
 func (Defaulter) Default(ctx context.Context, w *sizerv1alpha1.WorkloadSizer) error {
 	Default(w)
 	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation == admissionv1.Create {
-		controllerutil.AddFinalizer(w, sizer.Finalizer)
+		controllerutil.AddFinalizer(w, sizerv1alpha1.Finalizer)
 	}
 	return nil
 }

@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
-	sizerctrl "github.com/keelson-dev/keelson/controllers/sizer"
 	"github.com/keelson-dev/keelson/tools/testenv"
 	webhook "github.com/keelson-dev/keelson/webhooks/sizer"
 )
@@ -174,7 +173,7 @@ func TestDefaultsAndWarnings(t *testing.T) {
 	g.Expect(w.Spec.UpdateMode).To(Equal(sizerv1alpha1.UpdateModeRolling))
 	g.Expect(w.Spec.Expose.Service.TargetPort).To(BeZero(), "targetPort is left to follow the port, not frozen")
 	g.Expect(recorded.All()).To(ContainElement(ContainSubstring("SingleInstance profile blocks node drains")))
-	g.Expect(w.Finalizers).To(ConsistOf(sizerctrl.Finalizer), "a new sizer gets the controller's finalizer at creation")
+	g.Expect(w.Finalizers).To(ConsistOf(sizerv1alpha1.Finalizer), "a new sizer gets the controller's finalizer at creation")
 	// Only at creation: the controller removes it on deletion, and an update must not bring it back.
 	w.Finalizers = nil
 	g.Expect(c.Update(context.Background(), w)).To(Succeed())

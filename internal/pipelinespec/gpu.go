@@ -1,4 +1,4 @@
-package pipeline
+package pipelinespec
 
 import (
 	"strings"
@@ -19,8 +19,8 @@ func IsGPU(name corev1.ResourceName) bool {
 	return strings.Contains(n, "gpu") || strings.HasPrefix(n, migPrefix)
 }
 
-// wantsGPU reports whether the step asks for a GPU (or a MIG slice of one).
-func wantsGPU(s inferencev1alpha1.Step) bool {
+// WantsGPU reports whether the step asks for a GPU (or a MIG slice of one).
+func WantsGPU(s inferencev1alpha1.Step) bool {
 	for _, list := range []corev1.ResourceList{s.Resources.Limits, s.Resources.Requests} {
 		for name, q := range list {
 			if IsGPU(name) && !q.IsZero() {
@@ -31,9 +31,9 @@ func wantsGPU(s inferencev1alpha1.Step) bool {
 	return false
 }
 
-// gpuAsks is what the step asks of each GPU resource: its limit, else its request (the apiserver requires the two
+// GPUAsks is what the step asks of each GPU resource: its limit, else its request (the apiserver requires the two
 // to be equal for extended resources, and defaults a missing request to the limit).
-func gpuAsks(s inferencev1alpha1.Step) corev1.ResourceList {
+func GPUAsks(s inferencev1alpha1.Step) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for _, list := range []corev1.ResourceList{s.Resources.Requests, s.Resources.Limits} {
 		for name, q := range list {

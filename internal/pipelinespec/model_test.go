@@ -1,26 +1,26 @@
-package pipeline_test
+package pipelinespec_test
 
 import (
 	"testing"
 
 	. "github.com/onsi/gomega"
 
-	"github.com/keelson-dev/keelson/controllers/pipeline"
+	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
 // A step's model form decides where it comes from.
 func TestSourceOf(t *testing.T) {
 	g := NewWithT(t)
-	for model, want := range map[string]pipeline.ModelSource{
-		"":                            pipeline.ModelOnStorage,
-		"face/detect":                 pipeline.ModelOnStorage,
-		"pvc://models/face":           pipeline.ModelOnClaim,
-		"PVC://models/face":           pipeline.ModelOnClaim,
-		"https://models.example/m.gz": pipeline.ModelFetched,
-		"s3://bucket/prefix":          pipeline.ModelFetched,
-		"file:///etc/shadow":          pipeline.ModelFetched, // refused by the fetch's parser, as any unknown scheme
+	for model, want := range map[string]pipelinespec.ModelSource{
+		"":                            pipelinespec.ModelOnStorage,
+		"face/detect":                 pipelinespec.ModelOnStorage,
+		"pvc://models/face":           pipelinespec.ModelOnClaim,
+		"PVC://models/face":           pipelinespec.ModelOnClaim,
+		"https://models.example/m.gz": pipelinespec.ModelFetched,
+		"s3://bucket/prefix":          pipelinespec.ModelFetched,
+		"file:///etc/shadow":          pipelinespec.ModelFetched, // refused by the fetch's parser, as any unknown scheme
 	} {
-		g.Expect(pipeline.SourceOf(model)).To(Equal(want), model)
+		g.Expect(pipelinespec.SourceOf(model)).To(Equal(want), model)
 	}
 }
 
@@ -36,7 +36,7 @@ func TestParseClaimModel(t *testing.T) {
 		"PVC://models/face":            {"models", "face"},
 		"pvc://models/face%20detect/1": {"models", "face detect/1"},
 	} {
-		claim, sub, err := pipeline.ParseClaimModel(model)
+		claim, sub, err := pipelinespec.ParseClaimModel(model)
 		g.Expect(err).NotTo(HaveOccurred(), model)
 		g.Expect([2]string{claim, sub}).To(Equal(want), model)
 	}
@@ -52,7 +52,7 @@ func TestParseClaimModel(t *testing.T) {
 		"pvc://models/a%2F..%2Fb":      "'..'",
 		"https://models/face":          "scheme",
 	} {
-		_, _, err := pipeline.ParseClaimModel(model)
+		_, _, err := pipelinespec.ParseClaimModel(model)
 		g.Expect(err).To(MatchError(ContainSubstring(why)), model)
 	}
 }

@@ -1,4 +1,4 @@
-package pipeline
+package pipelinespec
 
 import (
 	"fmt"
@@ -118,8 +118,8 @@ func EntryStep(steps []inferencev1alpha1.Step, w Wiring) string {
 	return ""
 }
 
-// sortedArgs renders args as --key=value, sorted by key, for a deterministic container command line.
-func sortedArgs(args map[string]string) []string {
+// SortedArgs renders args as --key=value, sorted by key, for a deterministic container command line.
+func SortedArgs(args map[string]string) []string {
 	keys := make([]string, 0, len(args))
 	for k := range args {
 		keys = append(keys, k)

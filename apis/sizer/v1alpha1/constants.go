@@ -1,0 +1,12 @@
+package v1alpha1
+
+// Well-known names of a WorkloadSizer: the label on what its controller creates, the container its image
+// shorthand makes, and its finalizer.
+const (
+	// NameLabel names the owning sizer on every object it creates.
+	NameLabel = "sizer.keelson.dev/name"
+	// DefaultContainerName is the container the image shorthand creates.
+	DefaultContainerName = "app"
+	// Finalizer lets the sizer release the fields it owns on a target it did not create before the sizer goes.
+	Finalizer = "sizer.keelson.dev/release"
+)
