@@ -87,8 +87,8 @@ func TestUserValuesReachTheirController(t *testing.T) {
 	}
 }
 
-// The model fetches' proxy reaches the pipeline controller (which passes it to the fetches only), each variable only
-// when set; no proxy, no variable.
+// The model fetches' proxy and CA bundle reach the pipeline controller (which passes them to the fetches only), each
+// variable only when set; no proxy, no variable.
 func TestModelFetchProxy(t *testing.T) {
 	g := NewWithT(t)
 	proxyEnv := func(c corev1.Container) []corev1.EnvVar {
@@ -100,11 +100,15 @@ func TestModelFetchProxy(t *testing.T) {
 		}
 		return out
 	}
+	pem := "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 	objs := mustRender(t, map[string]any{"pipelineController": map[string]any{"modelCache": map[string]any{
-		"proxy": map[string]any{"httpsProxy": "http://proxy.corp:3128", "noProxy": ".svc,.corp,10.0.0.0/8"}}}})
+		"proxy":    map[string]any{"httpsProxy": "http://proxy.corp:3128", "noProxy": ".svc,.corp,10.0.0.0/8"},
+		"caBundle": pem}}})
 	g.Expect(proxyEnv(deployment(t, objs, "pipeline-controller").Spec.Template.Spec.Containers[0])).To(Equal([]corev1.EnvVar{
 		{Name: "KEELSON_MODEL_FETCH_HTTPS_PROXY", Value: "http://proxy.corp:3128"},
 		{Name: "KEELSON_MODEL_FETCH_NO_PROXY", Value: ".svc,.corp,10.0.0.0/8"}}))
+	g.Expect(deployment(t, objs, "pipeline-controller").Spec.Template.Spec.Containers[0].Env).To(
+		ContainElement(corev1.EnvVar{Name: "KEELSON_MODEL_FETCH_CA_BUNDLE", Value: pem}))
 	for _, name := range []string{"daemonset-controller", "workload-sizer"} {
 		g.Expect(proxyEnv(deployment(t, objs, name).Spec.Template.Spec.Containers[0])).To(BeEmpty(), name)
 	}

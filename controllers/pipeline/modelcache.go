@@ -1,10 +1,13 @@
 package pipeline
 
 import (
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -45,6 +48,10 @@ const (
 	EnvFetchHTTPProxy  = "KEELSON_MODEL_FETCH_HTTP_PROXY"
 	EnvFetchHTTPSProxy = "KEELSON_MODEL_FETCH_HTTPS_PROXY"
 	EnvFetchNoProxy    = "KEELSON_MODEL_FETCH_NO_PROXY"
+	// EnvFetchCABundle holds PEM certificates every fetch trusts beside the public roots (the chart sets it from
+	// pipelineController.modelCache.caBundle): the CA of a TLS-inspecting proxy, or of the organization's model
+	// stores. The fetch-model containers get it as modelfetch.EnvCABundle.
+	EnvFetchCABundle = "KEELSON_MODEL_FETCH_CA_BUNDLE"
 	// EnvHoldCPU and EnvHoldMemory size the hold-model sidecar (the chart sets them from
 	// pipelineController.modelCache.hold), for namespaces whose LimitRange asks every container for more.
 	EnvHoldCPU    = "KEELSON_MODEL_HOLD_CPU"
@@ -78,7 +85,7 @@ type ModelFetch struct {
 	// MaxSize bounds one namespace's cache on a node.
 	MaxSize resource.Quantity
 	// Proxy is the environment the fetches reach their sources with: HTTP_PROXY, HTTPS_PROXY and NO_PROXY, each
-	// only when set.
+	// only when set, and the operators' CA bundle (modelfetch.EnvCABundle).
 	Proxy []corev1.EnvVar
 	// HoldCPU and HoldMemory are the hold's cpu and memory, its requests and limits both (DefaultHoldCPU and
 	// DefaultHoldMemory when zero).
@@ -119,6 +126,19 @@ func ModelFetchFromEnv(getenv func(string) string) (ModelFetch, error) {
 		}
 	}
 	var errs []error
+	for _, name := range []string{EnvFetchHTTPProxy, EnvFetchHTTPSProxy} {
+		if v := getenv(name); v != "" {
+			if err := checkProxyURL(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			}
+		}
+	}
+	if pem := getenv(EnvFetchCABundle); pem != "" {
+		if !x509.NewCertPool().AppendCertsFromPEM([]byte(pem)) {
+			errs = append(errs, fmt.Errorf("%s holds no PEM certificate", EnvFetchCABundle))
+		}
+		f.Proxy = append(f.Proxy, corev1.EnvVar{Name: modelfetch.EnvCABundle, Value: pem})
+	}
 	if f.CacheDir == "" {
 		f.CacheDir = DefaultCacheDir
 	}
@@ -142,6 +162,23 @@ func ModelFetchFromEnv(getenv func(string) string) (ModelFetch, error) {
 	f.HoldCPU = quantity(EnvHoldCPU, DefaultHoldCPU, "10m")
 	f.HoldMemory = quantity(EnvHoldMemory, DefaultHoldMemory, "64Mi")
 	return f, errors.Join(errs...)
+}
+
+// checkProxyURL checks a proxy's URL as Go's HTTP client reads it: http, https or socks5, a host, and no
+// credentials (the URL is in every fetching step's pod spec, which the namespace's users read).
+func checkProxyURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return err
+	case u.User != nil:
+		return errors.New("carries credentials, which every fetching step's pod spec would show to its namespace's users")
+	case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "socks5" && u.Scheme != "socks5h":
+		return fmt.Errorf("%q: the scheme must be http, https, socks5 or socks5h", raw)
+	case u.Host == "":
+		return fmt.Errorf("%q names no host", raw)
+	}
+	return nil
 }
 
 // withModelCache gives a step's pod its model from the cache on its node, and the fetch that fills it as an init
@@ -201,7 +238,7 @@ func withModelCache(pod *corev1.PodSpec, p *inferencev1alpha1.Pipeline, s infere
 		mounts = append(mounts, corev1.VolumeMount{Name: caBundleVolume, MountPath: caBundlePath, ReadOnly: true})
 	}
 	pod.InitContainers = []corev1.Container{{
-		Name: FetchContainer, Image: f.Image, Args: args, VolumeMounts: mounts, Env: f.Proxy,
+		Name: FetchContainer, Image: f.Image, Args: args, VolumeMounts: mounts, Env: slices.Clone(f.Proxy),
 		Resources:                cpuAndMemory(s.Resources),
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 		SecurityContext:          fetchSecurity(),

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/internal/modelfetch"
 )
 
 // qosClass is a pod's QoS class as the kubelet computes it, over every container (init and sidecar ones too), for
@@ -72,17 +73,31 @@ func TestHoldResourcesKeepTheQoSClass(t *testing.T) {
 	}
 }
 
+// testCA is a self-signed certificate (openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -subj /CN=test-root).
+const testCA = `-----BEGIN CERTIFICATE-----
+MIIBfDCCASOgAwIBAgIUU07DcMc26f5CYnzALOf3LN0jYPwwCgYIKoZIzj0EAwIw
+FDESMBAGA1UEAwwJdGVzdC1yb290MB4XDTI2MTEyMzExMjIxOFoXDTM2MTEyMDEx
+MjIxOFowFDESMBAGA1UEAwwJdGVzdC1yb290MFkwEwYHKoZIzj0CAQYIKoZIzj0D
+AQcDQgAEjZ8UtQ233o+H8qSFakgzPxw6r64nUg4D6np6/gq3d9dyqOKraAvjuvkM
+C7QSvORE0POvSqr6c5pvdmBVSmUiSqNTMFEwHQYDVR0OBBYEFNReSgBI1DhBNQ4+
+hQdis8jYHa6HMB8GA1UdIwQYMBaAFNReSgBI1DhBNQ4+hQdis8jYHa6HMA8GA1Ud
+EwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDRwAwRAIgdfsVgk9QiG7msHis+FNy3Fw8
+3m09YQQ3XJugufz8bU0CIEZNqYqPkOFoTbW7A5RdGlKlHALvBucwa3c8XjvnJGSz
+-----END CERTIFICATE-----
+`
+
 // A private CA's bundle reaches the fetch as a file of the named ConfigMap key only (the key defaults to ca.crt),
 // and the operators' proxy as HTTP_PROXY, HTTPS_PROXY and NO_PROXY; the server gets neither, the hold no proxy.
 func TestFetchTrustsTheCABundleAndUsesTheProxy(t *testing.T) {
 	f, err := ModelFetchFromEnv(func(k string) string {
 		return map[string]string{EnvFetchImage: "img", EnvFetchHTTPSProxy: "http://proxy.corp:3128",
-			EnvFetchNoProxy: ".svc,.cluster.local"}[k]
+			EnvFetchNoProxy: ".svc,.cluster.local", EnvFetchCABundle: testCA}[k]
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantEnv := []corev1.EnvVar{{Name: "HTTPS_PROXY", Value: "http://proxy.corp:3128"}, {Name: "NO_PROXY", Value: ".svc,.cluster.local"}}
+	wantEnv := []corev1.EnvVar{{Name: "HTTPS_PROXY", Value: "http://proxy.corp:3128"}, {Name: "NO_PROXY", Value: ".svc,.cluster.local"},
+		{Name: modelfetch.EnvCABundle, Value: testCA}}
 	for _, key := range []string{"", "root-certs.pem"} {
 		p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"},
 			Spec: inferencev1alpha1.PipelineSpec{ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StorageCache,

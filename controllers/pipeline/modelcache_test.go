@@ -171,7 +171,10 @@ func TestModelFetchFromEnv(t *testing.T) {
 	g.Expect(f.HoldMemory.String()).To(Equal("128Mi"))
 	for _, bad := range []map[string]string{{pipeline.EnvCacheDir: "/"}, {pipeline.EnvCacheDir: "models"},
 		{pipeline.EnvCacheDir: "/a/../etc"}, {pipeline.EnvCacheMaxSize: "0"}, {pipeline.EnvCacheMaxSize: "lots"},
-		{pipeline.EnvHoldCPU: "0"}, {pipeline.EnvHoldMemory: "-64Mi"}, {pipeline.EnvHoldMemory: "a little"}} {
+		{pipeline.EnvHoldCPU: "0"}, {pipeline.EnvHoldMemory: "-64Mi"}, {pipeline.EnvHoldMemory: "a little"},
+		{pipeline.EnvFetchHTTPSProxy: "proxy.corp:3128"}, {pipeline.EnvFetchHTTPProxy: "http://user:secret@proxy.corp:3128"},
+		{pipeline.EnvFetchHTTPSProxy: "ftp://proxy.corp"}, {pipeline.EnvFetchHTTPSProxy: "http://"},
+		{pipeline.EnvFetchCABundle: "not a certificate"}} {
 		_, err := pipeline.ModelFetchFromEnv(env(bad))
 		g.Expect(err).To(HaveOccurred(), "%v", bad)
 	}

@@ -72,10 +72,8 @@ func Main(args []string, out io.Writer) int {
 		return report(out, *resultFile, Result{URI: *uri, Reason: ReasonForbidden, Message: err.Error()}, err)
 	}
 	o := Options{CacheDir: *cacheDir, MaxBytes: limit.Value(), KeepFor: *keepFor, LinksDir: *links, S3: s3}
-	if *caFile != "" {
-		if o.RootCAs, err = RootCAsWith(*caFile); err != nil {
-			return report(out, *resultFile, Result{URI: *uri, Reason: ReasonTLS, Message: err.Error()}, err)
-		}
+	if o.RootCAs, err = RootCAsWith(os.Getenv(EnvCABundle), *caFile); err != nil {
+		return report(out, *resultFile, Result{URI: *uri, Reason: ReasonTLS, Message: err.Error()}, err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -60,6 +60,8 @@ func (h httpRemote) fetch(ctx context.Context, cached *entry, dir string, limit 
 		return true, download{}, nil
 	case code == http.StatusNotFound || code == http.StatusGone:
 		return false, download{}, failed(ReasonNotFound, fmt.Errorf("%s: %s", h.src.URI, resp.Status))
+	case code == http.StatusProxyAuthRequired:
+		return false, download{}, failed(ReasonProxy, fmt.Errorf("%s: %s: the proxy wants credentials", h.src.URI, resp.Status))
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		return false, download{}, failed(ReasonForbidden, fmt.Errorf("%s: %s", h.src.URI, resp.Status))
 	case code == http.StatusBadGateway || code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout:

@@ -6,6 +6,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"net"
+	"net/http"
+	"net/url"
 	"syscall"
 )
 
@@ -21,6 +23,7 @@ const (
 	ReasonInvalidURI       = "InvalidURI"
 	ReasonTooLarge         = "TooLarge"
 	ReasonTLS              = "TLSFailed"
+	ReasonProxy            = "ProxyFailed"
 	ReasonLockTimeout      = "LockTimeout"
 	ReasonFailed           = "FetchFailed"
 )
@@ -78,6 +81,10 @@ func ReasonOf(err error) string {
 		return ReasonUnsafeArchive
 	case errors.Is(err, errCorruptArchive):
 		return ReasonCorruptArchive
+	case proxyFailure(err):
+		// Before the network errors too: a proxy that refuses the fetch (its credentials, its policy) is a
+		// configuration to fix, which the cached copy must not hide either.
+		return ReasonProxy
 	case tlsFailure(err):
 		// Before the network errors: a certificate no root vouches for is a configuration to fix, not a source
 		// down, and the cached copy must not paper over it.
@@ -86,6 +93,19 @@ func ReasonOf(err error) string {
 		return ReasonUnreachable
 	}
 	return ReasonFailed
+}
+
+// proxyFailure reports whether err is a proxy that refused to connect the fetch to its source: a CONNECT answered
+// 407 (the proxy wants credentials) or 403 (its policy forbids the host). Go's client reports such an answer as an
+// error of the status's text alone. A proxy that cannot be reached, or cannot reach the source (502, 503, 504), is
+// a network failure like any other.
+func proxyFailure(err error) bool {
+	var ue *url.Error
+	if !errors.As(err, &ue) || ue.Err == nil {
+		return false
+	}
+	text := ue.Err.Error()
+	return text == http.StatusText(http.StatusProxyAuthRequired) || text == http.StatusText(http.StatusForbidden)
 }
 
 // tlsFailure reports whether err is a TLS handshake that failed: an unknown authority, an invalid or mismatched

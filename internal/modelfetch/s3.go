@@ -35,8 +35,7 @@ type s3Remote struct {
 	src    Source
 }
 
-// newS3Remote reaches the store of cfg through t, without the transparent decompression of a gzip-encoded object
-// (the object's bytes are what its ETag and digest are of).
+// newS3Remote reaches the store of cfg through t, over HTTP/1.1 as minio-go's own transport does.
 func newS3Remote(cfg S3Config, src Source, t *http.Transport) (*s3Remote, error) {
 	if cfg.Endpoint == "" {
 		return nil, failed(ReasonInvalidURI, fmt.Errorf("%s: no S3 endpoint given", src.URI))
@@ -59,7 +58,7 @@ func newS3Remote(cfg S3Config, src Source, t *http.Transport) (*s3Remote, error)
 	if region == "" {
 		region = "us-east-1" // else the client asks the bucket's location first, which many policies forbid
 	}
-	t.DisableCompression = true
+	t.ForceAttemptHTTP2 = false
 	c, err := minio.New(endpoint, &minio.Options{Creds: creds, Secure: secure, Region: region, Transport: t})
 	if err != nil {
 		return nil, failed(ReasonInvalidURI, err)

@@ -18,6 +18,9 @@ func transport(o Options) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	t.ResponseHeaderTimeout = time.Minute
+	// The bytes the source sends are what its digests and ETags are of: no transparent gzip decoding (a source that
+	// stores a .tar.gz with Content-Encoding: gzip would otherwise be saved decoded, and its digest mismatch).
+	t.DisableCompression = true
 	if o.Proxy != nil {
 		t.Proxy = o.Proxy
 	}
@@ -27,20 +30,33 @@ func transport(o Options) *http.Transport {
 	return t
 }
 
+// EnvCABundle is the environment variable of the fetch that holds the cluster operators' PEM certificates (the
+// CA of a TLS-inspecting proxy, of the organization's stores): trusted by every fetch, beside the public roots.
+const EnvCABundle = "KEELSON_CA_BUNDLE"
+
 // RootCAsWith is the system's roots (in the controller's image, the public roots it carries) and the PEM
-// certificates of file: a private certificate authority's bundle. A file that holds no certificate is an error, not
-// a bundle that adds nothing: whoever named it meant a CA to be trusted.
-func RootCAsWith(file string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("the CA bundle: %w", err)
+// certificates of private certificate authorities: the operators' (operatorPEM) and a namespace's bundle (file).
+// Either may be empty; nil when both are, so the transport keeps the system's roots. A bundle that holds no
+// certificate is an error, not a bundle that adds nothing: whoever named it meant a CA to be trusted.
+func RootCAsWith(operatorPEM, file string) (*x509.CertPool, error) {
+	if operatorPEM == "" && file == "" {
+		return nil, nil
 	}
 	pool, err := x509.SystemCertPool()
 	if err != nil || pool == nil {
 		pool = x509.NewCertPool()
 	}
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("the CA bundle %s holds no PEM certificate", file)
+	if operatorPEM != "" && !pool.AppendCertsFromPEM([]byte(operatorPEM)) {
+		return nil, fmt.Errorf("the operators' CA bundle (%s) holds no PEM certificate", EnvCABundle)
+	}
+	if file != "" {
+		pem, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("the CA bundle: %w", err)
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("the CA bundle %s holds no PEM certificate", file)
+		}
 	}
 	return pool, nil
 }

@@ -41,7 +41,7 @@ func TestPrivateCABundle(t *testing.T) {
 	if res, err := Fetch(context.Background(), uri, Options{CacheDir: t.TempDir()}); err == nil || res.Reason != ReasonTLS {
 		t.Fatalf("without the bundle: %+v, %v; want %s", res, err, ReasonTLS)
 	}
-	pool, err := RootCAsWith(caFile(t, ts))
+	pool, err := RootCAsWith("", caFile(t, ts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestS3OverTLSWithAPrivateCA(t *testing.T) {
 	if res, err := Fetch(ctx, "s3://models/m", Options{CacheDir: t.TempDir(), S3: cfg}); err == nil || res.Reason != ReasonTLS {
 		t.Fatalf("without the bundle: %+v, %v; want %s", res, err, ReasonTLS)
 	}
-	pool, err := RootCAsWith(caFile(t, ts))
+	pool, err := RootCAsWith("", caFile(t, ts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,5 +145,52 @@ func TestFetchesGoThroughTheProxy(t *testing.T) {
 	}
 	if n := proxied.Load() - before; n < 2 {
 		t.Fatalf("the proxy saw %d requests of the fetches", n)
+	}
+
+	// A proxy that wants credentials is a configuration to fix: the fetch fails with it, the cached copy does
+	// not hide it (as it would a source that cannot be reached), for http and for https (a CONNECT refused).
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusProxyAuthRequired)
+	}))
+	t.Cleanup(refusing.Close)
+	refusingURL, err := url.Parse(refusing.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Proxy = http.ProxyURL(refusingURL)
+	for _, uri := range []string{"http://models.invalid/m.onnx", "https://models.invalid/m.onnx"} {
+		if res, err := Fetch(ctx, uri, o); err == nil || res.Reason != ReasonProxy || res.CacheHit {
+			t.Errorf("%s through a proxy that wants credentials: %+v, %v; want %s", uri, res, err, ReasonProxy)
+		}
+	}
+}
+
+// The operators' CA bundle (the fetch's environment) is trusted beside a namespace's; one that holds no
+// certificate fails the fetch with the reason.
+func TestOperatorsCABundle(t *testing.T) {
+	srv := &modelServer{files: map[string][]byte{"/m.onnx": []byte("onnx")}, status: map[string]int{}, announce: map[string][]byte{}}
+	ts := httptest.NewTLSServer(srv)
+	t.Cleanup(ts.Close)
+	pem, err := os.ReadFile(caFile(t, ts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	resultFile := filepath.Join(dir, "result")
+	args := []string{"--uri", ts.URL + "/m.onnx", "--cache-dir", filepath.Join(dir, "cache"), "--result-file", resultFile}
+	var out bytes.Buffer
+	t.Setenv(EnvCABundle, string(pem))
+	if code := Main(args, &out); code != 0 {
+		t.Fatalf("with the operators' bundle: exit %d: %s", code, out.String())
+	}
+	t.Setenv(EnvCABundle, "not a certificate")
+	code := Main(args, &out)
+	var failure Result
+	b, _ := os.ReadFile(resultFile)
+	if code != 1 || json.Unmarshal(b, &failure) != nil || failure.Reason != ReasonTLS || !strings.Contains(failure.Message, EnvCABundle) {
+		t.Fatalf("an operators' bundle without a certificate: exit %d, result %s", code, b)
+	}
+	if pool, err := RootCAsWith("", ""); pool != nil || err != nil {
+		t.Fatalf("no bundle: %v, %v; want the system's roots (nil)", pool, err)
 	}
 }

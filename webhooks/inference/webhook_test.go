@@ -188,6 +188,10 @@ func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 			cached(p)
 			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{CABundle: &inferencev1alpha1.ConfigMapKey{Name: "trust", Key: ".."}}
 		}, "spec.modelStorage.cache.caBundle.key", "spec.modelStorage.cache.caBundle.key"},
+		"CA bundle key ..data": {func(p *inferencev1alpha1.Pipeline) {
+			cached(p)
+			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{CABundle: &inferencev1alpha1.ConfigMapKey{Name: "trust", Key: "..data"}}
+		}, "spec.modelStorage.cache.caBundle.key", "spec.modelStorage.cache.caBundle.key"},
 		"cached model with a presigned URL": {func(p *inferencev1alpha1.Pipeline) {
 			cached(p)
 			p.Spec.Steps[0].Model = "https://bucket.s3.amazonaws.com/m.onnx?X-Amz-Signature=abc"

@@ -62,7 +62,7 @@ type ConfigMapKey struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
-	// +kubebuilder:validation:XValidation:rule="self != '.' && self != '..'",message="must not be '.' or '..'"
+	// +kubebuilder:validation:XValidation:rule="self != '.' && !self.startsWith('..')",message="must not be '.' or start with '..'"
 	Key string `json:"key,omitempty"`
 }
 
