@@ -118,20 +118,25 @@ func (f ModelFetch) cacheOf(namespace string) string {
 // nodes' directory, not the controller.
 func ModelFetchFromEnv(getenv func(string) string) (ModelFetch, error) {
 	f := ModelFetch{Image: getenv(EnvFetchImage), CacheDir: getenv(EnvCacheDir)}
-	for _, v := range []struct{ from, to string }{
-		{EnvFetchHTTPProxy, "HTTP_PROXY"}, {EnvFetchHTTPSProxy, "HTTPS_PROXY"}, {EnvFetchNoProxy, "NO_PROXY"},
-	} {
-		if value := getenv(v.from); value != "" {
-			f.Proxy = append(f.Proxy, corev1.EnvVar{Name: v.to, Value: value})
-		}
-	}
 	var errs []error
-	for _, name := range []string{EnvFetchHTTPProxy, EnvFetchHTTPSProxy} {
-		if v := getenv(name); v != "" {
-			if err := checkProxyURL(v); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+	for _, v := range []struct {
+		from, to string
+		url      bool
+	}{
+		{EnvFetchHTTPProxy, "HTTP_PROXY", true}, {EnvFetchHTTPSProxy, "HTTPS_PROXY", true}, {EnvFetchNoProxy, "NO_PROXY", false},
+	} {
+		value := getenv(v.from)
+		if value == "" {
+			continue
+		}
+		if v.url {
+			if err := checkProxyURL(value); err != nil {
+				// Not passed on either: the steps that still fetch (on local volumes) would show its credentials.
+				errs = append(errs, fmt.Errorf("%s: %w", v.from, err))
+				continue
 			}
 		}
+		f.Proxy = append(f.Proxy, corev1.EnvVar{Name: v.to, Value: value})
 	}
 	if pem := getenv(EnvFetchCABundle); pem != "" {
 		if !x509.NewCertPool().AppendCertsFromPEM([]byte(pem)) {
@@ -170,7 +175,7 @@ func checkProxyURL(raw string) error {
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil:
-		return err
+		return errors.New("is not a URL") // the parser's message quotes it, credentials included
 	case u.User != nil:
 		return errors.New("carries credentials, which every fetching step's pod spec would show to its namespace's users")
 	case u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "socks5" && u.Scheme != "socks5h":

@@ -178,6 +178,11 @@ func TestModelFetchFromEnv(t *testing.T) {
 		_, err := pipeline.ModelFetchFromEnv(env(bad))
 		g.Expect(err).To(HaveOccurred(), "%v", bad)
 	}
+	// A proxy with credentials reaches no step, not even those the Problem spares.
+	f, err = pipeline.ModelFetchFromEnv(env(map[string]string{pipeline.EnvFetchHTTPSProxy: "http://user:secret@proxy.corp:3128"}))
+	g.Expect(err).To(MatchError(ContainSubstring("credentials")))
+	g.Expect(err.Error()).NotTo(ContainSubstring("secret"))
+	g.Expect(f.Proxy).To(BeEmpty())
 	// Every wrong value is told at once, and a wrong directory does not lose the rest.
 	f, err = pipeline.ModelFetchFromEnv(env(map[string]string{pipeline.EnvCacheDir: "models", pipeline.EnvHoldCPU: "0",
 		pipeline.EnvCacheMaxSize: "20Gi"}))
