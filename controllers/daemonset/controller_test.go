@@ -22,7 +22,7 @@ import (
 	"github.com/keelson-dev/keelson/controllers/daemonset"
 )
 
-// The seed's form, spec.image only: one pod per eligible node, pinned by node affinity (never spec.nodeName),
+// The simplest form, spec.image only: one pod per eligible node, pinned by node affinity (never spec.nodeName),
 // owned, labelled and tolerating what daemon pods tolerate; the status counts them exactly.
 func TestOnePodPerEligibleNode(t *testing.T) {
 	s := newScenario(t)
@@ -338,11 +338,13 @@ func TestRolloutPassesDeadNodesAndReportsStuckPods(t *testing.T) {
 		return out
 	}, timeout, poll).Should(Equal(map[string]string{"a": "agent:v1", "b": "agent:v2", "c": "agent:v2"}))
 
-	// A new pod that crash loops: the rollout is reported stuck, naming the node, the pod and the reason.
+	// A new pod that crash loops: the rollout is reported stuck, naming the node, the pod and the reason. The fake
+	// kubelet may have reported the pod running first: the crash loop replaces that (and the kubelet leaves a pod
+	// that is not ready and says why alone).
 	s.update("dead", func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.Image = "agent:v3-broken" })
 	s.g.Eventually(func() error {
 		for _, p := range s.pods("dead") {
-			if p.Spec.Containers[0].Image != "agent:v3-broken" || p.Status.ContainerStatuses != nil {
+			if p.Spec.Containers[0].Image != "agent:v3-broken" || p.DeletionTimestamp != nil {
 				continue
 			}
 			p.Status.Phase = corev1.PodRunning

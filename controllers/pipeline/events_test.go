@@ -44,8 +44,11 @@ func TestEachNewCauseIsAnEvent(t *testing.T) {
 		HavePrefix("Warning " + inferencev1alpha1.ReasonImagePull)))
 
 	s.setPodStatus("causes-a-x", unschedulable("0/1 nodes are available: 1 Insufficient nvidia.com/gpu."))
-	s.g.Eventually(func() []string { return s.events("causes") }, timeout, poll).Should(ContainElement(
-		And(HavePrefix("Warning "+inferencev1alpha1.ReasonUnschedulable), ContainSubstring("Insufficient nvidia.com/gpu"))))
+	// The pass that sees it tells the step's event and the pipeline's (Degraded again, for the new cause), one after
+	// the other.
+	s.g.Eventually(func() []string { return s.events("causes") }, timeout, poll).Should(ContainElements(
+		And(HavePrefix("Warning "+inferencev1alpha1.ReasonUnschedulable), ContainSubstring("Insufficient nvidia.com/gpu")),
+		And(HavePrefix("Warning PipelineDegraded"), ContainSubstring("Insufficient nvidia.com/gpu"))))
 
 	// The same cause again (the scheduler rewrites its condition): no new event.
 	n := len(s.events("causes"))
