@@ -7,19 +7,15 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
 
-# The three controller binaries; each has its API group under apis/, its controller under controllers/ and its
-# webhooks under webhooks/ (directory names below).
+# The three controller binaries. Each is named for its kind, <kind>-controller or workload-<kind>, and the kind names
+# its controller (controllers/<kind>) and its webhooks (webhooks/<kind>); its API group is under apis/.
 BINARIES := daemonset-controller workload-sizer pipeline-controller
-controller_dir_daemonset-controller := daemonset
-controller_dir_workload-sizer := sizer
-controller_dir_pipeline-controller := pipeline
-webhook_dir_daemonset-controller := daemonset
-webhook_dir_workload-sizer := sizer
-webhook_dir_pipeline-controller := inference
+kind_of = $(subst workload-,,$(subst -controller,,$(1)))
 
 BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+KUBE_API_LINTER := $(BIN)/kube-api-linter-$(KUBE_API_LINTER_VERSION)
 HELM := $(BIN)/helm-$(HELM_VERSION)
 HELM_DOCS := $(BIN)/helm-docs-$(HELM_DOCS_VERSION)
 PROMTOOL := $(BIN)/promtool-$(PROMETHEUS_VERSION)
@@ -71,9 +67,9 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, per-controller RBAC ClusterRoles 
 # webhooks, its webhook configurations.
 define manifests-for
 	$(CONTROLLER_GEN) rbac:roleName=keelson-$(1),fileName=$(1).yaml \
-		paths="./cmd/internal/manager/...$(if $(wildcard controllers/$(controller_dir_$(1))),;./controllers/$(controller_dir_$(1))/...)" \
+		paths="./cmd/internal/manager/...$(if $(wildcard controllers/$(call kind_of,$(1))),;./controllers/$(call kind_of,$(1))/...)" \
 		output:rbac:dir=$(CHART_FILES)/rbac
-	$(if $(wildcard webhooks/$(webhook_dir_$(1))),$(CONTROLLER_GEN) webhook paths=./webhooks/$(webhook_dir_$(1))/... output:stdout > $(CHART_FILES)/webhooks/$(1).yaml)
+	$(if $(wildcard webhooks/$(call kind_of,$(1))),$(CONTROLLER_GEN) webhook paths=./webhooks/$(call kind_of,$(1))/... output:stdout > $(CHART_FILES)/webhooks/$(1).yaml)
 
 endef
 
@@ -93,9 +89,11 @@ vet: ## Run go vet on both modules.
 	cd apis && go vet ./...
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## Run golangci-lint (pinned) on both modules.
+lint: $(GOLANGCI_LINT) $(KUBE_API_LINTER) ## Run golangci-lint (pinned) on both modules, the Kubernetes API linter on apis/, and shellcheck on every shell script.
 	$(GOLANGCI_LINT) run ./...
 	cd apis && $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
+	cd apis && $(KUBE_API_LINTER) run --config ../.golangci-kal.yml ./...
+	$$(tools/install.sh shellcheck) --external-sources --source-path=SCRIPTDIR $$(git ls-files '*.sh') .ci/run
 
 .PHONY: verify
 verify: ## Regenerate everything and fail on drift; then vet and lint. What CI runs first.
@@ -105,13 +103,19 @@ verify: ## Regenerate everything and fail on drift; then vet and lint. What CI r
 ##@ Test
 
 .PHONY: test
-test: envtest $(HELM) $(PROMTOOL) ## Run unit, integration (real kube-apiserver + etcd via envtest), chart (alerting rules with promtool too) and image tests of both modules.
+test: test-unit test-integration ## Run every test of both modules: unit, then integration.
+
+.PHONY: test-unit
+test-unit: ## Run the tests that start no process (no apiserver, binary or image build): seconds, cached when unchanged.
+	go test $(GO_TEST_FLAGS) $$(tools/test-packages.sh unit)
+
+.PHONY: test-integration
+test-integration: envtest $(HELM) $(PROMTOOL) ## Run the tests that start processes: a real kube-apiserver + etcd (envtest), chart (promtool too), binaries and image builds; and the API module's.
 	tools/install.sh tini >/dev/null
 	tools/install.sh tini-arm64 >/dev/null
 	tools/install.sh monitoring-crds >/dev/null
 	@# Tests that start processes (apiserver and etcd, binaries, image builds) always run: a cached pass of those
-	@# would replay a result the processes never produced again. Pure unit tests may come from the cache.
-	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test $(GO_TEST_FLAGS) $$(tools/test-packages.sh unit)
+	@# would replay a result the processes never produced again.
 	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test -count=1 $(GO_TEST_FLAGS) $$(tools/test-packages.sh process)
 	cd apis && go test -count=1 $(GO_TEST_FLAGS) ./...
 
@@ -441,6 +445,8 @@ $(CONTROLLER_GEN):
 	tools/install.sh controller-gen >/dev/null
 $(GOLANGCI_LINT):
 	tools/install.sh golangci-lint >/dev/null
+$(KUBE_API_LINTER):
+	tools/install.sh kube-api-linter >/dev/null
 $(HELM):
 	tools/install.sh helm >/dev/null
 $(HELM_DOCS):

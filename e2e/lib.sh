@@ -1,3 +1,4 @@
+# shellcheck shell=dash
 # Helpers for the suites' scripts (POSIX sh: chainsaw runs scripts with sh -c). Chainsaw runs each script with KUBECONFIG pointing at the cluster under
 # test and NAMESPACE set to the test's namespace.
 #

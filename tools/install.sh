@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # install.sh installs Keelson's pinned tools into bin/ on first use and prints the installed path.
 #
-#   tools/install.sh TOOL        TOOL is one of: controller-gen golangci-lint helm helm-docs kwok kwokctl chainsaw setup-envtest
+#   tools/install.sh TOOL        TOOL is one of: controller-gen golangci-lint kube-api-linter helm helm-docs kwok kwokctl chainsaw setup-envtest
 #                                envtest (kube-apiserver + etcd + kubectl, prints the directory for KUBEBUILDER_ASSETS)
 #                                kube (every Kubernetes binary a local cluster needs, prints the directory)
 #                                kind, coredns, tini (Debian's tini-static, installed with apt), pause (compiled with gcc)
+#                                the shell linter, shellcheck (Debian's, installed with apt)
 #                                promtool (Prometheus's rule checker, built from the wrapper module tools/modules/promtool)
 #                                monitoring-crds (the Prometheus Operator's ServiceMonitor and PrometheusRule CRDs, prints the directory)
 #                                tini-ARCH (Debian's tini-static for ARCH, e.g. tini-arm64: the images make release builds)
@@ -87,7 +88,7 @@ install_envtest() {
     mkdir -p "$dir"
     if ! try_setup_envtest "$dir"; then
       log "setup-envtest could not download $KUBE_VERSION; building from source instead"
-      [ -x "$dir/kube-apiserver" ] && [ -x "$dir/kubectl" ] || build_kube "$dir" kube-apiserver kubectl
+      if [ ! -x "$dir/kube-apiserver" ] || [ ! -x "$dir/kubectl" ]; then build_kube "$dir" kube-apiserver kubectl; fi
       [ -x "$dir/etcd" ] || build_etcd "$dir"
     fi
     [ -x "$dir/kubectl" ] || build_kube "$dir" kubectl
@@ -232,6 +233,19 @@ install_tini() {
   echo "$t"
 }
 
+# The shell linter: Debian's shellcheck, for make lint. Installed with apt when missing, as tini is.
+install_shellcheck() {
+  local t=/usr/bin/shellcheck
+  if [ ! -x "$t" ]; then
+    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+      log "$t is missing: install Debian's shellcheck package (apt-get install shellcheck)"; exit 1
+    fi
+    log "installing Debian's shellcheck package"
+    (apt-get install -y -qq shellcheck >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq shellcheck; }) >&2
+  fi
+  echo "$t"
+}
+
 # tini-ARCH: Debian's static tini built for ARCH (amd64, arm64), for the multi-architecture images of make release.
 # This machine's own architecture is the tini package installed above. Another architecture's package is fetched
 # with apt into bin/ under a private package list (apt-get download, not install), so the machine's dpkg
@@ -240,11 +254,14 @@ install_tini() {
 install_tini_arch() {
   local arch=$1
   if [ "$arch" = "$(dpkg --print-architecture 2>/dev/null || go env GOARCH)" ]; then install_tini; return; fi
-  local found
-  found=$(ls "$BIN"/tini-*-"$arch"/usr/bin/tini-static 2>/dev/null | tail -1 || true)
+  local found="" f
+  for f in "$BIN"/tini-*-"$arch"/usr/bin/tini-static; do
+    if [ -x "$f" ]; then found=$f; fi
+  done
   if [ -z "$found" ]; then
-    command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null || {
-      log "Debian's apt-get and dpkg-deb are needed to fetch tini for $arch"; exit 1; }
+    if ! command -v apt-get >/dev/null || ! command -v dpkg-deb >/dev/null; then
+      log "Debian's apt-get and dpkg-deb are needed to fetch tini for $arch"; exit 1
+    fi
     log "fetching Debian's tini package for $arch"
     local state=$BIN/apt-$arch
     mkdir -p "$state/lists/partial" "$state/cache/archives/partial" "$state/debs"
@@ -262,11 +279,12 @@ install_tini_arch() {
 }
 
 main() {
-  [ $# -eq 1 ] || { sed -n '2,11p' "${BASH_SOURCE[0]}" >&2; exit 2; }
+  [ $# -eq 1 ] || { sed -n '2,12p' "${BASH_SOURCE[0]}" >&2; exit 2; }
   mkdir -p "$BIN"
   case $1 in
     controller-gen) go_install controller-gen "$CONTROLLER_GEN_VERSION" sigs.k8s.io/controller-tools/cmd/controller-gen ;;
     golangci-lint) go_install golangci-lint "$GOLANGCI_LINT_VERSION" github.com/golangci/golangci-lint/v2/cmd/golangci-lint ;;
+    kube-api-linter) go_install kube-api-linter "$KUBE_API_LINTER_VERSION" sigs.k8s.io/kube-api-linter/cmd/golangci-lint-kube-api-linter ;;
     helm-docs) go_install helm-docs "$HELM_DOCS_VERSION" github.com/norwoodj/helm-docs/cmd/helm-docs ;;
     helm) # Stamp the Kubernetes version Helm assumes for `helm template` and lint (as Helm's own build does).
           local kmaj kmin
@@ -281,6 +299,7 @@ main() {
     coredns) go_install coredns "$COREDNS_VERSION" github.com/coredns/coredns ;;
     chainsaw) install_chainsaw ;;
     tini) install_tini ;;
+    shellcheck) install_shellcheck ;;
     tini-*) install_tini_arch "${1#tini-}" ;;
     pause) install_pause ;;
     promtool) install_promtool ;;

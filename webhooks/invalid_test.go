@@ -27,7 +27,7 @@ import (
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
 	"github.com/keelson-dev/keelson/tools/testenv"
 	daemonsetwebhook "github.com/keelson-dev/keelson/webhooks/daemonset"
-	inferencewebhook "github.com/keelson-dev/keelson/webhooks/inference"
+	pipelinewebhook "github.com/keelson-dev/keelson/webhooks/pipeline"
 	sizerwebhook "github.com/keelson-dev/keelson/webhooks/sizer"
 )
 
@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 // serveAll serves the three binaries' webhooks from one manager, as three managers would.
 func serveAll(mgr ctrl.Manager) error {
 	return errors.Join(daemonsetwebhook.SetupWithManager(mgr), sizerwebhook.SetupWithManager(mgr),
-		inferencewebhook.SetupWithManager(mgr))
+		pipelinewebhook.SetupWithManager(mgr))
 }
 
 // badInput is an invalid object: a valid one of its kind with patch merged over it (a JSON merge patch, in YAML).

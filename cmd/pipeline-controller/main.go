@@ -13,7 +13,6 @@ import (
 	// The image holds no certificate store (scratch): the fetches of https and TLS S3 models trust the roots this
 	// package embeds (Mozilla's), used only when the system has none.
 	_ "golang.org/x/crypto/x509roots/fallback"
-
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -22,7 +21,7 @@ import (
 	"github.com/keelson-dev/keelson/cmd/internal/manager"
 	"github.com/keelson-dev/keelson/controllers/pipeline"
 	"github.com/keelson-dev/keelson/internal/modelfetch"
-	inferencewebhook "github.com/keelson-dev/keelson/webhooks/inference"
+	pipelinewebhook "github.com/keelson-dev/keelson/webhooks/pipeline"
 )
 
 func main() {
@@ -47,6 +46,6 @@ func main() {
 			return (&pipeline.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ModelFetch: fetch}).SetupWithManager(mgr)
 		},
 		Finalizers:    []manager.Finalizer{{GVK: inferencev1alpha1.GroupVersion.WithKind("Pipeline"), Name: inferencev1alpha1.Finalizer}},
-		SetupWebhooks: inferencewebhook.SetupWithManager,
+		SetupWebhooks: pipelinewebhook.SetupWithManager,
 	})
 }

@@ -28,8 +28,8 @@ import (
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/internal/expectations"
+	"github.com/keelson-dev/keelson/controllers/internal/pacing"
 	"github.com/keelson-dev/keelson/controllers/internal/passerr"
-	"github.com/keelson-dev/keelson/controllers/internal/statuspace"
 )
 
 // Failed pods on a node are replaced after a backoff that doubles from failedPodBackoffInitial up to
@@ -54,7 +54,7 @@ type Reconciler struct {
 	initOnce     sync.Once
 	expectations *expectations.Expectations
 	backoff      *failureBackoff
-	pacer        *statuspace.Pacer
+	pacer        *pacing.Pacer
 	seeded       *seenSet
 	written      *writtenStatuses
 	vanished     *vanishedPods
@@ -72,7 +72,7 @@ func (r *Reconciler) init() {
 	r.initOnce.Do(func() {
 		r.expectations = expectations.New()
 		r.backoff = newFailureBackoff(failedPodBackoffInitial, failedPodBackoffMax)
-		r.pacer = statuspace.New(statusInterval)
+		r.pacer = pacing.New(statusInterval)
 		r.seeded = newSeenSet()
 		r.written = newWrittenStatuses()
 		r.vanished = newVanishedPods()

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
-	"github.com/keelson-dev/keelson/controllers/internal/cachesel"
+	"github.com/keelson-dev/keelson/controllers/internal/cachelabels"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -36,7 +36,7 @@ const orphanIndex = "daemonset.keelson.dev/orphan-of"
 // CacheOptions narrows the manager's cache to what this controller needs: only pods and revisions that carry the
 // DaemonSet name label (never the cluster's other pods), and nodes without their image lists and other bulk.
 func CacheOptions() cache.Options {
-	sel := cachesel.Has(daemonsetv1alpha1.NameLabel)
+	sel := cachelabels.Has(daemonsetv1alpha1.NameLabel)
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{

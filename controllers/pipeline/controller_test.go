@@ -69,7 +69,7 @@ func (s *scenario) node(name string, gpus int64, cordoned bool) {
 	}
 }
 
-// faceDetection is the seed's pipeline, with its nodes named for this test.
+// faceDetection is the face-detection sample pipeline, with its nodes named for this test.
 func (s *scenario) faceDetection(node1, node2 string) *inferencev1alpha1.Pipeline {
 	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "face-detection", Namespace: s.ns},
 		Spec: inferencev1alpha1.PipelineSpec{
@@ -137,9 +137,9 @@ func (s *scenario) rollOut(name string) {
 	}, timeout, poll).Should(Succeed())
 }
 
-// The seed's face-detection pipeline creates exactly the seed's objects, with the seed's labels, and its status
+// The face-detection sample pipeline creates exactly its objects, with their labels, and its status
 // follows the volume, the claim and the Deployments to Ready.
-func TestSeedPipeline(t *testing.T) {
+func TestFaceDetectionPipeline(t *testing.T) {
 	s := newScenario(t)
 	startController(t)
 	n1, n2 := s.ns+"-node-1", s.ns+"-node-2"

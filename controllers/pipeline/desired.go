@@ -18,9 +18,10 @@ import (
 
 // Labels and names of what the controller creates.
 const (
-	// SeedPipelineLabel and SeedStepLabel are the seed's labels: the pipeline's name and the step's index.
-	SeedPipelineLabel = "pipeline"
-	SeedStepLabel     = "step"
+	// PipelineNameLabel and StepIndexLabel are short labels for scripts and selectors typed by hand: the pipeline's
+	// name and the step's index.
+	PipelineNameLabel = "pipeline"
+	StepIndexLabel    = "step"
 	managedByLabel    = "app.kubernetes.io/managed-by"
 	partOfLabel       = "app.kubernetes.io/part-of"
 	keelson           = "keelson"
@@ -45,7 +46,7 @@ func PVName(p *inferencev1alpha1.Pipeline) string {
 }
 
 func pipelineLabels(p *inferencev1alpha1.Pipeline) map[string]string {
-	return map[string]string{SeedPipelineLabel: p.Name, inferencev1alpha1.PipelineLabel: p.Name, managedByLabel: keelson, partOfLabel: keelson}
+	return map[string]string{PipelineNameLabel: p.Name, inferencev1alpha1.PipelineLabel: p.Name, managedByLabel: keelson, partOfLabel: keelson}
 }
 
 func ownerRef(p *inferencev1alpha1.Pipeline) metav1.OwnerReference {
@@ -127,10 +128,10 @@ func DesiredPVC(p *inferencev1alpha1.Pipeline) *corev1.PersistentVolumeClaim {
 	}
 }
 
-// stepLabels are a step's labels: the seed's pipeline and step index, and Keelson's.
+// stepLabels are a step's labels: the short pipeline name and step index, and Keelson's.
 func stepLabels(p *inferencev1alpha1.Pipeline, i int) map[string]string {
 	l := pipelineLabels(p)
-	l[SeedStepLabel] = strconv.Itoa(i)
+	l[StepIndexLabel] = strconv.Itoa(i)
 	l[inferencev1alpha1.StepLabel] = pipelinespec.StepName(p.Spec.Steps, i)
 	return l
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
-// seed is the seed's face-detection pipeline: two steps, NFS through CSI.
+// seed is the face-detection sample pipeline: two steps, NFS through CSI.
 func seed() *inferencev1alpha1.Pipeline {
 	return &inferencev1alpha1.Pipeline{
 		ObjectMeta: metav1.ObjectMeta{Name: "face-detection", Namespace: "vision", UID: "0123456789abcdef"},

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
-	"github.com/keelson-dev/keelson/controllers/internal/cachesel"
+	"github.com/keelson-dev/keelson/controllers/internal/cachelabels"
 	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
@@ -31,7 +31,7 @@ const locationIndex = "inference.keelson.dev/location"
 // CacheOptions narrows the cache to the pipeline controller's own children (label-filtered Deployments, Services,
 // claims, volumes and pods), and keeps nodes without their image lists.
 func CacheOptions() cache.Options {
-	sel := cachesel.Has(inferencev1alpha1.PipelineLabel)
+	sel := cachelabels.Has(inferencev1alpha1.PipelineLabel)
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{

@@ -32,7 +32,7 @@ func target(name string) *sizerv1alpha1.TargetRef {
 	return &sizerv1alpha1.TargetRef{APIVersion: "apps/v1", Kind: "Deployment", Name: name}
 }
 
-// The seed's HelloWorld: size + image; the Deployment is created, owned and kept at size, and the status lists
+// The simplest sizer, size + image: the Deployment is created, owned and kept at size, and the status lists
 // the pods.
 func TestCreatesTheTargetWhenMissing(t *testing.T) {
 	s := newScenario(t)

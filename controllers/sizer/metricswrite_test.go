@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
-	"github.com/keelson-dev/keelson/controllers/internal/statuspace"
+	"github.com/keelson-dev/keelson/controllers/internal/pacing"
 )
 
 // A conflict is counted once its status is written: a pass whose status write fails counts nothing (the next
@@ -51,7 +51,7 @@ func TestConflictsAreCountedOnceTheirStatusIsWritten(t *testing.T) {
 			}
 			return c.SubResource(sub).Patch(ctx, o, p, opts...)
 		}}).Build()
-	r := &Reconciler{Client: c, APIReader: c, pacer: statuspace.New(statusInterval)}
+	r := &Reconciler{Client: c, APIReader: c, pacer: pacing.New(statusInterval)}
 	counted := conflicts.WithLabelValues(sizerv1alpha1.ReasonAnotherSizer)
 	before := testutil.ToFloat64(counted)
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(newer)}

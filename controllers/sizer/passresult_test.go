@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/internal/pacing"
 	"github.com/keelson-dev/keelson/controllers/internal/passerr"
-	"github.com/keelson-dev/keelson/controllers/internal/statuspace"
 )
 
 // A pass that adds the finalizer while another writer moved the sizer (an edit right after the create) looks again
@@ -86,7 +86,7 @@ func TestAStatusWriteToADeletedSizerIsNoError(t *testing.T) {
 			patches++
 			return apierrors.NewNotFound(schema.GroupResource{Group: "sizer.keelson.dev", Resource: "workloadsizers"}, "s")
 		}}).Build()
-	res, err := (&Reconciler{Client: c, Recorder: events.NewFakeRecorder(10), pacer: statuspace.New(time.Second)}).Reconcile(context.Background(),
+	res, err := (&Reconciler{Client: c, Recorder: events.NewFakeRecorder(10), pacer: pacing.New(time.Second)}).Reconcile(context.Background(),
 		ctrl.Request{NamespacedName: client.ObjectKeyFromObject(wls)})
 	if patches == 0 {
 		t.Fatal("the pass wrote no status: the test tests nothing")

@@ -19,7 +19,7 @@ type pdbDecision struct {
 	reason, message string
 }
 
-// profileBudget is the budget of each profile (the seeds' table).
+// profileBudget is the budget of each profile (docs/workloadsizer.md tabulates them).
 func profileBudget(p sizerv1alpha1.DisruptionProfile) (minAvailable, maxUnavailable *intstr.IntOrString) {
 	switch p {
 	case sizerv1alpha1.ProfileStateless, "":

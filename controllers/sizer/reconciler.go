@@ -30,8 +30,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/internal/pacing"
 	"github.com/keelson-dev/keelson/controllers/internal/passerr"
-	"github.com/keelson-dev/keelson/controllers/internal/statuspace"
 )
 
 // maxPodsListed caps status.pods.
@@ -56,7 +56,7 @@ type Reconciler struct {
 	ResizeDeferredTimeout, ResizeInProgressTimeout time.Duration
 	resize                                         resizeSupport
 	// pacer spaces out status writes whose only news is counts (see statusUrgent).
-	pacer *statuspace.Pacer
+	pacer *pacing.Pacer
 
 	mu sync.Mutex
 	// applied is, per sizer, the fields of its last apply to its target in this process: the cache may not show

@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
-	"github.com/keelson-dev/keelson/controllers/internal/cachesel"
-	"github.com/keelson-dev/keelson/controllers/internal/statuspace"
+	"github.com/keelson-dev/keelson/controllers/internal/cachelabels"
+	"github.com/keelson-dev/keelson/controllers/internal/pacing"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -39,7 +39,7 @@ const targetIndex = "sizer.keelson.dev/target"
 // HorizontalPodAutoscaler (one on a target must be seen); pods are watched as metadata only (names and labels for
 // the status).
 func CacheOptions() cache.Options {
-	sel := cachesel.Has(sizerv1alpha1.NameLabel)
+	sel := cachelabels.Has(sizerv1alpha1.NameLabel)
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
@@ -93,7 +93,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		r.Discovery = d
 	}
-	r.pacer = statuspace.New(statusInterval)
+	r.pacer = pacing.New(statusInterval)
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &sizerv1alpha1.WorkloadSizer{}, targetIndex,
 		func(obj client.Object) []string {
 			ref := obj.(*sizerv1alpha1.WorkloadSizer).Target()

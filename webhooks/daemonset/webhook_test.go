@@ -198,7 +198,7 @@ func TestSamplesAreValid(t *testing.T) {
 	serveWebhooks(t)
 	files, err := filepath.Glob(filepath.Join(withWebhook.Root, "docs", "samples", "daemonset-*.yaml"))
 	if err != nil || len(files) < 2 {
-		t.Fatalf("want the seed and production samples, found %v (%v)", files, err)
+		t.Fatalf("want the minimal and production samples, found %v (%v)", files, err)
 	}
 	for _, f := range files {
 		for _, env := range []*testenv.Env{withWebhook, withoutWebhook} {

@@ -185,7 +185,7 @@ func TestSamplesAreValid(t *testing.T) {
 	serveWebhooks(t)
 	files, err := filepath.Glob(filepath.Join(withWebhook.Root, "docs", "samples", "workloadsizer-*.yaml"))
 	if err != nil || len(files) < 2 {
-		t.Fatalf("want the seed and production samples, found %v (%v)", files, err)
+		t.Fatalf("want the minimal and production samples, found %v (%v)", files, err)
 	}
 	for _, f := range files {
 		if strings.HasSuffix(f, "-target.yaml") {

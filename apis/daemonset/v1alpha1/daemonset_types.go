@@ -172,7 +172,7 @@ type DaemonSetStatus struct {
 	// NumberReady is how many nodes that should run the pod run at least one ready pod.
 	NumberReady int32 `json:"numberReady"`
 	// NumberAvailable is how many nodes that should run the pod run at least one pod available for
-	// minReadySeconds. (This is the seed's availableReplicas.)
+	// minReadySeconds (tools that read a Deployment's availableReplicas read the same count here).
 	// +optional
 	NumberAvailable int32 `json:"numberAvailable,omitempty"`
 	// NumberUnavailable is how many nodes that should run the pod run no available pod.

@@ -93,7 +93,7 @@ type ModelStorage struct {
 	// Cache says how the steps whose model is an http(s):// or s3:// URI fetch it into the cache on their node.
 	// +optional
 	Cache *ModelCache `json:"cache,omitempty"`
-	// CSIParameter holds the NFS share (the seed's form): server and share, plus any other volume attributes the
+	// CSIParameter holds the NFS share: server and share, plus any other volume attributes the
 	// CSI driver takes.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=16
@@ -194,7 +194,7 @@ type Step struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Model string `json:"model,omitempty"`
-	// Args become container arguments --key=value, sorted by key. listenPort sets the port (the seed's form).
+	// Args become container arguments --key=value, sorted by key. listenPort sets the port (unless port is set).
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
 	Args map[string]string `json:"args,omitempty"`
@@ -269,7 +269,7 @@ const (
 	PhaseDeleting    Phase = "Deleting"
 )
 
-// StepPhase is the seed's per-step phase.
+// StepPhase is one step's phase: its Deployment's.
 type StepPhase struct {
 	// Name of the step.
 	Name string `json:"name"`
@@ -277,7 +277,7 @@ type StepPhase struct {
 	DeploymentPhase Phase `json:"deploymentPhase"`
 }
 
-// DetailPhase is the seed's detail of the pipeline phase.
+// DetailPhase details the pipeline's phase object by object: its storage's and each step's.
 type DetailPhase struct {
 	// PVPhase is the PersistentVolume's phase (Available, Bound, Released, …), empty for type pvc.
 	// +optional
@@ -368,7 +368,7 @@ type PipelineStatus struct {
 	// Phase: Pending, Progressing, Ready, Degraded, Failed or Deleting.
 	// +optional
 	Phase Phase `json:"phase,omitempty"`
-	// DetailPhase is the seed's per-object phases.
+	// DetailPhase is the phase of each object the pipeline is made of.
 	// +optional
 	DetailPhase DetailPhase `json:"detailPhase,omitempty"`
 	// Steps is each step's state.

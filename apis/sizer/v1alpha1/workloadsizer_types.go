@@ -195,8 +195,7 @@ type IngressExpose struct {
 	TLSSecretName string `json:"tlsSecretName,omitempty"`
 }
 
-// ExposeSpec puts a Service, and optionally an Ingress, in front of the target (the seed App's enable_service
-// and enable_ingress).
+// ExposeSpec puts a Service, and optionally an Ingress, in front of the target.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.ingress) || !self.ingress.enabled || (has(self.service) && self.service.enabled)",fieldPath=".ingress.enabled",message="an Ingress needs the Service: set expose.service.enabled too"
 type ExposeSpec struct {
@@ -218,7 +217,7 @@ type WorkloadSizerSpec struct {
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.targetRef is immutable: create a new WorkloadSizer for another workload"
 	TargetRef *TargetRef `json:"targetRef,omitempty"`
-	// Image is the seed's shorthand: when the target does not exist, the sizer creates it with one container "app"
+	// Image is a shorthand: when the target does not exist, the sizer creates it with one container "app"
 	// of this image.
 	// +optional
 	Image string `json:"image,omitempty"`

@@ -1,4 +1,4 @@
-package statuspace
+package pacing
 
 import (
 	"testing"

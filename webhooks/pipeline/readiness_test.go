@@ -1,4 +1,4 @@
-package inference
+package pipeline
 
 import (
 	"testing"

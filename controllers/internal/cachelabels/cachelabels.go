@@ -1,5 +1,5 @@
-// Package cachesel builds the label selectors controllers use to narrow their informer caches to their own objects.
-package cachesel
+// Package cachelabels builds the label selectors controllers use to narrow their informer caches to their own objects.
+package cachelabels
 
 import (
 	"k8s.io/apimachinery/pkg/labels"

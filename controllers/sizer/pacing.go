@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
-	"github.com/keelson-dev/keelson/controllers/internal/statuspace"
+	"github.com/keelson-dev/keelson/controllers/internal/pacing"
 )
 
 // statusInterval spaces out a sizer's status writes while only counts move. Sizing a workload rolls it, and with
@@ -20,7 +20,7 @@ const statusInterval = 15 * time.Second
 // or reason changing (Ready turning True included), or what was applied, the budget or the selector changing.
 // Counts, pod names and condition messages (which carry counts) can wait.
 func statusUrgent(old, updated sizerv1alpha1.WorkloadSizerStatus) bool {
-	return old.ObservedGeneration != updated.ObservedGeneration || statuspace.ConditionsChanged(old.Conditions, updated.Conditions) ||
+	return old.ObservedGeneration != updated.ObservedGeneration || pacing.ConditionsChanged(old.Conditions, updated.Conditions) ||
 		old.Selector != updated.Selector || !equality.Semantic.DeepEqual(old.Resources, updated.Resources) ||
 		budgetName(old) != budgetName(updated)
 }

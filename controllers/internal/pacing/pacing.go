@@ -1,11 +1,11 @@
-// Package statuspace spaces out status writes whose only news is counters moving.
+// Package pacing spaces out status writes whose only news is counters moving.
 //
 // While a rollout runs, every pod event changes some count in a status (ready replicas, pods available), and a
 // controller that writes each change spends its client budget on them, often twice (the cache lags the write, so
 // the next write conflicts). Readers wait for conditions, not for every count on the way. So a controller writes
 // at once when something that matters changes (a new generation observed, a condition's status or reason, the
 // settled end state) and otherwise at most once per interval per object, from a requeue.
-package statuspace
+package pacing
 
 import (
 	"sync"

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
-	"github.com/keelson-dev/keelson/controllers/internal/statuspace"
+	"github.com/keelson-dev/keelson/controllers/internal/pacing"
 )
 
 // statusInterval spaces out the status writes of a DaemonSet whose counters are still moving: while a thousand
@@ -17,7 +17,7 @@ const statusInterval = time.Second
 // condition whose status or reason changes, or a settled DaemonSet (every desired pod updated and available), so
 // that readers waiting for the end never wait for the pacer. Counters moving on the way there can wait.
 func statusUrgent(old, updated daemonsetv1alpha1.DaemonSetStatus) bool {
-	if old.ObservedGeneration != updated.ObservedGeneration || statuspace.ConditionsChanged(old.Conditions, updated.Conditions) {
+	if old.ObservedGeneration != updated.ObservedGeneration || pacing.ConditionsChanged(old.Conditions, updated.Conditions) {
 		return true
 	}
 	settled := updated.NumberAvailable == updated.DesiredNumberScheduled &&

@@ -1,4 +1,4 @@
-package inference_test
+package pipeline_test
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/tools/testenv"
-	webhook "github.com/keelson-dev/keelson/webhooks/inference"
+	webhook "github.com/keelson-dev/keelson/webhooks/pipeline"
 )
 
 var withWebhook, withoutWebhook *testenv.Env
@@ -341,7 +341,7 @@ func TestSamplesAreValid(t *testing.T) {
 	serveWebhooks(t)
 	files, err := filepath.Glob(filepath.Join(withWebhook.Root, "docs", "samples", "pipeline-*.yaml"))
 	if err != nil || len(files) < 2 {
-		t.Fatalf("want the seed and GPU fan-out samples, found %v (%v)", files, err)
+		t.Fatalf("want the face-detection and GPU fan-out samples, found %v (%v)", files, err)
 	}
 	for _, f := range files {
 		for _, env := range []*testenv.Env{withWebhook, withoutWebhook} {

@@ -1,9 +1,9 @@
-// Package inference holds the admission webhooks of Keelson's Pipeline: defaults (step names, ports, strategies)
+// Package pipeline holds the admission webhooks of Keelson's Pipeline: defaults (step names, ports, strategies)
 // and validation with field paths (unique DNS-1123 step names, a pipeline name that can name a Service, step object
 // names that clash with no other pipeline's, next steps that exist and form a DAG, storage parameters per type,
 // images, model paths inside the storage, extended resources such as GPUs with limits), and warnings (not errors)
 // for steps pinned to a kubernetes.io/hostname no node has right now.
-package inference
+package pipeline
 
 import (
 	"context"
@@ -11,14 +11,13 @@ import (
 	"fmt"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-
-	corev1 "k8s.io/api/core/v1"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/internal/pipelinespec"

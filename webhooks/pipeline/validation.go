@@ -1,4 +1,4 @@
-package inference
+package pipeline
 
 import (
 	"fmt"
@@ -339,7 +339,7 @@ func isExtended(name corev1.ResourceName) bool {
 
 // NameClashes finds the steps of p whose Deployment and Service names (<pipeline>-<step>) are those of a step of
 // another pipeline of the namespace: pipeline a with step b-c and pipeline a-b with step c both make a-b-c. The
-// names are the seed's and stay; a clash is refused here, and the controller never writes over an object that is
+// names stay (users and scripts know them); a clash is refused here, and the controller never writes over an object that is
 // not its pipeline's (reason NameTaken) if two pipelines race past this check.
 func NameClashes(p *inferencev1alpha1.Pipeline, others []inferencev1alpha1.Pipeline) field.ErrorList {
 	taken := map[string]string{}

@@ -1,4 +1,4 @@
-package inference_test
+package pipeline_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/internal/pipelinespec"
 	"github.com/keelson-dev/keelson/tools/fuzzinput"
-	webhook "github.com/keelson-dev/keelson/webhooks/inference"
+	webhook "github.com/keelson-dev/keelson/webhooks/pipeline"
 )
 
 // stepNames are names steps draw from: short ones that can form any graph, the names unnamed steps get by default
