@@ -93,11 +93,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if ds.DeletionTimestamp != nil {
-		r.expectations.Forget(req.String())
-		r.backoff.forget(string(ds.UID) + "/")
-		r.seeded.forget(req.String())
-		r.written.forget(req.String())
-		r.vanished.forget(req.String())
+		r.forget(req.String())
 		return ctrl.Result{}, nil // the garbage collector removes the pods and revisions it owns
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("daemonset", klog.KObj(ds)))
@@ -127,7 +123,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// Deleted since the cache was read: no status to write, and the garbage collector removes what the
 			// pass made.
 			r.forget(req.String())
-			r.backoff.forget(string(ds.UID) + "/")
 			return ctrl.Result{}, nil
 		case serr != nil:
 			err = errors.Join(err, serr)
@@ -275,7 +270,9 @@ func isTerminal(pod *corev1.Pod) bool {
 // backoffKey names a node's failed-pod backoff for one DaemonSet and template revision: a new template starts
 // without the backoff the old one earned (a fixed template must not wait out the broken one's 15 minutes).
 func backoffKey(ds *daemonsetv1alpha1.DaemonSet, updateHash, node string) string {
-	return string(ds.UID) + "/" + updateHash + "/" + node
+	// namespace/name first, so that forgetting the DaemonSet by its key alone drops its entries; then the UID, so
+	// that one created again under the name starts afresh.
+	return ds.Namespace + "/" + ds.Name + "/" + string(ds.UID) + "/" + updateHash + "/" + node
 }
 
 // backoffFor returns how long failed pods of ds on a node must still wait under the template revision updateHash.
@@ -344,9 +341,11 @@ func strategyFor(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSp
 	return resolveStrategy(knobs, onDelete, usesHostPorts(&template.Spec), ds.Spec.MinReadySeconds, desired)
 }
 
-// forget drops what the reconciler remembers of a DaemonSet that is gone.
+// forget drops what the reconciler remembers of a DaemonSet that is gone, by its namespace/name alone: the one way
+// every path that finds it gone (its deletion seen, a NotFound read or write) forgets it.
 func (r *Reconciler) forget(key string) {
 	r.expectations.Forget(key)
+	r.backoff.forget(key + "/")
 	r.pacer.Forget(key)
 	r.seeded.forget(key)
 	r.written.forget(key)
