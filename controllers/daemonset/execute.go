@@ -109,7 +109,7 @@ func (r *Reconciler) updatePod(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 	pod := u.pod.DeepCopy()
 	if hasInPlaceGate(pod) && inPlaceGateStatus(pod) != corev1.ConditionFalse {
 		body, err := gatePatch(pod, corev1.ConditionFalse, "UpdatingInPlace",
-			"the pod is being updated in place to revision "+u.hash, r.Now())
+			"the pod is being updated in place to revision "+u.hash, r.now())
 		if err != nil {
 			return err
 		}
@@ -134,7 +134,7 @@ func (r *Reconciler) openGates(ctx context.Context, key string, pods []*corev1.P
 	}
 	errs := parallel(len(pods), func(i int) error {
 		pod := pods[i].DeepCopy()
-		body, err := gatePatch(pod, corev1.ConditionTrue, "Ready", "", r.Now())
+		body, err := gatePatch(pod, corev1.ConditionTrue, "Ready", "", r.now())
 		if err == nil {
 			err = r.Status().Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, body))
 		}

@@ -44,7 +44,8 @@ type Reconciler struct {
 	client.Client
 	// Recorder emits events on DaemonSets.
 	Recorder events.EventRecorder
-	// Now is the clock; nil means time.Now.
+	// Now is the clock (time.Now when nil): it dates failures for their back-off, paces status writes and stamps
+	// the in-place readiness gate.
 	Now func() time.Time
 
 	// APIReader reads pods live, past the cache, on a DaemonSet's first pass in this process (see seedExpectations)
@@ -76,10 +77,15 @@ func (r *Reconciler) init() {
 		r.seeded = newSeenSet()
 		r.written = newWrittenStatuses()
 		r.vanished = newVanishedPods()
-		if r.Now == nil {
-			r.Now = time.Now
-		}
 	})
+}
+
+// now reads the clock.
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }
 
 // Reconcile brings one DaemonSet's pods in line with its nodes and template, and writes its status.
@@ -111,7 +117,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// cache then would skip a needed write), else the cached one.
 	stored := r.written.current(req.String(), ds.UID, ds.Status)
 	if status != nil && !equality.Semantic.DeepEqual(stored, *status) {
-		now := r.Now()
+		now := r.now()
 		if wait := r.pacer.Wait(req.String(), now); wait > 0 && !statusUrgent(stored, *status) {
 			// Only counters moved, and the last write was moments ago: write with a later pass.
 			result.RequeueAfter = sooner(result.RequeueAfter, wait)
@@ -149,7 +155,7 @@ func sooner(a, b time.Duration) time.Duration {
 // reconcile does the work and returns the status to write (nil when it could not be computed).
 func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet) (ctrl.Result, *daemonsetv1alpha1.DaemonSetStatus, error) {
 	key := client.ObjectKeyFromObject(ds).String()
-	now := r.Now()
+	now := r.now()
 
 	// The expectations are asked before the cache is read: a creation or deletion observed between the read and
 	// the question would otherwise make a stale list look trustworthy (a second pod on a node, an old pod

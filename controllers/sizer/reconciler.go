@@ -49,6 +49,8 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Recorder emits events on WorkloadSizers.
 	Recorder events.EventRecorder
+	// Now is the clock (time.Now when nil): it paces status writes, dates in-place resizes and forced writes.
+	Now func() time.Time
 	// Discovery tells whether the apiserver resizes pods in place; nil assumes it does.
 	Discovery discovery.DiscoveryInterface
 	// ResizeDeferredTimeout and ResizeInProgressTimeout bound an in-place resize before the sizer falls back to a
@@ -150,7 +152,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	events := r.recordEvents(wls, wls.Status, *p.status, p.createdTarget)
 
 	if !equality.Semantic.DeepEqual(&wls.Status, p.status) {
-		now := time.Now()
+		now := r.now()
 		if wait := r.pacer.Wait(req.String(), now); wait > 0 && !statusUrgent(wls.Status, *p.status) {
 			if result.RequeueAfter == 0 || wait < result.RequeueAfter {
 				result.RequeueAfter = wait
@@ -548,6 +550,14 @@ func (r *Reconciler) rememberApplied(key string, fields fieldSet) {
 		r.applied = map[string]fieldSet{}
 	}
 	r.applied[key] = fields
+}
+
+// now reads the clock.
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }
 
 // forget drops what the process remembers of a sizer that is gone.

@@ -165,7 +165,7 @@ func (r *Reconciler) resizePods(ctx context.Context, wls *sizerv1alpha1.Workload
 	if inProgress == 0 {
 		inProgress = DefaultResizeInProgressTimeout
 	}
-	now := time.Now()
+	now := r.now()
 	var out resizeOutcome
 	for i := range pods.Items {
 		pod := &pods.Items[i]

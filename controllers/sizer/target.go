@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -219,7 +218,7 @@ func (r *Reconciler) writeTarget(ctx context.Context, wls *sizerv1alpha1.Workloa
 	opts := []client.ApplyOption{client.FieldOwner(w.owner)}
 	stoppedForcing := false
 	if w.force {
-		if r.beforeForcedWrite(key, wls.Generation, time.Now()) {
+		if r.beforeForcedWrite(key, wls.Generation, r.now()) {
 			opts = append(opts, client.ForceOwnership)
 		} else {
 			stoppedForcing = true
