@@ -14,7 +14,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/keelson-dev/keelson/tools/testenv"
+	"github.com/keelson-dev/keelson/internal/testenv"
 )
 
 // installAgainstCluster runs `helm install --dry-run=server` of the chart against the test apiserver, so the

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/keelson-dev/keelson/tools/testenv"
+	"github.com/keelson-dev/keelson/internal/testenv"
 )
 
 // monitoring returns values that switch the monitoring objects on, merged with extra's metrics sections.

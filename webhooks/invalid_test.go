@@ -25,7 +25,7 @@ import (
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
-	"github.com/keelson-dev/keelson/tools/testenv"
+	"github.com/keelson-dev/keelson/internal/testenv"
 	daemonsetwebhook "github.com/keelson-dev/keelson/webhooks/daemonset"
 	pipelinewebhook "github.com/keelson-dev/keelson/webhooks/pipeline"
 	sizerwebhook "github.com/keelson-dev/keelson/webhooks/sizer"

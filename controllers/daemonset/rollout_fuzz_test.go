@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/keelson-dev/keelson/tools/fuzzinput"
+	"github.com/keelson-dev/keelson/internal/fuzzinput"
 )
 
 // fuzzPodStates are the pod states the rollout planner tells apart.

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
-	"github.com/keelson-dev/keelson/tools/fuzzinput"
+	"github.com/keelson-dev/keelson/internal/fuzzinput"
 )
 
 // fuzzResourceList is up to three quantities of CPU, memory, a GPU or ephemeral storage.

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
-	"github.com/keelson-dev/keelson/tools/fuzzinput"
+	"github.com/keelson-dev/keelson/internal/fuzzinput"
 	webhook "github.com/keelson-dev/keelson/webhooks/daemonset"
 )
 

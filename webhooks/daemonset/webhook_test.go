@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
-	"github.com/keelson-dev/keelson/tools/testenv"
+	"github.com/keelson-dev/keelson/internal/testenv"
 	webhook "github.com/keelson-dev/keelson/webhooks/daemonset"
 )
 

@@ -17,8 +17,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/internal/fuzzinput"
 	"github.com/keelson-dev/keelson/internal/pipelinespec"
-	"github.com/keelson-dev/keelson/tools/fuzzinput"
 	webhook "github.com/keelson-dev/keelson/webhooks/pipeline"
 )
 

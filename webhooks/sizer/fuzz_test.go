@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
-	"github.com/keelson-dev/keelson/tools/fuzzinput"
+	"github.com/keelson-dev/keelson/internal/fuzzinput"
 	webhook "github.com/keelson-dev/keelson/webhooks/sizer"
 )
 

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
-	"github.com/keelson-dev/keelson/tools/testenv"
+	"github.com/keelson-dev/keelson/internal/testenv"
 	webhook "github.com/keelson-dev/keelson/webhooks/sizer"
 )
 

@@ -39,7 +39,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/keelson-dev/keelson/tools/testenv"
+	"github.com/keelson-dev/keelson/internal/testenv"
 )
 
 // testVersion is stamped into the test builds to prove the stamping works.

@@ -7,14 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/keelson-dev/keelson/tools/testenv"
+	"github.com/keelson-dev/keelson/internal/testenv"
 )
 
 // A start that fails once the control plane runs (here: a webhook configuration the apiserver refuses) stops it:
 // no kube-apiserver or etcd of this process is left running, each holding hundreds of MB, after its tests end.
 func TestAFailedStartLeavesNoProcess(t *testing.T) {
 	before := children(t)
-	_, err := testenv.Start(testenv.Options{WebhookManifests: []string{"tools/testenv/testdata/invalid-webhook.yaml"}})
+	_, err := testenv.Start(testenv.Options{WebhookManifests: []string{"internal/testenv/testdata/invalid-webhook.yaml"}})
 	if err == nil {
 		t.Fatal("a start with a webhook configuration the apiserver refuses succeeded: the test proves nothing")
 	}
