@@ -220,31 +220,25 @@ install_monitoring_crds() {
   echo "$dest"
 }
 
-# tini: Debian's static tini, the images' PID 1. Installed with apt when missing (these machines run as root).
-install_tini() {
-  local t=/usr/bin/tini-static
-  if [ ! -x "$t" ]; then
+# debian_package PACKAGE PATH: a Debian package's program, installed with apt when missing (these machines run as
+# root); prints PATH.
+debian_package() {
+  local pkg=$1 path=$2
+  if [ ! -x "$path" ]; then
     if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
-      log "$t is missing: install Debian's tini package (apt-get install tini)"; exit 1
+      log "$path is missing: install Debian's $pkg package (apt-get install $pkg)"; exit 1
     fi
-    log "installing Debian's tini package"
-    (apt-get install -y -qq tini >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq tini; }) >&2
+    log "installing Debian's $pkg package"
+    (apt-get install -y -qq "$pkg" >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq "$pkg"; }) >&2
   fi
-  echo "$t"
+  echo "$path"
 }
 
-# The shell linter: Debian's shellcheck, for make lint. Installed with apt when missing, as tini is.
-install_shellcheck() {
-  local t=/usr/bin/shellcheck
-  if [ ! -x "$t" ]; then
-    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
-      log "$t is missing: install Debian's shellcheck package (apt-get install shellcheck)"; exit 1
-    fi
-    log "installing Debian's shellcheck package"
-    (apt-get install -y -qq shellcheck >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq shellcheck; }) >&2
-  fi
-  echo "$t"
-}
+# tini: Debian's static tini, the images' PID 1.
+install_tini() { debian_package tini /usr/bin/tini-static; }
+
+# The shell linter: Debian's shellcheck, for make lint.
+install_shellcheck() { debian_package shellcheck /usr/bin/shellcheck; }
 
 # tini-ARCH: Debian's static tini built for ARCH (amd64, arm64), for the multi-architecture images of make release.
 # This machine's own architecture is the tini package installed above. Another architecture's package is fetched
