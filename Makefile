@@ -93,7 +93,7 @@ lint: $(GOLANGCI_LINT) $(KUBE_API_LINTER) ## Run golangci-lint (pinned) on both 
 	$(GOLANGCI_LINT) run ./...
 	cd apis && $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
 	cd apis && $(KUBE_API_LINTER) run --config ../.golangci-kal.yml ./...
-	$$(tools/install.sh shellcheck) --external-sources --source-path=SCRIPTDIR $$(git ls-files '*.sh') .ci/run
+	sc=$$(tools/install.sh shellcheck) && git ls-files -z -- '*.sh' | xargs -0 "$$sc" --external-sources --source-path=SCRIPTDIR .ci/run
 
 .PHONY: verify
 verify: ## Regenerate everything and fail on drift; then vet and lint. What CI runs first.
@@ -439,7 +439,7 @@ dev-down: cluster-down ## Remove everything make dev made (the cluster with all 
 ##@ Tools
 
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) $(HELM_DOCS) $(PROMTOOL) envtest ## Install every pinned tool the build and tests need into bin/.
+tools: $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(KUBE_API_LINTER) $(HELM) $(HELM_DOCS) $(PROMTOOL) envtest ## Install every pinned tool the build and tests need into bin/.
 
 $(CONTROLLER_GEN):
 	tools/install.sh controller-gen >/dev/null

@@ -78,7 +78,7 @@ func TestAutoscaledGPUStepRollsWithoutSurge(t *testing.T) {
 		"GPU, 2 replicas, Recreate asked for, autoscaled": {inferencev1alpha1.Step{Replicas: ptr.To[int32](2), Resources: gpu, Strategy: appsv1.RecreateDeploymentStrategyType}, "hpa", recreate},
 	} {
 		t.Run(name, func(t *testing.T) {
-			p := seed()
+			p := sample()
 			tc.step.Image = "x"
 			p.Spec.Steps[0] = tc.step
 			d := DesiredDeployment(p, 0, pipelinespec.Wiring{}, ModelFetch{})

@@ -15,8 +15,8 @@ import (
 	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
-// seed is the face-detection sample pipeline: two steps, NFS through CSI.
-func seed() *inferencev1alpha1.Pipeline {
+// sample is the face-detection sample pipeline: two steps, NFS through CSI.
+func sample() *inferencev1alpha1.Pipeline {
 	return &inferencev1alpha1.Pipeline{
 		ObjectMeta: metav1.ObjectMeta{Name: "face-detection", Namespace: "vision", UID: "0123456789abcdef"},
 		Spec: inferencev1alpha1.PipelineSpec{
@@ -31,7 +31,7 @@ func seed() *inferencev1alpha1.Pipeline {
 }
 
 func TestDesiredStorage(t *testing.T) {
-	p := seed()
+	p := sample()
 	pv := DesiredPV(p)
 	if pv.Name != "vision-face-detection-models-01234567" || pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimRetain ||
 		pv.Spec.StorageClassName != "" || pv.Spec.AccessModes[0] != corev1.ReadOnlyMany {
@@ -58,11 +58,11 @@ func TestDesiredStorage(t *testing.T) {
 }
 
 func TestDesiredStep(t *testing.T) {
-	p := seed()
+	p := sample()
 	w, _ := pipelinespec.Wire(p.Spec.Steps)
 	d := DesiredDeployment(p, 0, w, ModelFetch{})
 	if d.Name != "face-detection-step-0" || d.Labels["pipeline"] != "face-detection" || d.Labels["step"] != "0" {
-		t.Fatalf("seed names and labels: %s %v", d.Name, d.Labels)
+		t.Fatalf("sample names and labels: %s %v", d.Name, d.Labels)
 	}
 	c := d.Spec.Template.Spec.Containers[0]
 	if diff := cmp.Diff([]string{"--listenPort=9080", "--threshold=0.6"}, c.Args); diff != "" {
@@ -131,7 +131,7 @@ func TestStepStrategyAndFanOutEnv(t *testing.T) {
 		}
 	}
 
-	p := seed()
+	p := sample()
 	p.Spec.Steps = []inferencev1alpha1.Step{{Name: "in", Image: "x", Next: []string{"a", "b"}}, {Name: "a", Image: "x", Port: 7000}, {Name: "b", Image: "x"}}
 	w, _ := pipelinespec.Wire(p.Spec.Steps)
 	for _, e := range DesiredDeployment(p, 0, w, ModelFetch{}).Spec.Template.Spec.Containers[0].Env {

@@ -42,7 +42,7 @@ func TestCovers(t *testing.T) {
 
 // A live step Deployment as the apiserver returns it (defaults filled in) needs no apply; scaled by someone, it does.
 func TestNeedsApplyOnDrift(t *testing.T) {
-	p := seed()
+	p := sample()
 	w, _ := pipelinespec.Wire(p.Spec.Steps)
 	desired := DesiredDeployment(p, 0, w, ModelFetch{})
 	live := desired.DeepCopy()

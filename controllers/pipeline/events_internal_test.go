@@ -30,7 +30,7 @@ func TestEventWritesEndWithThePass(t *testing.T) {
 			return ctx.Err()
 		}})
 	r := &Reconciler{Recorder: &EventWriter{Client: hanging, Controller: "test"}}
-	p := seed()
+	p := sample()
 	troubled := func(name string) inferencev1alpha1.StepStatus {
 		return inferencev1alpha1.StepStatus{Name: name, Phase: inferencev1alpha1.PhaseFailed, Reason: inferencev1alpha1.ReasonImagePull, Message: "no image"}
 	}

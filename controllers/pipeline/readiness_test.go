@@ -42,7 +42,7 @@ func TestStepReadinessProbe(t *testing.T) {
 			if diff := cmp.Diff(tc.want, StepReadinessProbe(tc.step)); diff != "" {
 				t.Errorf("probe (-want +got):\n%s", diff)
 			}
-			p := seed()
+			p := sample()
 			p.Spec.Steps[1] = tc.step
 			p.Spec.Steps[1].Image = "x"
 			d := DesiredDeployment(p, 1, pipelinespec.Wiring{}, ModelFetch{})

@@ -250,10 +250,8 @@ func (r *Reconciler) finalize(ctx context.Context, p *inferencev1alpha1.Pipeline
 		return ctrl.Result{RequeueAfter: deletionPoll}, nil
 	}
 	before := p.DeepCopy()
-	controllerutil.RemoveFinalizer(p, inferencev1alpha1.
-		// A conflict (another writer moved the pipeline since it was read) is a requeue: the next pass reads it again.
-		Finalizer)
-
+	controllerutil.RemoveFinalizer(p, inferencev1alpha1.Finalizer)
+	// A conflict (another writer moved the pipeline since it was read) is a requeue: the next pass reads it again.
 	return passResult(client.IgnoreNotFound(r.patchFinalizers(ctx, p, before)))
 }
 

@@ -33,7 +33,7 @@ func TestGPUStepsRollWithoutSurge(t *testing.T) {
 		"CPU, 3 replicas": {inferencev1alpha1.Step{Replicas: ptr.To[int32](3)}, appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			p := seed()
+			p := sample()
 			tc.step.Image = "x"
 			p.Spec.Steps[0] = tc.step
 			if diff := cmp.Diff(tc.want, DesiredDeployment(p, 0, pipelinespec.Wiring{}, ModelFetch{}).Spec.Strategy); diff != "" {

@@ -56,7 +56,7 @@ func TestReadyMeansServing(t *testing.T) {
 			dep{rolling, 1, 1, 1, 1, 1, 0, nil}, inferencev1alpha1.PhaseProgressing, inferencev1alpha1.ReasonStarting},
 	} {
 		t.Run(name, func(t *testing.T) {
-			p := seed()
+			p := sample()
 			p.Spec.Steps[0].Location = ""
 			p.Spec.Steps[0].Replicas = ptr.To(tc.stepReplicas)
 			step := pipelinespec.StepName(p.Spec.Steps, 0)

@@ -30,9 +30,6 @@ type Source struct {
 	Digest string
 }
 
-// IsURI reports whether a step's model is a URI rather than a path on the pipeline's storage.
-func IsURI(model string) bool { return strings.Contains(model, "://") }
-
 // Parse reads a model URI: http(s)://host/path or s3://bucket/prefix, optionally pinned to its content with a
 // fragment #sha256=<64 hex digits>. Its errors say what is wrong in words a user can act on.
 func Parse(raw string) (Source, error) {

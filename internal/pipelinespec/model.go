@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	"github.com/keelson-dev/keelson/internal/modelfetch"
 )
 
 // ModelSource is how a step gets its model, which its form decides.
@@ -27,10 +25,13 @@ const (
 // ClaimScheme is the scheme of a model on a claim of the pipeline's namespace: pvc://claim/path.
 const ClaimScheme = "pvc"
 
+// IsURI reports whether a step's model is a URI rather than a path on the pipeline's storage.
+func IsURI(model string) bool { return strings.Contains(model, "://") }
+
 // SourceOf says how a step gets its model, from its form alone.
 func SourceOf(model string) ModelSource {
 	switch {
-	case !modelfetch.IsURI(model):
+	case !IsURI(model):
 		return ModelOnStorage
 	case strings.HasPrefix(strings.ToLower(model), ClaimScheme+"://"):
 		return ModelOnClaim

@@ -89,7 +89,7 @@ type RollingUpdateDaemonSet struct {
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 && self <= 2147483647 : self.matches('^(100|[1-9]?[0-9])%$')",message="must be a non-negative number (at most 2147483647) or a percentage from 0% to 100%"
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 && self <= 2147483647 : self.matches('^(100|[1-9]?[0-9])%$')",message="must be a non-negative integer (at most 2147483647) or a percentage from 0% to 100%"
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 
 	// MaxSurge is how many nodes may briefly run an old and a new pod side by side (the new one starts before the
@@ -99,7 +99,7 @@ type RollingUpdateDaemonSet struct {
 	// +optional
 	// +kubebuilder:default=0
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 && self <= 2147483647 : self.matches('^(100|[1-9]?[0-9])%$')",message="must be a non-negative number (at most 2147483647) or a percentage from 0% to 100%"
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 && self <= 2147483647 : self.matches('^(100|[1-9]?[0-9])%$')",message="must be a non-negative integer (at most 2147483647) or a percentage from 0% to 100%"
 	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`
 
 	// Partition is how many eligible nodes keep the old revision. Nodes are updated in order of their names; the
