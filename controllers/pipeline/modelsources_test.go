@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -66,19 +67,23 @@ func (s *scenario) claimsOf(deployment string) []string {
 	return claims
 }
 
-// release plays the claim's in-use protection once no pod uses it: the claim's deletion ends.
+// release plays the claim's in-use protection once no pod uses it: the claim's deletion ends. The controller may
+// make a claim of the same name again at once, so what must be gone is this claim (its UID), not the name.
 func (s *scenario) release(name string) {
+	var uid types.UID
 	s.g.Eventually(func() error {
 		var c corev1.PersistentVolumeClaim
 		if err := env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: name}, &c); err != nil {
 			return client.IgnoreNotFound(err)
 		}
+		uid = c.UID
 		c.Finalizers = nil
 		return env.Client.Update(s.ctx, &c)
 	}, timeout, poll).Should(Succeed())
 	s.g.Eventually(func() bool {
 		var c corev1.PersistentVolumeClaim
-		return apierrors.IsNotFound(env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: name}, &c))
+		err := env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: name}, &c)
+		return apierrors.IsNotFound(err) || (err == nil && c.UID != uid)
 	}, timeout, poll).Should(BeTrue(), "claim %s gone", name)
 }
 
