@@ -84,9 +84,9 @@ type ModelFetch struct {
 	CacheDir string
 	// MaxSize bounds one namespace's cache on a node.
 	MaxSize resource.Quantity
-	// Proxy is the environment the fetches reach their sources with: HTTP_PROXY, HTTPS_PROXY and NO_PROXY, each
-	// only when set, and the operators' CA bundle (modelfetch.EnvCABundle).
-	Proxy []corev1.EnvVar
+	// Env is the fetches' environment: the proxy they reach their sources through (HTTP_PROXY, HTTPS_PROXY and
+	// NO_PROXY) and the operators' CA bundle (modelfetch.EnvCABundle), each only when set.
+	Env []corev1.EnvVar
 	// HoldCPU and HoldMemory are the hold's cpu and memory, its requests and limits both (DefaultHoldCPU and
 	// DefaultHoldMemory when zero).
 	HoldCPU, HoldMemory resource.Quantity
@@ -136,13 +136,13 @@ func ModelFetchFromEnv(getenv func(string) string) (ModelFetch, error) {
 				continue
 			}
 		}
-		f.Proxy = append(f.Proxy, corev1.EnvVar{Name: v.to, Value: value})
+		f.Env = append(f.Env, corev1.EnvVar{Name: v.to, Value: value})
 	}
 	if pem := getenv(EnvFetchCABundle); pem != "" {
 		if !x509.NewCertPool().AppendCertsFromPEM([]byte(pem)) {
 			errs = append(errs, fmt.Errorf("%s holds no PEM certificate", EnvFetchCABundle))
 		}
-		f.Proxy = append(f.Proxy, corev1.EnvVar{Name: modelfetch.EnvCABundle, Value: pem})
+		f.Env = append(f.Env, corev1.EnvVar{Name: modelfetch.EnvCABundle, Value: pem})
 	}
 	if f.CacheDir == "" {
 		f.CacheDir = DefaultCacheDir
@@ -243,7 +243,7 @@ func withModelCache(pod *corev1.PodSpec, p *inferencev1alpha1.Pipeline, s infere
 		mounts = append(mounts, corev1.VolumeMount{Name: caBundleVolume, MountPath: caBundlePath, ReadOnly: true})
 	}
 	pod.InitContainers = []corev1.Container{{
-		Name: FetchContainer, Image: f.Image, Args: args, VolumeMounts: mounts, Env: slices.Clone(f.Proxy),
+		Name: FetchContainer, Image: f.Image, Args: args, VolumeMounts: mounts, Env: slices.Clone(f.Env),
 		Resources:                cpuAndMemory(s.Resources),
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 		SecurityContext:          fetchSecurity(),

@@ -182,7 +182,7 @@ func TestModelFetchFromEnv(t *testing.T) {
 	f, err = pipeline.ModelFetchFromEnv(env(map[string]string{pipeline.EnvFetchHTTPSProxy: "http://user:secret@proxy.corp:3128"}))
 	g.Expect(err).To(MatchError(ContainSubstring("credentials")))
 	g.Expect(err.Error()).NotTo(ContainSubstring("secret"))
-	g.Expect(f.Proxy).To(BeEmpty())
+	g.Expect(f.Env).To(BeEmpty())
 	// Every wrong value is told at once, and a wrong directory does not lose the rest.
 	f, err = pipeline.ModelFetchFromEnv(env(map[string]string{pipeline.EnvCacheDir: "models", pipeline.EnvHoldCPU: "0",
 		pipeline.EnvCacheMaxSize: "20Gi"}))
