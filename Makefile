@@ -13,6 +13,15 @@ BINARIES := daemonset-controller workload-sizer pipeline-controller
 kind_of = $(subst workload-,,$(subst -controller,,$(1)))
 
 BIN := $(CURDIR)/bin
+
+# The Go modules: the product (.), its API (apis/, which clients import alone) and the development tools (tools/: the
+# local cluster, benchmarks, reliability suite, image builder, release, CRD docs and e2e reports), whose dependencies
+# stay out of the product's go.mod. fmt, tidy, vet, lint and test run in each.
+MODULES := . apis tools
+# $(call build_tool,NAME) builds the development tool tools/NAME into bin/tools/NAME; $(call tool,NAME) builds it and
+# names it, to run from the repository's root, where the paths it is given point.
+build_tool = go -C tools build -o $(BIN)/tools/$(1) ./$(1)
+tool = $(call build_tool,$(1)) && $(BIN)/tools/$(1)
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 KUBE_API_LINTER := $(BIN)/kube-api-linter-$(KUBE_API_LINTER_VERSION)
@@ -60,7 +69,8 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, per-controller RBAC ClusterRoles 
 	mkdir -p $(CRD_DIR) $(CHART_FILES)/rbac $(CHART_FILES)/webhooks
 	rm -f $(CRD_DIR)/*.yaml $(CHART_FILES)/rbac/*.yaml $(CHART_FILES)/webhooks/*.yaml
 	cd apis && $(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./... output:crd:dir=../$(CRD_DIR)
-	find $(CRD_DIR) -name "*.yaml" | sort | xargs -r go run ./tools/crddocs
+	$(call build_tool,crddocs)
+	find $(CRD_DIR) -name "*.yaml" | sort | xargs -r $(BIN)/tools/crddocs
 	$(foreach b,$(BINARIES),$(call manifests-for,$(b)))
 
 # manifests-for generates one binary's ClusterRole (shared runtime markers plus its controller's) and, once it has
@@ -74,24 +84,20 @@ define manifests-for
 endef
 
 .PHONY: fmt
-fmt: ## Format the Go code of both modules.
-	go fmt ./...
-	cd apis && go fmt ./...
+fmt: ## Format the Go code of every module.
+	$(foreach m,$(MODULES),go -C $(m) fmt ./... &&) true
 
 .PHONY: tidy
-tidy: ## Tidy go.mod and go.sum of both modules.
-	go mod tidy
-	cd apis && go mod tidy
+tidy: ## Tidy go.mod and go.sum of every module.
+	$(foreach m,$(MODULES),go -C $(m) mod tidy &&) true
 
 .PHONY: vet
-vet: ## Run go vet on both modules.
-	go vet ./...
-	cd apis && go vet ./...
+vet: ## Run go vet on every module.
+	$(foreach m,$(MODULES),go -C $(m) vet ./... &&) true
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) $(KUBE_API_LINTER) ## Run golangci-lint (pinned) on both modules, the Kubernetes API linter on apis/, and shellcheck on every shell script.
-	$(GOLANGCI_LINT) run ./...
-	cd apis && $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
+lint: $(GOLANGCI_LINT) $(KUBE_API_LINTER) ## Run golangci-lint (pinned) on every module, the Kubernetes API linter on apis/, and shellcheck on every shell script.
+	$(foreach m,$(MODULES),(cd $(m) && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...) &&) true
 	cd apis && $(KUBE_API_LINTER) run --config ../.golangci-kal.yml ./...
 	sc=$$(tools/install.sh shellcheck) && git ls-files -z -- '*.sh' | xargs -0 "$$sc" --external-sources --source-path=SCRIPTDIR .ci/run
 
@@ -102,22 +108,25 @@ verify: ## Regenerate everything and fail on drift; then vet and lint. What CI r
 
 ##@ Test
 
+# go_test KIND FLAGS: go test, with FLAGS, the packages of KIND (unit or process, tools/test-packages.sh) of every module.
+go_test = $(foreach m,$(MODULES),pkgs=$$(tools/test-packages.sh $(1) $(m)) && \
+	if [ -n "$$pkgs" ]; then go -C $(m) test $(2) $(GO_TEST_FLAGS) $$pkgs; fi &&) true
+
 .PHONY: test
-test: test-unit test-integration ## Run every test of both modules: unit, then integration.
+test: test-unit test-integration ## Run every test of every module: unit, then integration.
 
 .PHONY: test-unit
 test-unit: ## Run the tests that start no process (no apiserver, binary or image build): seconds, cached when unchanged.
-	go test $(GO_TEST_FLAGS) $$(tools/test-packages.sh unit)
+	$(call go_test,unit)
 
 .PHONY: test-integration
-test-integration: envtest $(HELM) $(PROMTOOL) ## Run the tests that start processes: a real kube-apiserver + etcd (envtest), chart (promtool too), binaries and image builds; and the API module's.
+test-integration: envtest $(HELM) $(PROMTOOL) ## Run the tests that start processes: a real kube-apiserver + etcd (envtest), chart (promtool too), binaries and image builds.
 	tools/install.sh tini >/dev/null
 	tools/install.sh tini-arm64 >/dev/null
 	tools/install.sh monitoring-crds >/dev/null
 	@# Tests that start processes (apiserver and etcd, binaries, image builds) always run: a cached pass of those
 	@# would replay a result the processes never produced again.
-	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test -count=1 $(GO_TEST_FLAGS) $$(tools/test-packages.sh process)
-	cd apis && go test -count=1 $(GO_TEST_FLAGS) ./...
+	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) $(call go_test,process,-count=1)
 
 .PHONY: rules-test
 rules-test: envtest $(HELM) $(PROMTOOL) ## Check and unit-test the chart's alerting rules with promtool, its dashboard's queries and its monitoring objects.
@@ -178,7 +187,7 @@ E2E_REPORTS := $(BIN)/e2e-reports
 # the failed operations and their namespaces' diagnoses), then fail.
 e2e_chainsaw = $(E2E_ENV) $(CHAINSAW) test --config e2e/.chainsaw.yaml $(2) --report-format JSON \
 	--report-path $(E2E_REPORTS) --report-name $(1) $(CHAINSAW_FLAGS) || \
-	{ go run ./tools/e2ereport --reports $(E2E_REPORTS) --diagnoses $(E2E_REPORTS)/diagnoses; exit 1; }
+	{ $(call tool,e2ereport) --reports $(E2E_REPORTS) --diagnoses $(E2E_REPORTS)/diagnoses; exit 1; }
 
 .PHONY: e2e-local
 e2e-local: $(CHAINSAW) ## Run every chainsaw suite on the local cluster: up, images, chart, suites. Leaves it up (make cluster-down).
@@ -240,19 +249,19 @@ e2e-run: $(CHAINSAW) $(HELM)
 .PHONY: bench bench-quick
 bench-quick: ## Benchmarks at small sizes (a few minutes) on the local cluster: prints the tables, fails on a missing measurement. Needs make cluster-up.
 	$(MAKE) images-local deploy-local
-	go run ./tools/bench --quick --cluster-tool $(CLUSTER_TOOL) --cluster-dir $(CLUSTER_DIR) --kubeconfig $(LOCAL_KUBECONFIG) \
+	$(call tool,bench) --quick --cluster-tool $(CLUSTER_TOOL) --cluster-dir $(CLUSTER_DIR) --kubeconfig $(LOCAL_KUBECONFIG) \
 		--audit-log $(CLUSTER_DIR)/logs/audit.log --release $(RELEASE) --release-namespace $(RELEASE_NAMESPACE)
 
 bench: ## The full benchmarks (N up to 1000) against the built-in controllers; rewrites docs/benchmarks.md, plots, JSON.
 	$(MAKE) images-local deploy-local
-	go run ./tools/bench --cluster-tool $(CLUSTER_TOOL) --cluster-dir $(CLUSTER_DIR) --kubeconfig $(LOCAL_KUBECONFIG) \
+	$(call tool,bench) --cluster-tool $(CLUSTER_TOOL) --cluster-dir $(CLUSTER_DIR) --kubeconfig $(LOCAL_KUBECONFIG) \
 		--audit-log $(CLUSTER_DIR)/logs/audit.log --release $(RELEASE) --release-namespace $(RELEASE_NAMESPACE) --out docs
 
 .PHONY: bench-model-cache
 bench-model-cache: $(CLUSTER_TOOL) ## The pipeline model-cache benchmark (a few minutes): a 200 MiB model fetched cold into the real node's cache, then from it; rewrites its section of docs/benchmarks.md.
 	$(MAKE) cluster-images images-local deploy-local
 	$(CLUSTER_TOOL) load $(CLUSTER_FLAGS) $(BIN)/images/keelson-echo.tar
-	go run ./tools/bench --model-cache 3 --kubeconfig $(LOCAL_KUBECONFIG) --out docs
+	$(call tool,bench) --model-cache 3 --kubeconfig $(LOCAL_KUBECONFIG) --out docs
 
 # The reliability suite's faults (tools/chaos, docs/reliability.md): the controllers' leaders die mid-work while an
 # invariant is sampled twice a second; their replicas die one at a time while a client's admission calls are
@@ -265,11 +274,11 @@ CHAOS_FLAGS = --cluster-tool $(CLUSTER_TOOL) --cluster-dir $(CLUSTER_DIR) --kube
 .PHONY: chaos chaos-quick
 chaos-quick: $(CLUSTER_TOOL) ## The reliability suite's short form (CI): leader and replica deaths, webhooks cut off, etcd and apiserver restarts; fails on a broken invariant, a refused admission call or a failed check.
 	$(MAKE) images-local deploy-local
-	go run ./tools/chaos --quick $(CHAOS_FLAGS)
+	$(call tool,chaos) --quick $(CHAOS_FLAGS)
 
 chaos: $(CLUSTER_TOOL) ## The full reliability suite (about 100 minutes): every scenario at full size, nodes flapping and a 30-minute soak included; rewrites docs/reliability.md's figures and docs/reliability/*.json.
 	$(MAKE) images-local deploy-local
-	go run ./tools/chaos --out docs $(CHAOS_FLAGS)
+	$(call tool,chaos) --out docs $(CHAOS_FLAGS)
 
 ##@ Build
 
@@ -306,7 +315,8 @@ docker-build: ## Build the three images with Docker (needs a Docker engine and a
 
 .PHONY: image-local
 image-local: build ## Build the same three images offline, as OCI archives in bin/images/ (no Docker, no registry).
-	TINI=$$(tools/install.sh tini) && $(foreach b,$(BINARIES),go run ./tools/image --binary $(BIN)/$(b) --tini $$TINI \
+	$(call build_tool,image)
+	TINI=$$(tools/install.sh tini) && $(foreach b,$(BINARIES),$(BIN)/tools/image --binary $(BIN)/$(b) --tini $$TINI \
 		--ref $(IMAGE_REGISTRY)/$(IMAGE_REPOSITORY)/$(b):$(IMAGE_TAG) --out $(BIN)/images/$(b).tar &&) true
 
 # make release: the multi-architecture images and the chart, pushed to REGISTRY (host[/path], e.g. ghcr.io/acme).
@@ -317,7 +327,7 @@ RELEASE_FLAGS ?=
 .PHONY: release
 release: ## Build linux/amd64+arm64 images, push one index per controller and the chart (OCI) to REGISTRY=host[/path].
 	@test -n "$(REGISTRY)" || { echo "usage: make release REGISTRY=<host>[/<path>] (log in first: docker login or helm registry login)" >&2; exit 2; }
-	go run ./tools/release --registry $(REGISTRY) --repository $(IMAGE_REPOSITORY) --git-commit $(GIT_COMMIT) \
+	$(call tool,release) --registry $(REGISTRY) --repository $(IMAGE_REPOSITORY) --git-commit $(GIT_COMMIT) \
 		--build-date $(BUILD_DATE) $(foreach a,$(RELEASE_PLATFORMS_ARCH),--tini-$(a) $$(tools/install.sh tini-$(a))) $(RELEASE_FLAGS)
 
 ##@ Deploy
@@ -362,7 +372,7 @@ LOCAL_IMAGE_VALUES = --set global.image.registry=$(IMAGE_REGISTRY) --set global.
 
 .PHONY: $(CLUSTER_TOOL)
 $(CLUSTER_TOOL):
-	CGO_ENABLED=0 go build -o $@ ./tools/cluster
+	CGO_ENABLED=0 go -C tools build -o $@ ./cluster
 
 .PHONY: cluster-tools
 cluster-tools: envtest $(HELM) $(CLUSTER_TOOL) ## Install everything the local cluster runs: node binaries, kwok, CoreDNS, pause (pinned, cached in bin/).
@@ -371,14 +381,15 @@ cluster-tools: envtest $(HELM) $(CLUSTER_TOOL) ## Install everything the local c
 
 .PHONY: cluster-images
 cluster-images: ## Build the node's own images offline: pause, CoreDNS and the e2e echo server (bin/images/).
+	$(call build_tool,image)
 	PAUSE=$$(tools/install.sh pause) && COREDNS=$$(tools/install.sh coredns) && mkdir -p $(BIN)/images && \
-	go run ./tools/image --tini= --user=65535:65535 --binary $(BIN)/pause --ref registry.k8s.io/pause:$(PAUSE_VERSION) \
+	$(BIN)/tools/image --tini= --user=65535:65535 --binary $(BIN)/pause --ref registry.k8s.io/pause:$(PAUSE_VERSION) \
 		--out $(BIN)/images/pause.tar >/dev/null && \
-	go run ./tools/image --tini= --user=0:0 --binary $(BIN)/coredns --ref localhost/keelson/coredns:local \
+	$(BIN)/tools/image --tini= --user=0:0 --binary $(BIN)/coredns --ref localhost/keelson/coredns:local \
 		--out $(BIN)/images/coredns.tar >/dev/null
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(BIN)/echo ./e2e/echo
-	go run ./tools/image --tini= --binary $(BIN)/echo --ref $(ECHO_IMAGE) --out $(BIN)/images/keelson-echo.tar >/dev/null
-	go run ./tools/image --tini= --user=65533:65533 --binary $(BIN)/echo --ref $(ECHO_NEXT_IMAGE) \
+	$(BIN)/tools/image --tini= --binary $(BIN)/echo --ref $(ECHO_IMAGE) --out $(BIN)/images/keelson-echo.tar >/dev/null
+	$(BIN)/tools/image --tini= --user=65533:65533 --binary $(BIN)/echo --ref $(ECHO_NEXT_IMAGE) \
 		--out $(BIN)/images/keelson-echo-next.tar >/dev/null
 
 .PHONY: cluster-up
@@ -457,5 +468,6 @@ $(ENVTEST_DIR)/.envtest-ready:
 	tools/install.sh envtest >/dev/null
 
 .PHONY: clean
-clean: ## Remove built binaries (bin/ keeps the pinned tools; `rm -rf bin` removes those too).
+clean: ## Remove built binaries: the controllers and bin/tools/ (bin/ keeps the pinned tools; `rm -rf bin` removes those too).
 	rm -f $(addprefix $(BIN)/,$(BINARIES))
+	rm -rf $(BIN)/tools

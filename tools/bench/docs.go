@@ -238,7 +238,7 @@ noisy (%d cores, %d GiB, kernel %s; commit %s, %s): trust the ratios within the 
   a new leader holding the lease and having reconciled a probe object changed once it held it (so no write of the
   old leader, still running while its pod terminates, counts as the new one's).
 - Raw results: [benchmarks/results.json](benchmarks/results.json). Rerun with ` + "`make bench`" + ` (` + "`make bench-quick`" + `: small
-  sizes, prints the tables; ` + "`go run ./tools/bench --nodes 1000 --reps 2`" + ` explores one size and writes nothing).
+  sizes, prints the tables; ` + "`bin/tools/bench --nodes 1000 --reps 2`" + ` explores one size and writes nothing).
 
 ![convergence](benchmarks/convergence.png)
 ![writes per node](benchmarks/writes-per-node.png)

@@ -2,10 +2,12 @@
 // (ratios within a run are trustworthy on a noisy machine; absolute times are not). Writes are attributed from the
 // apiserver's audit log, never from counters inside Keelson.
 //
-//	go run ./tools/bench --quick     (make bench-quick: small N, prints the ratio table)
-//	go run ./tools/bench             (make bench: N = 100, 500, 1000; writes docs/benchmarks.md, plots and JSON)
+//	bin/tools/bench --quick     (make bench-quick: small N, prints the ratio table)
+//	bin/tools/bench             (make bench: N = 100, 500, 1000; writes docs/benchmarks.md, plots and JSON)
 //
 // The cluster must be up with the chart installed (make dev does both).
+//
+// Run it from the repository's root; make builds it into bin/tools/ (go -C tools build -o ../bin/tools/bench ./bench).
 package main
 
 import (

@@ -3,10 +3,12 @@
 // throughout, and measures how long they take to recover. Faults are injected through the local cluster tool,
 // which signals exactly the pods it is told about (by UID, through their cgroups).
 //
-//	go run ./tools/chaos [--quick] [--scenarios daemonset,sizer,pipeline] [--faults N] [--nodes N] [--out docs]
+//	bin/tools/chaos [--quick] [--scenarios daemonset,sizer,pipeline] [--faults N] [--nodes N] [--out docs]
 //
 // make chaos runs the full form and rewrites the faults section of docs/reliability.md; make chaos-quick runs the
 // short form CI runs, prints the results and fails on any violation.
+//
+// Run it from the repository's root; make builds it into bin/tools/ (go -C tools build -o ../bin/tools/chaos ./chaos).
 package main
 
 import (

@@ -92,8 +92,10 @@ func blob(t *testing.T, files map[string][]byte, d string) []byte {
 func TestOfflineImage(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "daemonset-controller")
-	if out, err := exec.Command("go", "build", "-ldflags", "-s -w", "-o", bin,
-		"github.com/keelson-dev/keelson/cmd/daemonset-controller").CombinedOutput(); err != nil {
+	// Built in the product's module, at the repository's root, as make build builds it.
+	build := exec.Command("go", "build", "-ldflags", "-s -w", "-o", bin, "./cmd/daemonset-controller")
+	build.Dir = "../.."
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	binary, _ := os.ReadFile(bin)

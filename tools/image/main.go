@@ -3,8 +3,10 @@
 // user 65532 with tini as PID 1 — the same layout the Dockerfile builds and `make release` pushes for every
 // architecture. `ctr images import` loads the archive into a node's containerd.
 //
-//	go run ./tools/image --binary bin/daemonset-controller --tini /usr/bin/tini-static \
+//	bin/tools/image --binary bin/daemonset-controller --tini /usr/bin/tini-static \
 //	    --ref docker.io/keelson/daemonset-controller:0.1.0 --out bin/images/daemonset-controller.tar
+//
+// Run it from the repository's root; make builds it into bin/tools/ (go -C tools build -o ../bin/tools/image ./image).
 package main
 
 import (

@@ -3,7 +3,9 @@
 // chart's appVersion (charts/keelson/Chart.yaml): the tag the chart pulls by default, and what the binaries'
 // --version prints. `make release REGISTRY=...` runs it; see docs/chart.md.
 //
-//	go run ./tools/release --registry ghcr.io/acme --tini-amd64 /usr/bin/tini-static --tini-arm64 <path>
+//	bin/tools/release --registry ghcr.io/acme --tini-amd64 /usr/bin/tini-static --tini-arm64 <path>
+//
+// Run it from the repository's root; make builds it into bin/tools/ (go -C tools build -o ../bin/tools/release ./release).
 package main
 
 import (
