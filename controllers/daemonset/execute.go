@@ -11,13 +11,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/internal/passerr"
+	"github.com/keelson-dev/keelson/controllers/internal/recorder"
 )
 
 // Event reasons.
@@ -35,7 +35,7 @@ const (
 // so a template the apiserver rejects (quota, admission) costs one request, not one per node; then the readiness
 // gates to open. Every write is registered with the expectations before it is sent, so the next pass waits until
 // the cache has seen it. Successes make one event per pass ("Created pods of revision 5d8f9c7b6"), and the passes
-// of a rollout fold into one event series (see eventSubject): an event per pod would double a rollout's writes on a
+// of a rollout fold into one event series (recorder.Subject): an event per pod would double a rollout's writes on a
 // thousand nodes (each pod's name and node are in the debug log). Every failure keeps its own warning. A failed
 // update does not hold back the creations: a new node must not wait for another node's pod.
 func (r *Reconciler) execute(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, key string, p plan,
@@ -77,12 +77,12 @@ func (r *Reconciler) updatePods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 			mu.Lock()
 			refused = append(refused, podDelete{u.pod, deleteUpdate})
 			mu.Unlock()
-			r.Recorder.Eventf(eventSubject(ds), u.pod, corev1.EventTypeWarning, eventFailedUpdate, "Update",
-				"Updating pod %s on node %s in place was refused, so it is replaced: %v", u.pod.Name, PodNode(u.pod), err)
+			r.record(ctx, ds, recorder.Event{Type: corev1.EventTypeWarning, Reason: eventFailedUpdate, Action: "Update",
+				Note: fmt.Sprintf("Updating pod %s on node %s in place was refused, so it is replaced: %v", u.pod.Name, PodNode(u.pod), err), Related: u.pod})
 			return nil
 		}
-		r.Recorder.Eventf(eventSubject(ds), u.pod, corev1.EventTypeWarning, eventFailedUpdate, "Update",
-			"Updating pod %s on node %s in place failed: %v", u.pod.Name, PodNode(u.pod), err)
+		r.record(ctx, ds, recorder.Event{Type: corev1.EventTypeWarning, Reason: eventFailedUpdate, Action: "Update",
+			Note: fmt.Sprintf("Updating pod %s on node %s in place failed: %v", u.pod.Name, PodNode(u.pod), err), Related: u.pod})
 		return fmt.Errorf("updating pod %s in place: %w", u.pod.Name, err)
 	})
 	var revisions []string
@@ -92,8 +92,8 @@ func (r *Reconciler) updatePods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 		}
 	}
 	if len(revisions) > 0 {
-		r.Recorder.Eventf(eventSubject(ds), nil, corev1.EventTypeNormal, eventUpdated, "Update",
-			"Updated pods in place to revision %s", distinct(revisions))
+		r.record(ctx, ds, recorder.Event{Type: corev1.EventTypeNormal, Reason: eventUpdated, Action: "Update",
+			Note: fmt.Sprintf("Updated pods in place to revision %s", distinct(revisions))})
 	}
 	// Each refused pod was going to be unavailable for its update anyway: replacing it costs the budget no more.
 	return errors.Join(append(errs, r.deletePods(ctx, ds, key, refused))...)
@@ -167,8 +167,8 @@ func (r *Reconciler) deletePods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 				return nil // already gone, or replaced by another pod of the same name
 			}
-			r.Recorder.Eventf(eventSubject(ds), d.pod, corev1.EventTypeWarning, eventFailedDelete, "Delete",
-				"Deleting %s pod %s on node %s failed: %v", d.reason, d.pod.Name, PodNode(d.pod), err)
+			r.record(ctx, ds, recorder.Event{Type: corev1.EventTypeWarning, Reason: eventFailedDelete, Action: "Delete",
+				Note: fmt.Sprintf("Deleting %s pod %s on node %s failed: %v", d.reason, d.pod.Name, PodNode(d.pod), err), Related: d.pod})
 			return fmt.Errorf("deleting pod %s: %w", d.pod.Name, err)
 		}
 		log.FromContext(ctx).V(1).Info("Deleted pod", "pod", d.pod.Name, "node", PodNode(d.pod), "reason", d.reason)
@@ -181,7 +181,8 @@ func (r *Reconciler) deletePods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 		}
 	}
 	if len(done) > 0 {
-		r.Recorder.Eventf(eventSubject(ds), nil, corev1.EventTypeNormal, eventDeleted, "Delete", "Deleted %s pods", deletedKinds(done))
+		r.record(ctx, ds, recorder.Event{Type: corev1.EventTypeNormal, Reason: eventDeleted, Action: "Delete",
+			Note: fmt.Sprintf("Deleted %s pods", deletedKinds(done))})
 	}
 	return errors.Join(errs...)
 }
@@ -192,8 +193,8 @@ func (r *Reconciler) createPods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 	var revisions []string
 	defer func() {
 		if len(revisions) > 0 {
-			r.Recorder.Eventf(eventSubject(ds), nil, corev1.EventTypeNormal, eventCreated, "Create", "Created pods of revision %s",
-				distinct(revisions))
+			r.record(ctx, ds, recorder.Event{Type: corev1.EventTypeNormal, Reason: eventCreated, Action: "Create",
+				Note: fmt.Sprintf("Created pods of revision %s", distinct(revisions))})
 		}
 	}()
 	for start, batch := 0, 1; start < len(creates); start, batch = start+batch, batch*2 {
@@ -211,8 +212,8 @@ func (r *Reconciler) createPods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 				if passerr.NamespaceTerminating(err) {
 					return err // no event: it could not be written in a namespace being deleted either
 				}
-				r.Recorder.Eventf(eventSubject(ds), nil, corev1.EventTypeWarning, eventFailedCreate, "Create",
-					"Creating a pod for node %s failed: %v", c.node, err)
+				r.record(ctx, ds, recorder.Event{Type: corev1.EventTypeWarning, Reason: eventFailedCreate, Action: "Create",
+					Note: fmt.Sprintf("Creating a pod for node %s failed: %v", c.node, err)})
 				return fmt.Errorf("creating a pod for node %s: %w", c.node, err)
 			}
 			log.FromContext(ctx).V(1).Info("Created pod", "pod", pod.Name, "node", c.node, "revision", c.hash)
@@ -234,12 +235,9 @@ func (r *Reconciler) createPods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 	return nil
 }
 
-// eventSubject is the DaemonSet as its events refer to it: without the resourceVersion, which every status write
-// changes. The recorder folds repeated events into a series only when they regard the very same reference, so with
-// it each pass of a rollout would create a new event instead of counting one more.
-func eventSubject(ds *daemonsetv1alpha1.DaemonSet) *daemonsetv1alpha1.DaemonSet {
-	return &daemonsetv1alpha1.DaemonSet{TypeMeta: ds.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{Name: ds.Name, Namespace: ds.Namespace, UID: ds.UID}}
+// record records an event about ds (recorder.Record).
+func (r *Reconciler) record(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, e recorder.Event) {
+	recorder.Record(ctx, r.Recorder, recorder.Subject(ds), e)
 }
 
 // deletedKinds names the kinds of pods deleted, for an event: "outdated", "failed and misscheduled".

@@ -138,7 +138,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		default:
 			r.pacer.Wrote(req.String(), now)
 			r.written.wrote(req.String(), ds.UID, *status)
-			r.reportRollout(ds, stored, *status, now)
+			r.reportRollout(ctx, ds, stored, *status, now)
 		}
 	}
 	return result, err

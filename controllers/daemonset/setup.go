@@ -21,6 +21,7 @@ import (
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/internal/cachelabels"
+	"github.com/keelson-dev/keelson/controllers/internal/recorder"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -92,11 +93,13 @@ func ownerOf(obj client.Object) []string {
 // SetupWithManager registers the controller: it watches DaemonSets, the pods and revisions they own, and nodes.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.init()
-	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder(ControllerName + "-controller")
-	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Recorder == nil {
+		// Not the manager's recorder, which folds a new cause under the same reason into the old one's series
+		// (recorder.Writer). Through the manager's client as that recorder would be: events are not the pass's writes.
+		r.Recorder = recorder.New(mgr.GetClient(), mgr.GetAPIReader(), ControllerName+"-controller")
 	}
 	ctx := context.Background()
 	for _, obj := range []client.Object{&corev1.Pod{}, &appsv1.ControllerRevision{}} {

@@ -1,6 +1,7 @@
 package daemonset
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/internal/recorder"
 )
 
 // Event reasons of a rollout's transitions, beside the per-pass ones of execute.go.
@@ -58,18 +60,15 @@ func rolloutTransitionOf(before, after daemonsetv1alpha1.DaemonSetStatus, now ti
 }
 
 // reportRollout records the events and metrics of a written status's rollout transition.
-func (r *Reconciler) reportRollout(ds *daemonsetv1alpha1.DaemonSet, before, after daemonsetv1alpha1.DaemonSetStatus, now time.Time) {
+func (r *Reconciler) reportRollout(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, before, after daemonsetv1alpha1.DaemonSetStatus, now time.Time) {
 	t := rolloutTransitionOf(before, after, now)
 	if t.completed && t.took > 0 {
 		rolloutDuration.Observe(t.took.Seconds())
 	}
-	if r.Recorder == nil {
-		return
-	}
 	switch {
 	case t.completed:
-		r.Recorder.Eventf(eventSubject(ds), nil, corev1.EventTypeNormal, eventRolloutComplete, "Rollout", "%s", t.message)
+		r.record(ctx, ds, recorder.Event{Type: corev1.EventTypeNormal, Reason: eventRolloutComplete, Action: "Rollout", Note: t.message})
 	case t.stuck:
-		r.Recorder.Eventf(eventSubject(ds), nil, corev1.EventTypeWarning, eventRolloutStuck, "Rollout", "%s", t.message)
+		r.record(ctx, ds, recorder.Event{Type: corev1.EventTypeWarning, Reason: eventRolloutStuck, Action: "Rollout", Note: t.message})
 	}
 }

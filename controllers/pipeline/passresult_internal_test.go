@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/internal/passerr"
@@ -55,40 +52,6 @@ func TestPassResult(t *testing.T) {
 				t.Fatalf("passResult = %+v, %v; want requeue %s, error %v", res, err, tc.requeue, tc.wantError)
 			}
 		})
-	}
-}
-
-// An event refused because its namespace is being deleted is no error worth a log line: every pass of every
-// Pipeline there would log one until the namespace is gone.
-func TestEventsRefusedInANamespaceBeingDeletedAreNotErrors(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := inferencev1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{
-		Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
-			return passerr.NewNamespaceTerminating("events", "ns")
-		}}).Build()
-	var errorLines []string
-	logger := funcr.New(func(prefix, args string) {
-		if strings.Contains(args, `"error"`) {
-			errorLines = append(errorLines, args)
-		}
-	}, funcr.Options{})
-	ctx := log.IntoContext(context.Background(), logger)
-	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid"}}
-	NewEventWriter(c, c, "pipeline").EventfContext(ctx, p, nil, corev1.EventTypeNormal, "Ready", "Ready", "ready")
-	if len(errorLines) != 0 {
-		t.Fatalf("logged as errors: %q", errorLines)
-	}
-	// Any other refusal is still an error line.
-	c = fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{
-		Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
-			return apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "", errors.New("no"))
-		}}).Build()
-	NewEventWriter(c, c, "pipeline").EventfContext(ctx, p, nil, corev1.EventTypeNormal, "Ready", "Ready", "ready")
-	if len(errorLines) != 1 {
-		t.Fatalf("a refusal for another reason logged %d error lines, want 1", len(errorLines))
 	}
 }
 

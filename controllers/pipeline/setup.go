@@ -19,6 +19,7 @@ import (
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/internal/cachelabels"
+	"github.com/keelson-dev/keelson/controllers/internal/recorder"
 	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
@@ -57,8 +58,9 @@ func slimNode(obj any) (any, error) {
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Recorder == nil {
-		// Not the manager's recorder: it folds a step's new cause into the series of the old one (EventWriter).
-		r.Recorder = NewEventWriter(r.Client, r.reader(), ControllerName+"-controller")
+		// Not the manager's recorder, which folds a new cause under the same reason into the old one's series
+		// (recorder.Writer). Through the manager's client as that recorder would be: events are not the pass's writes.
+		r.Recorder = recorder.New(mgr.GetClient(), mgr.GetAPIReader(), ControllerName+"-controller")
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &inferencev1alpha1.Pipeline{}, locationIndex,
 		func(obj client.Object) []string {

@@ -1,11 +1,14 @@
 package sizer
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/internal/recorder"
 )
 
 // Event reasons: what a user must notice, each recorded once when it starts.
@@ -60,16 +63,13 @@ func transitionEvents(old, updated sizerv1alpha1.WorkloadSizerStatus, createdTar
 // recordEvents records a pass's events on the sizer and returns them. The counters of conflicts and fallbacks
 // follow the events (so a metric and `kubectl events` tell the same story), but the caller counts them only once
 // the pass's status is written (countEvents).
-func (r *Reconciler) recordEvents(wls *sizerv1alpha1.WorkloadSizer, old, updated sizerv1alpha1.WorkloadSizerStatus, createdTarget bool) []sizerEvent {
+func (r *Reconciler) recordEvents(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, old, updated sizerv1alpha1.WorkloadSizerStatus, createdTarget bool) []sizerEvent {
 	ref := wls.Target()
 	events := transitionEvents(old, updated, createdTarget, ref.Kind+" "+ref.Name)
-	if r.Recorder == nil {
-		return events
-	}
-	subject := &sizerv1alpha1.WorkloadSizer{TypeMeta: wls.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{Name: wls.Name, Namespace: wls.Namespace, UID: wls.UID}}
+	evs := make([]recorder.Event, 0, len(events))
 	for _, e := range events {
-		r.Recorder.Eventf(subject, nil, e.eventType, e.reason, e.action, "%s", e.note)
+		evs = append(evs, recorder.Event{Type: e.eventType, Reason: e.reason, Action: e.action, Note: e.note})
 	}
+	recorder.Record(ctx, r.Recorder, recorder.Subject(wls), evs...)
 	return events
 }

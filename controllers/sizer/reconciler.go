@@ -82,7 +82,6 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // pass is one reconcile's working state: the sizer, the status being computed, and what the pass found.
 type pass struct {
@@ -149,7 +148,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if p.recheck > 0 && err == nil && (result.RequeueAfter == 0 || p.recheck < result.RequeueAfter) {
 		result.RequeueAfter = p.recheck
 	}
-	events := r.recordEvents(wls, wls.Status, *p.status, p.createdTarget)
+	events := r.recordEvents(ctx, wls, wls.Status, *p.status, p.createdTarget)
 
 	if !equality.Semantic.DeepEqual(&wls.Status, p.status) {
 		now := r.now()

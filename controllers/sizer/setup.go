@@ -26,6 +26,7 @@ import (
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/internal/cachelabels"
 	"github.com/keelson-dev/keelson/controllers/internal/pacing"
+	"github.com/keelson-dev/keelson/controllers/internal/recorder"
 )
 
 // ControllerName names the controller in logs and metrics.
@@ -84,7 +85,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.APIReader = mgr.GetAPIReader()
 	}
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder(ControllerName + "-controller")
+		// Not the manager's recorder, which folds a new cause under the same reason into the old one's series
+		// (recorder.Writer). Through the manager's client as that recorder would be: events are not the pass's writes.
+		r.Recorder = recorder.New(mgr.GetClient(), mgr.GetAPIReader(), ControllerName+"-controller")
 	}
 	if r.Discovery == nil {
 		d, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())

@@ -1,4 +1,4 @@
-package pipeline
+package recorder
 
 import (
 	"context"
@@ -22,15 +22,16 @@ import (
 	"github.com/keelson-dev/keelson/controllers/internal/passerr"
 )
 
-// eventWriteTimeout bounds one event write: an event is worth a short wait, never a stuck reconcile.
-const eventWriteTimeout = 5 * time.Second
+// WriteTimeout bounds one event write made without a context of its own: an event is worth a short wait, never a
+// stuck reconcile.
+const WriteTimeout = 5 * time.Second
 
-// EventWriter records events (events.k8s.io/v1) that fold by what they say. The client-go recorder folds every event
+// Writer records events (events.k8s.io/v1) that fold by what they say. The client-go recorder folds every event
 // of the same object, type, action and reason into one series that keeps the first note, so a step whose trouble
 // changes cause under the same reason (an untolerated taint, then too few free GPUs: both Unschedulable) would only
 // count up an event naming the old cause. Here an event's name is a hash of its object, type, action, reason,
 // related object and note: the same event again counts up its series (no spam), a new cause is a new event.
-type EventWriter struct {
+type Writer struct {
 	// Client writes the events.
 	Client client.Client
 	// Reader reads an event back to count up its series: an uncached reader. Events must never go through the
@@ -44,27 +45,27 @@ type EventWriter struct {
 	Now func() time.Time
 }
 
-var _ events.EventRecorder = &EventWriter{}
+var _ events.EventRecorder = &Writer{}
 
-// NewEventWriter is an EventWriter for the given reporting controller, reporting from this host; reader is the
-// uncached reader it reads events back with.
-func NewEventWriter(c client.Client, reader client.Reader, controller string) *EventWriter {
+// New is a Writer for the given reporting controller, reporting from this host; reader is the uncached reader it
+// reads events back with.
+func New(c client.Client, reader client.Reader, controller string) *Writer {
 	host, _ := os.Hostname()
-	return &EventWriter{Client: c, Reader: reader, Controller: controller, Instance: controller + "-" + host}
+	return &Writer{Client: c, Reader: reader, Controller: controller, Instance: controller + "-" + host}
 }
 
 // Eventf writes an event, or counts up its series when the same event was written before. A failed write is
 // logged and dropped, as the client-go recorder does: events are best effort. Without a context of its own, a
-// write is bounded by eventWriteTimeout; the controller calls EventfContext instead.
-func (w *EventWriter) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
-	ctx, cancel := context.WithTimeout(context.Background(), eventWriteTimeout)
+// write is bounded by WriteTimeout; Record calls EventfContext instead.
+func (w *Writer) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	ctx, cancel := context.WithTimeout(context.Background(), WriteTimeout)
 	defer cancel()
 	w.EventfContext(ctx, regarding, related, eventtype, reason, action, note, args...)
 }
 
 // EventfContext is Eventf bounded by ctx: a cancelled ctx (the manager stopping, the pass's event budget spent)
 // ends the write at once.
-func (w *EventWriter) EventfContext(ctx context.Context, regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+func (w *Writer) EventfContext(ctx context.Context, regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
 	err := w.write(ctx, regarding, related, eventtype, reason, action, fmt.Sprintf(note, args...))
 	switch {
 	case passerr.NamespaceTerminating(err):
@@ -76,14 +77,14 @@ func (w *EventWriter) EventfContext(ctx context.Context, regarding, related runt
 }
 
 // reader is the uncached reader, or the client when there is none.
-func (w *EventWriter) reader() client.Reader {
+func (w *Writer) reader() client.Reader {
 	if w.Reader != nil {
 		return w.Reader
 	}
 	return w.Client
 }
 
-func (w *EventWriter) write(ctx context.Context, regarding, related runtime.Object, eventtype, reason, action, note string) error {
+func (w *Writer) write(ctx context.Context, regarding, related runtime.Object, eventtype, reason, action, note string) error {
 	ref, err := reference.GetReference(w.Client.Scheme(), regarding)
 	if err != nil {
 		return err
