@@ -126,7 +126,7 @@ test-integration: envtest $(HELM) $(PROMTOOL) ## Run the tests that start proces
 	tools/install.sh monitoring-crds >/dev/null
 	@# Tests that start processes (apiserver and etcd, binaries, image builds) always run: a cached pass of those
 	@# would replay a result the processes never produced again.
-	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) $(call go_test,process,-count=1)
+	export KUBEBUILDER_ASSETS=$(ENVTEST_DIR) && $(call go_test,process,-count=1)
 
 .PHONY: rules-test
 rules-test: envtest $(HELM) $(PROMTOOL) ## Check and unit-test the chart's alerting rules with promtool, its dashboard's queries and its monitoring objects.
@@ -146,7 +146,8 @@ fuzz: ## Run every fuzz target (webhooks, planners) for FUZZTIME (10s) each; fai
 	@for dir in $$(grep -rl --include='*_test.go' --exclude-dir=bin --exclude-dir=.cluster '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
 		for target in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$dir/*_test.go); do \
 			echo "==> $$dir $$target"; \
-			go test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $(FUZZ_FLAGS) $$dir || exit 1; \
+			mod=$$(dirname "$$(go -C $$dir env GOMOD)"); \
+			go -C $$mod test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $(FUZZ_FLAGS) ./$$(realpath --relative-to=$$mod $$dir) || exit 1; \
 		done; \
 	done
 
