@@ -141,8 +141,8 @@ func TestFailedPodsAreReplacedWithBackoff(t *testing.T) {
 		// Once the status reports the wait, the controller writes nothing until the backoff ends.
 		s.g.Eventually(func() string { return condition(s.get("crashy"), daemonsetv1alpha1.ConditionReady).Message },
 			timeout, poll).Should(ContainSubstring("failure backoff"))
-		// The events of the failed pod's deletion are sent by the recorder in the background, and may land just
-		// after the status: the wait starts once the writes have settled.
+		// The events of the failed pod's deletion may land just after the status: the wait starts once the writes
+		// have settled.
 		writes := int64(-1) // two equal counts 200ms apart: the first look never passes
 		s.g.Eventually(func() bool {
 			now := c.Writes.Load()

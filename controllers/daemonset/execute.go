@@ -199,6 +199,7 @@ func (r *Reconciler) createPods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 	}()
 	for start, batch := 0, 1; start < len(creates); start, batch = start+batch, batch*2 {
 		chunk := creates[start:min(start+batch, len(creates))]
+		refused := make([]error, len(chunk)) // the apiserver's answers, for the batch's one event
 		errs := parallel(len(chunk), func(i int) error {
 			c := chunk[i]
 			template, ok := templates[c.hash]
@@ -212,8 +213,7 @@ func (r *Reconciler) createPods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 				if passerr.NamespaceTerminating(err) {
 					return err // no event: it could not be written in a namespace being deleted either
 				}
-				r.record(ctx, ds, recorder.Event{Type: corev1.EventTypeWarning, Reason: eventFailedCreate, Action: "Create",
-					Note: fmt.Sprintf("Creating a pod for node %s failed: %v", c.node, err)})
+				refused[i] = err
 				return fmt.Errorf("creating a pod for node %s: %w", c.node, err)
 			}
 			log.FromContext(ctx).V(1).Info("Created pod", "pod", pod.Name, "node", c.node, "revision", c.hash)
@@ -223,6 +223,12 @@ func (r *Reconciler) createPods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 			if err == nil {
 				revisions = append(revisions, chunk[i].hash)
 			}
+		}
+		// One event for a failed batch, telling its first failure (the others are in the pass's error): a quota
+		// refusing a batch of hundreds would otherwise write hundreds of events, each naming its node.
+		if i := slices.IndexFunc(refused, func(err error) bool { return err != nil }); i >= 0 {
+			r.record(ctx, ds, recorder.Event{Type: corev1.EventTypeWarning, Reason: eventFailedCreate, Action: "Create",
+				Note: fmt.Sprintf("Creating a pod for node %s failed: %v", chunk[i].node, refused[i])})
 		}
 		if err := errors.Join(errs...); err != nil {
 			// The batches not attempted will not be observed either.

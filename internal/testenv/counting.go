@@ -25,7 +25,8 @@ type Counts struct {
 	// updates, patches and applies of objects and of their subresources, deletes and delete-collections, and the
 	// events the controller records. It is counted at the HTTP transport, so no client or call is missed.
 	Writes atomic.Int64
-	// Creates counts Create calls through the controller's client, failed ones included (events are not among them).
+	// Creates counts Create calls through the controller's client, failed ones included (events are not among them:
+	// the controllers record them through the manager's client).
 	Creates atomic.Int64
 	// Gets counts Get calls of objects for which IsReconciled returns true: one per reconcile of that kind.
 	Gets atomic.Int64

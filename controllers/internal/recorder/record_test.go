@@ -52,6 +52,8 @@ func notes(t *testing.T, c client.Client) map[string]int32 {
 func TestEventsFoldByWhatTheySay(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
 	w := New(c, c, "test")
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w.Now = func() time.Time { clock = clock.Add(SeriesRefresh); return clock } // every repeat is due
 	taint := Event{Type: corev1.EventTypeWarning, Reason: "Unschedulable", Action: "Run", Note: "an untolerated taint"}
 	gpus := taint
 	gpus.Note = "too few free GPUs"
@@ -61,6 +63,40 @@ func TestEventsFoldByWhatTheySay(t *testing.T) {
 	got := notes(t, c)
 	if len(got) != 2 || got["an untolerated taint"] != 2 || got["too few free GPUs"] != 1 {
 		t.Fatalf("events by note and count: %v; want the taint twice in one series and the GPUs once", got)
+	}
+}
+
+// A series that keeps repeating counts up in memory and is written back once per SeriesRefresh with its whole count:
+// a rollout repeating one event every pass costs a patch a minute, not a patch a pass. A Writer that does not
+// remember the event (a restart, another replica) reads its count back.
+func TestRepeatsAreWrittenBackOncePerRefresh(t *testing.T) {
+	var patches int
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithInterceptorFuncs(interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			patches++
+			return c.Patch(ctx, obj, patch, opts...)
+		}}).Build()
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w := New(c, c, "test")
+	w.Now = func() time.Time { return clock }
+	created := Event{Type: corev1.EventTypeNormal, Reason: "SuccessfulCreate", Action: "Create", Note: "Created pods of revision 1"}
+	for range 10 {
+		Record(context.Background(), w, subject(), created)
+		clock = clock.Add(time.Second)
+	}
+	if patches != 0 || notes(t, c)[created.Note] != 1 {
+		t.Fatalf("10 events within a minute made %d patches and a count of %d; want none and 1", patches, notes(t, c)[created.Note])
+	}
+	clock = clock.Add(SeriesRefresh)
+	Record(context.Background(), w, subject(), created)
+	if patches != 1 || notes(t, c)[created.Note] != 11 {
+		t.Fatalf("the repeat after a minute made %d patches and a count of %d; want 1 and 11", patches, notes(t, c)[created.Note])
+	}
+	restarted := New(c, c, "test")
+	restarted.Now = w.Now
+	Record(context.Background(), restarted, subject(), created)
+	if patches != 2 || notes(t, c)[created.Note] != 12 {
+		t.Fatalf("after a restart: %d patches and a count of %d; want 2 and 12", patches, notes(t, c)[created.Note])
 	}
 }
 

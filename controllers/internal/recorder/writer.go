@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +32,9 @@ const WriteTimeout = 5 * time.Second
 // changes cause under the same reason (an untolerated taint, then too few free GPUs: both Unschedulable) would only
 // count up an event naming the old cause. Here an event's name is a hash of its object, type, action, reason,
 // related object and note: the same event again counts up its series (no spam), a new cause is a new event.
+//
+// As the client-go recorder does, a series that keeps repeating counts up in memory and is written back at most once
+// per SeriesRefresh: a rollout that repeats one event every pass costs a patch a minute, not a patch a pass.
 type Writer struct {
 	// Client writes the events.
 	Client client.Client
@@ -43,6 +47,21 @@ type Writer struct {
 	Controller, Instance string
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+
+	mu     sync.Mutex
+	series map[string]*series // by namespace/name: the events this Writer wrote, and their counts
+}
+
+// SeriesRefresh is how long a series' count may grow in memory before a repeat writes it back.
+const SeriesRefresh = time.Minute
+
+// maxSeries bounds the series a Writer remembers; past it, it forgets them all (a repeat then reads its event back).
+const maxSeries = 4096
+
+// series is what a Writer knows of an event it wrote: how often it happened, and when the count was last written.
+type series struct {
+	count   int32
+	written time.Time
 }
 
 var _ events.EventRecorder = &Writer{}
@@ -104,11 +123,24 @@ func (w *Writer) write(ctx context.Context, regarding, related runtime.Object, e
 		EventTime:  metav1.NewMicroTime(now()), ReportingController: w.Controller, ReportingInstance: w.Instance,
 		Action: action, Reason: reason, Regarding: *ref, Related: relatedRef, Note: note, Type: eventtype,
 	}
+	key := e.Namespace + "/" + e.Name
+	if count, due, known := w.repeat(key, now()); known {
+		if !due {
+			return nil // counted in memory; a later repeat writes it back
+		}
+		err := w.patchSeries(ctx, e, count, now())
+		if !apierrors.IsNotFound(err) {
+			w.remember(key, count, now(), err)
+			return err
+		}
+		w.forget(key) // expired on the server: record it anew
+	}
 	err = w.Client.Create(ctx, e)
 	if !apierrors.IsAlreadyExists(err) {
+		w.remember(key, 1, now(), err)
 		return err
 	}
-	// The same event again: count it up in its series.
+	// The same event again, written before this Writer remembers (another replica, a restart): read its count back.
 	var live eventsv1.Event
 	if err := w.reader().Get(ctx, client.ObjectKeyFromObject(e), &live); err != nil {
 		return err
@@ -117,8 +149,51 @@ func (w *Writer) write(ctx context.Context, regarding, related runtime.Object, e
 	if live.Series != nil {
 		count = live.Series.Count + 1
 	}
-	patch := fmt.Sprintf(`{"series":{"count":%d,"lastObservedTime":%q}}`, count, metav1.NewMicroTime(now()).Format(metav1.RFC3339Micro))
-	return w.Client.Patch(ctx, &live, client.RawPatch(types.MergePatchType, []byte(patch)))
+	err = w.patchSeries(ctx, e, count, now())
+	w.remember(key, count, now(), err)
+	return err
+}
+
+// patchSeries writes an event's series: its count and when it was last seen.
+func (w *Writer) patchSeries(ctx context.Context, e *eventsv1.Event, count int32, now time.Time) error {
+	patch := fmt.Sprintf(`{"series":{"count":%d,"lastObservedTime":%q}}`, count, metav1.NewMicroTime(now).Format(metav1.RFC3339Micro))
+	return w.Client.Patch(ctx, e, client.RawPatch(types.MergePatchType, []byte(patch)))
+}
+
+// repeat counts one more of a remembered event: its new count, whether the count is due to be written back, and
+// whether the event was remembered at all.
+func (w *Writer) repeat(key string, now time.Time) (count int32, due, known bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s, ok := w.series[key]
+	if !ok {
+		return 0, false, false
+	}
+	s.count++
+	return s.count, now.Sub(s.written) >= SeriesRefresh, true
+}
+
+// remember records that an event's count was written, unless the write failed (the next one tries again).
+func (w *Writer) remember(key string, count int32, now time.Time, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
+		if s, ok := w.series[key]; ok {
+			s.written = time.Time{} // due at the next repeat
+		}
+		return
+	}
+	if w.series == nil || len(w.series) >= maxSeries {
+		w.series = map[string]*series{}
+	}
+	w.series[key] = &series{count: count, written: now}
+}
+
+// forget drops a remembered event.
+func (w *Writer) forget(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.series, key)
 }
 
 // eventName names an event after its object and a hash of what it says, so that the same event has the same name.
