@@ -4,6 +4,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 )
 
 // failureBackoff remembers, per DaemonSet and node, how long failed pods must wait before they are replaced. The
@@ -58,4 +60,17 @@ func (b *failureBackoff) forget(prefix string) {
 			delete(b.entries, k)
 		}
 	}
+}
+
+// backoffKey names a node's failed-pod backoff for one DaemonSet and template revision: a new template starts
+// without the backoff the old one earned (a fixed template must not wait out the broken one's 15 minutes).
+func backoffKey(ds *daemonsetv1alpha1.DaemonSet, updateHash, node string) string {
+	// namespace/name first, so that forgetting the DaemonSet by its key alone drops its entries; then the UID, so
+	// that one created again under the name starts afresh.
+	return ds.Namespace + "/" + ds.Name + "/" + string(ds.UID) + "/" + updateHash + "/" + node
+}
+
+// backoffFor returns how long failed pods of ds on a node must still wait under the template revision updateHash.
+func (r *Reconciler) backoffFor(ds *daemonsetv1alpha1.DaemonSet, updateHash string, now time.Time) func(node string) time.Duration {
+	return func(node string) time.Duration { return r.backoff.remaining(backoffKey(ds, updateHash, node), now) }
 }

@@ -20,16 +20,6 @@ import (
 	"github.com/keelson-dev/keelson/controllers/internal/recorder"
 )
 
-// Event reasons.
-const (
-	eventCreated      = "SuccessfulCreate"
-	eventDeleted      = "SuccessfulDelete"
-	eventFailedCreate = "FailedCreate"
-	eventFailedDelete = "FailedDelete"
-	eventUpdated      = "SuccessfulUpdateInPlace"
-	eventFailedUpdate = "FailedUpdateInPlace"
-)
-
 // execute carries out a plan: deletions first (a node's old pod goes before its replacement is created in a later
 // pass), then updates in place, then creations in slow-start batches of 1, 2, 4, … that stop at the first failure,
 // so a template the apiserver rejects (quota, admission) costs one request, not one per node; then the readiness
@@ -239,11 +229,6 @@ func (r *Reconciler) createPods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 		}
 	}
 	return nil
-}
-
-// record records an event about ds (recorder.Record).
-func (r *Reconciler) record(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, e recorder.Event) {
-	recorder.Record(ctx, r.Recorder, recorder.Subject(ds), e)
 }
 
 // deletedKinds names the kinds of pods deleted, for an event: "outdated", "failed and misscheduled".

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -16,12 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -239,114 +234,6 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 	return result, &status, actErr
 }
 
-// ownedPods lists the pods the DaemonSet controls from the cache, those being deleted included.
-func (r *Reconciler) ownedPods(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet) ([]*corev1.Pod, error) {
-	var list corev1.PodList
-	if err := r.List(ctx, &list, client.InNamespace(ds.Namespace), client.MatchingFields{ownerIndex: string(ds.UID)}); err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
-	}
-	pods := make([]*corev1.Pod, 0, len(list.Items))
-	for i := range list.Items {
-		pods = append(pods, &list.Items[i])
-	}
-	return pods, nil
-}
-
-// splitPods separates the pods the planner sees from those being deleted, which it counts per node (no new pod goes
-// to a node while its old pod still runs). A terminal pod (Failed or Succeeded) whose deletion was requested counts
-// as gone: its containers have stopped, and a finalizer holding it must not keep its node without a pod forever.
-func splitPods(owned []*corev1.Pod) (pods []*corev1.Pod, terminating map[string]int) {
-	terminating = map[string]int{}
-	for _, pod := range owned {
-		switch {
-		case pod.DeletionTimestamp == nil:
-			pods = append(pods, pod)
-		case !isTerminal(pod):
-			terminating[PodNode(pod)]++
-		}
-	}
-	return pods, terminating
-}
-
-// isTerminal reports whether the pod's containers have all stopped for good.
-func isTerminal(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
-}
-
-// backoffKey names a node's failed-pod backoff for one DaemonSet and template revision: a new template starts
-// without the backoff the old one earned (a fixed template must not wait out the broken one's 15 minutes).
-func backoffKey(ds *daemonsetv1alpha1.DaemonSet, updateHash, node string) string {
-	// namespace/name first, so that forgetting the DaemonSet by its key alone drops its entries; then the UID, so
-	// that one created again under the name starts afresh.
-	return ds.Namespace + "/" + ds.Name + "/" + string(ds.UID) + "/" + updateHash + "/" + node
-}
-
-// backoffFor returns how long failed pods of ds on a node must still wait under the template revision updateHash.
-func (r *Reconciler) backoffFor(ds *daemonsetv1alpha1.DaemonSet, updateHash string, now time.Time) func(node string) time.Duration {
-	return func(node string) time.Duration { return r.backoff.remaining(backoffKey(ds, updateHash, node), now) }
-}
-
-// buildViews turns nodes and pods into the planner's view: eligibility per node and the pods on each, sorted by
-// name. Pods pinned to nodes that no longer exist get an ineligible view of their own, so they are removed.
-func buildViews(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSpec, nodes []corev1.Node, pods []*corev1.Pod,
-	terminating map[string]int, backoff func(string) time.Duration) ([]nodeView, error) {
-	var canary labels.Selector
-	if ru := ds.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Selector != nil {
-		sel, err := metav1.LabelSelectorAsSelector(ru.Selector)
-		if err != nil {
-			return nil, fmt.Errorf("spec.updateStrategy.rollingUpdate.selector: %w", err)
-		}
-		canary = sel
-	}
-	spec := template.Spec.DeepCopy()
-	spec.Tolerations = withDaemonTolerations(spec.Tolerations, spec.HostNetwork)
-
-	byNode := map[string][]*corev1.Pod{}
-	for _, pod := range pods {
-		byNode[PodNode(pod)] = append(byNode[PodNode(pod)], pod)
-	}
-	views := make([]nodeView, 0, len(nodes))
-	seen := map[string]bool{}
-	for i := range nodes {
-		n := &nodes[i]
-		seen[n.Name] = true
-		views = append(views, nodeView{
-			name:        n.Name,
-			eligibility: nodeEligibility(n, spec),
-			down:        nodeIsDown(n),
-			canary:      canary == nil || canary.Matches(labels.Set(n.Labels)),
-			pods:        byNode[n.Name],
-			terminating: terminating[n.Name],
-			backoff:     backoff(n.Name),
-		})
-	}
-	for node, ps := range byNode {
-		if !seen[node] {
-			views = append(views, nodeView{name: node, pods: ps})
-		}
-	}
-	sort.Slice(views, func(i, j int) bool { return views[i].name < views[j].name })
-	return views, nil
-}
-
-// strategyFor resolves the DaemonSet's update strategy against the number of eligible nodes.
-func strategyFor(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSpec, views []nodeView) strategy {
-	desired := 0
-	for _, v := range views {
-		if v.shouldRun {
-			desired++
-		}
-	}
-	var knobs *rollingUpdateKnobs
-	if ru := ds.Spec.UpdateStrategy.RollingUpdate; ru != nil {
-		knobs = &rollingUpdateKnobs{maxSurge: ru.MaxSurge, maxUnavailable: ru.MaxUnavailable,
-			partition: int(ptr.Deref(ru.Partition, 0)), paused: ru.Paused,
-			inPlace: ru.InPlace == daemonsetv1alpha1.InPlaceIfPossible}
-	}
-	onDelete := ds.Spec.UpdateStrategy.Type == daemonsetv1alpha1.OnDeleteStrategyType
-	return resolveStrategy(knobs, onDelete, usesHostPorts(&template.Spec), ds.Spec.MinReadySeconds, desired)
-}
-
 // forget drops what the reconciler remembers of a DaemonSet that is gone, by its namespace/name alone: the one way
 // every path that finds it gone (its deletion seen, a NotFound read or write) forgets it.
 func (r *Reconciler) forget(key string) {
@@ -356,22 +243,4 @@ func (r *Reconciler) forget(key string) {
 	r.seeded.forget(key)
 	r.written.forget(key)
 	r.vanished.forget(key)
-}
-
-// writeStatus writes status to the status subresource with a merge patch that states the whole status (see
-// statusPatch) and carries no resourceVersion: it cannot conflict with this controller's own last write, which the
-// cache may not have seen yet. It reports a conflict (possible only if the apiserver runs out of its own retries)
-// apart from errors, for a short requeue.
-func (r *Reconciler) writeStatus(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, status daemonsetv1alpha1.DaemonSetStatus) (conflict bool, err error) {
-	body, err := statusPatch(status)
-	if err != nil {
-		return false, err
-	}
-	if err := r.Status().Patch(ctx, ds, client.RawPatch(types.MergePatchType, body)); err != nil {
-		if apierrors.IsConflict(err) {
-			return true, nil
-		}
-		return false, fmt.Errorf("writing status: %w", err)
-	}
-	return false, nil
 }

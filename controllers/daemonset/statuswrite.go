@@ -1,6 +1,7 @@
 package daemonset
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -8,7 +9,9 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 )
@@ -81,4 +84,22 @@ func (w *writtenStatuses) forget(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.last, key)
+}
+
+// writeStatus writes status to the status subresource with a merge patch that states the whole status (see
+// statusPatch) and carries no resourceVersion: it cannot conflict with this controller's own last write, which the
+// cache may not have seen yet. It reports a conflict (possible only if the apiserver runs out of its own retries)
+// apart from errors, for a short requeue.
+func (r *Reconciler) writeStatus(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, status daemonsetv1alpha1.DaemonSetStatus) (conflict bool, err error) {
+	body, err := statusPatch(status)
+	if err != nil {
+		return false, err
+	}
+	if err := r.Status().Patch(ctx, ds, client.RawPatch(types.MergePatchType, body)); err != nil {
+		if apierrors.IsConflict(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("writing status: %w", err)
+	}
+	return false, nil
 }

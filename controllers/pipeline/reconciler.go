@@ -16,8 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -27,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
-	"github.com/keelson-dev/keelson/controllers/internal/conditions"
 	"github.com/keelson-dev/keelson/controllers/internal/passerr"
 	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
@@ -225,117 +222,4 @@ func (r *Reconciler) observe(ctx context.Context, p *inferencev1alpha1.Pipeline,
 	o.nodes = nodes
 	o.podEvents = r.podEvents(ctx, p.Namespace, eventReads(o.pods, o.deployments, o.now))
 	return nil
-}
-
-// finalize deletes a pipeline in order: its step workloads, then its claim, then its volume; each stage waits until
-// the previous one is gone. A stage whose objects are already gone is done, so deletion never hangs on an object
-// someone else removed. The status says what it waits for.
-func (r *Reconciler) finalize(ctx context.Context, p *inferencev1alpha1.Pipeline) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(p, inferencev1alpha1.Finalizer) {
-		return ctrl.Result{}, nil
-	}
-	waiting, err := r.deleteStage(ctx, p)
-	if err != nil {
-		return passResult(err)
-	}
-	if waiting != "" {
-		if p.Status.Phase != inferencev1alpha1.PhaseDeleting || stepsMessage(p) != waiting {
-			p.Status.Phase = inferencev1alpha1.PhaseDeleting
-			setDeletingMessage(p, waiting)
-			if err := r.Status().Update(ctx, p); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-				return ctrl.Result{}, err
-			}
-		}
-		return ctrl.Result{RequeueAfter: deletionPoll}, nil
-	}
-	before := p.DeepCopy()
-	controllerutil.RemoveFinalizer(p, inferencev1alpha1.Finalizer)
-	// A conflict (another writer moved the pipeline since it was read) is a requeue: the next pass reads it again.
-	return passResult(client.IgnoreNotFound(r.patchFinalizers(ctx, p, before)))
-}
-
-// patchFinalizers writes p's finalizers, and nothing else, as a merge patch from before, under before's
-// resourceVersion (another writer's finalizer is not dropped: a race is a conflict). An update would send the
-// whole object as this controller's types serialise it, and a spec stored another way (an empty list that the
-// types omit, written while the webhook was down) would then fail the spec's validation: the finalizer could never
-// be added, or removed.
-func (r *Reconciler) patchFinalizers(ctx context.Context, p, before *inferencev1alpha1.Pipeline) error {
-	return r.Patch(ctx, p, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-}
-
-// deleteStage deletes the first stage that still has objects and says what it waits for ("" when all are gone).
-// It reads from the API, not the cache: a pipeline deleted just after its volume was created must not take "not in
-// the cache yet" for "already gone" and drop its finalizer, leaking the cluster-scoped volume.
-func (r *Reconciler) deleteStage(ctx context.Context, p *inferencev1alpha1.Pipeline) (string, error) {
-	sel := client.MatchingLabels{inferencev1alpha1.PipelineLabel: p.Name}
-	var deps appsv1.DeploymentList
-	var svcs corev1.ServiceList
-	if err := r.reader().List(ctx, &deps, client.InNamespace(p.Namespace), sel); err != nil {
-		return "", fmt.Errorf("listing step Deployments: %w", err)
-	}
-	if err := r.reader().List(ctx, &svcs, client.InNamespace(p.Namespace), sel); err != nil {
-		return "", fmt.Errorf("listing step Services: %w", err)
-	}
-	var steps []client.Object
-	for i := range deps.Items {
-		steps = append(steps, &deps.Items[i])
-	}
-	for i := range svcs.Items {
-		steps = append(steps, &svcs.Items[i])
-	}
-	n := 0
-	for _, obj := range steps {
-		if !ownedBy(obj, p) {
-			continue // labelled like ours but someone else's: not ours to delete
-		}
-		n++
-		// Background: the claim's in-use protection keeps it until the last pod that mounts it is gone.
-		if err := r.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
-			return "", fmt.Errorf("deleting %s %s: %w", kindOf(obj), obj.GetName(), err)
-		}
-	}
-	if n > 0 {
-		return fmt.Sprintf("waiting for %d step Deployments and Services to be deleted", n), nil
-	}
-	if p.Spec.ModelStorage.Type != inferencev1alpha1.StorageNFS {
-		return "", nil // the user's claim is theirs: nothing of ours to delete
-	}
-	for _, obj := range []client.Object{
-		&corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{},
-	} {
-		key := types.NamespacedName{Namespace: p.Namespace, Name: ClaimName(p)}
-		kind := "claim"
-		if _, ok := obj.(*corev1.PersistentVolume); ok {
-			key, kind = types.NamespacedName{Name: PVName(p)}, "volume"
-		}
-		err := r.reader().Get(ctx, key, obj)
-		if apierrors.IsNotFound(err) {
-			continue // already gone: this stage is done
-		}
-		if err != nil {
-			return "", fmt.Errorf("reading the models %s %s: %w", kind, key.Name, err)
-		}
-		if !ownedBy(obj, p) {
-			continue // a claim or volume of that name that is not ours (NameTaken): left alone
-		}
-		if obj.GetDeletionTimestamp() == nil {
-			if err := r.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
-				return "", err
-			}
-		}
-		return fmt.Sprintf("waiting for the models %s %s to be deleted (finalizers: %v)", kind, key.Name, obj.GetFinalizers()), nil
-	}
-	return "", nil
-}
-
-func stepsMessage(p *inferencev1alpha1.Pipeline) string {
-	if c := meta.FindStatusCondition(p.Status.Conditions, inferencev1alpha1.ConditionReady); c != nil {
-		return c.Message
-	}
-	return ""
-}
-
-func setDeletingMessage(p *inferencev1alpha1.Pipeline, msg string) {
-	conditions.Set(&p.Status.Conditions, metav1.Condition{Type: inferencev1alpha1.ConditionReady, Status: metav1.ConditionFalse,
-		Reason: inferencev1alpha1.ReasonDeleting, Message: msg, ObservedGeneration: p.Generation})
 }

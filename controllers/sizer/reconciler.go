@@ -15,12 +15,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -194,17 +191,6 @@ func passResult(err error) (result ctrl.Result, terminating bool, _ error) {
 	return ctrl.Result{}, false, err
 }
 
-// writeStatus writes the status as a merge patch against the sizer as read: it carries only what changed and no
-// resourceVersion, so it never conflicts with the sizer's own last write still missing from the cache.
-func (r *Reconciler) writeStatus(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, status sizerv1alpha1.WorkloadSizerStatus) error {
-	base := wls.DeepCopy()
-	wls.Status = status
-	if err := r.Status().Patch(ctx, wls, client.MergeFrom(base)); err != nil {
-		return fmt.Errorf("writing status: %w", err)
-	}
-	return nil
-}
-
 // reconcile does the work and fills the pass's status in.
 func (r *Reconciler) reconcile(ctx context.Context, p *pass) error {
 	wls, st, g := p.wls, p.status, p.wls.Generation
@@ -282,39 +268,6 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-// standDown makes a sizer that another one outranks on the same workload let go of everything it may have written
-// before it knew (two creations racing past admission): its fields on the workload, handed over with their values,
-// and its own budget, Service and Ingress.
-func (r *Reconciler) standDown(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer) error {
-	if err := r.releaseWorkload(ctx, wls); err != nil {
-		return err
-	}
-	key := types.NamespacedName{Namespace: wls.Namespace, Name: childName(wls)}
-	for _, obj := range []client.Object{&policyv1.PodDisruptionBudget{}, &corev1.Service{}, &networkingv1.Ingress{}} {
-		if err := r.Get(ctx, key, obj); client.IgnoreNotFound(err) != nil {
-			return err
-		} else if err == nil && metav1.IsControlledBy(obj, wls) {
-			if err := deleteOurs(ctx, r.Client, obj); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// releaseWorkload hands over, with their values, the fields of a workload the sizer did not create that it still
-// owns (written before it had to stop writing there), so that nothing of it stays the sizer's.
-func (r *Reconciler) releaseWorkload(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer) error {
-	t, err := getTarget(ctx, r.Client, wls)
-	if err != nil {
-		return err
-	}
-	if t != nil && !t.created && !ownedFields(t.obj, workloadFieldOwner(wls)).empty() {
-		return r.handOverFields(ctx, wls, workloadFieldOwner(wls), fieldSet{}, false)
-	}
-	return nil
 }
 
 // readTarget reads the target from the cache and, when the cache does not have it, from the apiserver: a
@@ -496,61 +449,6 @@ func (r *Reconciler) observe(ctx context.Context, wls *sizerv1alpha1.WorkloadSiz
 	return nil
 }
 
-// release runs when the sizer is deleted: a target it created goes with it (garbage collection); on a target it
-// did not create, its managedFields entry is dropped, so the values stay as they are and no longer belong to
-// anyone in particular. Then the finalizer goes.
-func (r *Reconciler) release(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer) error {
-	if !controllerutil.ContainsFinalizer(wls, sizerv1alpha1.Finalizer) {
-		return nil
-	}
-	// Read the target from the apiserver: the cache keeps only the sizers' own managedFields entries.
-	t, err := getTarget(ctx, r.APIReader, wls)
-	if err != nil {
-		return err
-	}
-	if t != nil && !t.created {
-		managers := []string{workloadFieldOwner(wls)}
-		if c, err := r.anotherSizer(ctx, wls); err != nil {
-			return err
-		} else if c == nil {
-			managers = append(managers, FieldOwner) // no other sizer could have written the shared entry
-		}
-		if remaining, found := withoutEntriesOf(t.obj, managers...); found && len(remaining) > 0 {
-			patch := client.MergeFromWithOptions(t.obj.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
-			t.obj.SetManagedFields(remaining)
-			if err := r.Patch(ctx, t.obj, patch); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("releasing the sizer's fields on %s: %w", t.obj.GetName(), err)
-			}
-		}
-	}
-	controllerutil.RemoveFinalizer(wls, sizerv1alpha1.Finalizer)
-	return r.Update(ctx, wls)
-}
-
-// lastApplied returns the fields of the sizer's last apply in this process.
-func (r *Reconciler) lastApplied(key string) fieldSet {
-	f, _ := r.appliedRecord(key)
-	return f
-}
-
-// appliedRecord returns the fields of the sizer's last apply in this process, and whether there was one.
-func (r *Reconciler) appliedRecord(key string) (fieldSet, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	f, ok := r.applied[key]
-	return f, ok
-}
-
-// rememberApplied records the fields of the sizer's last apply.
-func (r *Reconciler) rememberApplied(key string, fields fieldSet) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.applied == nil {
-		r.applied = map[string]fieldSet{}
-	}
-	r.applied[key] = fields
-}
-
 // now reads the clock.
 func (r *Reconciler) now() time.Time {
 	if r.Now != nil {
@@ -568,60 +466,4 @@ func (r *Reconciler) forget(key string) {
 	delete(r.fights, key)
 	delete(r.statuses, key)
 	delete(r.unownedEnv, key)
-}
-
-// envCheck is the answer of reclaimRuntimeEnv for one generation of a workload.
-type envCheck struct {
-	generation int64
-	unowned    fieldSet
-}
-
-func (r *Reconciler) unownedEnvOf(key string, generation int64) (fieldSet, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	c, ok := r.unownedEnv[key]
-	return c.unowned, ok && c.generation == generation
-}
-
-func (r *Reconciler) forgetUnownedEnv(key string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.unownedEnv, key)
-}
-
-func (r *Reconciler) rememberUnownedEnv(key string, generation int64, unowned fieldSet) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.unownedEnv == nil {
-		r.unownedEnv = map[string]envCheck{}
-	}
-	r.unownedEnv[key] = envCheck{generation: generation, unowned: unowned}
-}
-
-// writtenStatus is a status this process wrote, and the sizer (by UID: one of the same name may replace it) it
-// was written to.
-type writtenStatus struct {
-	uid    types.UID
-	status sizerv1alpha1.WorkloadSizerStatus
-}
-
-// lastStatus returns the status this process last wrote for the sizer.
-func (r *Reconciler) lastStatus(key string, uid types.UID) (sizerv1alpha1.WorkloadSizerStatus, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	w, ok := r.statuses[key]
-	if !ok || w.uid != uid {
-		return sizerv1alpha1.WorkloadSizerStatus{}, false
-	}
-	return *w.status.DeepCopy(), true
-}
-
-// rememberStatus records the status written for a sizer.
-func (r *Reconciler) rememberStatus(key string, uid types.UID, st sizerv1alpha1.WorkloadSizerStatus) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.statuses == nil {
-		r.statuses = map[string]writtenStatus{}
-	}
-	r.statuses[key] = writtenStatus{uid: uid, status: *st.DeepCopy()}
 }

@@ -178,3 +178,31 @@ func sortEnv(env []corev1.EnvVar) []corev1.EnvVar {
 	}
 	return env
 }
+
+// envCheck is the answer of reclaimRuntimeEnv for one generation of a workload.
+type envCheck struct {
+	generation int64
+	unowned    fieldSet
+}
+
+func (r *Reconciler) unownedEnvOf(key string, generation int64) (fieldSet, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.unownedEnv[key]
+	return c.unowned, ok && c.generation == generation
+}
+
+func (r *Reconciler) forgetUnownedEnv(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.unownedEnv, key)
+}
+
+func (r *Reconciler) rememberUnownedEnv(key string, generation int64, unowned fieldSet) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.unownedEnv == nil {
+		r.unownedEnv = map[string]envCheck{}
+	}
+	r.unownedEnv[key] = envCheck{generation: generation, unowned: unowned}
+}

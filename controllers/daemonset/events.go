@@ -13,8 +13,14 @@ import (
 	"github.com/keelson-dev/keelson/controllers/internal/recorder"
 )
 
-// Event reasons of a rollout's transitions, beside the per-pass ones of execute.go.
+// Event reasons: what a pass's writes did (execute.go records them), and a rollout's transitions.
 const (
+	eventCreated         = "SuccessfulCreate"
+	eventDeleted         = "SuccessfulDelete"
+	eventFailedCreate    = "FailedCreate"
+	eventFailedDelete    = "FailedDelete"
+	eventUpdated         = "SuccessfulUpdateInPlace"
+	eventFailedUpdate    = "FailedUpdateInPlace"
 	eventRolloutComplete = "RolloutComplete"
 	eventRolloutStuck    = "RolloutStuck"
 )
@@ -71,4 +77,9 @@ func (r *Reconciler) reportRollout(ctx context.Context, ds *daemonsetv1alpha1.Da
 	case t.stuck:
 		r.record(ctx, ds, recorder.Event{Type: corev1.EventTypeWarning, Reason: eventRolloutStuck, Action: "Rollout", Note: t.message})
 	}
+}
+
+// record records an event about ds (recorder.Record).
+func (r *Reconciler) record(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, e recorder.Event) {
+	recorder.Record(ctx, r.Recorder, recorder.Subject(ds), e)
 }

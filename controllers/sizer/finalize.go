@@ -1,0 +1,81 @@
+package sizer
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+)
+
+// standDown makes a sizer that another one outranks on the same workload let go of everything it may have written
+// before it knew (two creations racing past admission): its fields on the workload, handed over with their values,
+// and its own budget, Service and Ingress.
+func (r *Reconciler) standDown(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer) error {
+	if err := r.releaseWorkload(ctx, wls); err != nil {
+		return err
+	}
+	key := types.NamespacedName{Namespace: wls.Namespace, Name: childName(wls)}
+	for _, obj := range []client.Object{&policyv1.PodDisruptionBudget{}, &corev1.Service{}, &networkingv1.Ingress{}} {
+		if err := r.Get(ctx, key, obj); client.IgnoreNotFound(err) != nil {
+			return err
+		} else if err == nil && metav1.IsControlledBy(obj, wls) {
+			if err := deleteOurs(ctx, r.Client, obj); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// releaseWorkload hands over, with their values, the fields of a workload the sizer did not create that it still
+// owns (written before it had to stop writing there), so that nothing of it stays the sizer's.
+func (r *Reconciler) releaseWorkload(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer) error {
+	t, err := getTarget(ctx, r.Client, wls)
+	if err != nil {
+		return err
+	}
+	if t != nil && !t.created && !ownedFields(t.obj, workloadFieldOwner(wls)).empty() {
+		return r.handOverFields(ctx, wls, workloadFieldOwner(wls), fieldSet{}, false)
+	}
+	return nil
+}
+
+// release runs when the sizer is deleted: a target it created goes with it (garbage collection); on a target it
+// did not create, its managedFields entry is dropped, so the values stay as they are and no longer belong to
+// anyone in particular. Then the finalizer goes.
+func (r *Reconciler) release(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer) error {
+	if !controllerutil.ContainsFinalizer(wls, sizerv1alpha1.Finalizer) {
+		return nil
+	}
+	// Read the target from the apiserver: the cache keeps only the sizers' own managedFields entries.
+	t, err := getTarget(ctx, r.APIReader, wls)
+	if err != nil {
+		return err
+	}
+	if t != nil && !t.created {
+		managers := []string{workloadFieldOwner(wls)}
+		if c, err := r.anotherSizer(ctx, wls); err != nil {
+			return err
+		} else if c == nil {
+			managers = append(managers, FieldOwner) // no other sizer could have written the shared entry
+		}
+		if remaining, found := withoutEntriesOf(t.obj, managers...); found && len(remaining) > 0 {
+			patch := client.MergeFromWithOptions(t.obj.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
+			t.obj.SetManagedFields(remaining)
+			if err := r.Patch(ctx, t.obj, patch); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("releasing the sizer's fields on %s: %w", t.obj.GetName(), err)
+			}
+		}
+	}
+	controllerutil.RemoveFinalizer(wls, sizerv1alpha1.Finalizer)
+	return r.Update(ctx, wls)
+}
