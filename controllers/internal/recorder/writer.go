@@ -33,8 +33,9 @@ const WriteTimeout = 5 * time.Second
 // count up an event naming the old cause. Here an event's name is a hash of its object, type, action, reason,
 // related object and note: the same event again counts up its series (no spam), a new cause is a new event.
 //
-// As the client-go recorder does, a series that keeps repeating counts up in memory and is written back at most once
-// per SeriesRefresh: a rollout that repeats one event every pass costs a patch a minute, not a patch a pass.
+// As the client-go recorder does, the first repeat is written at once and a series that keeps repeating then counts
+// up in memory, written back at most once per SeriesRefresh: a rollout that repeats one event every pass costs a
+// patch a minute, not a patch a pass. The repeats of a series' last minute show once it repeats again.
 type Writer struct {
 	// Client writes the events.
 	Client client.Client
@@ -161,7 +162,9 @@ func (w *Writer) patchSeries(ctx context.Context, e *eventsv1.Event, count int32
 }
 
 // repeat counts one more of a remembered event: its new count, whether the count is due to be written back, and
-// whether the event was remembered at all.
+// whether the event was remembered at all. The first repeat is due at once, so that `kubectl events` shows a series
+// as soon as there is one; later ones once SeriesRefresh has passed since the last write. A due repeat claims the
+// write, so that a repeat racing it is not due too.
 func (w *Writer) repeat(key string, now time.Time) (count int32, due, known bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -170,7 +173,11 @@ func (w *Writer) repeat(key string, now time.Time) (count int32, due, known bool
 		return 0, false, false
 	}
 	s.count++
-	return s.count, now.Sub(s.written) >= SeriesRefresh, true
+	if s.count == 2 || now.Sub(s.written) >= SeriesRefresh {
+		s.written = now
+		return s.count, true, true
+	}
+	return s.count, false, true
 }
 
 // remember records that an event's count was written, unless the write failed (the next one tries again).
@@ -181,6 +188,11 @@ func (w *Writer) remember(key string, count int32, now time.Time, err error) {
 		if s, ok := w.series[key]; ok {
 			s.written = time.Time{} // due at the next repeat
 		}
+		return
+	}
+	if s, ok := w.series[key]; ok {
+		s.count = max(s.count, count) // a repeat counted while this write was in flight stays counted
+		s.written = now
 		return
 	}
 	if w.series == nil || len(w.series) >= maxSeries {
