@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,15 +35,7 @@ func (s *scenario) deployment(name string) *appsv1.Deployment {
 
 // events lists the reasons and notes of the events regarding a pipeline.
 func (s *scenario) events(name string) []string {
-	var list eventsv1.EventList
-	_ = env.Client.List(s.ctx, &list, client.InNamespace(s.ns))
-	var out []string
-	for _, e := range list.Items {
-		if e.Regarding.Kind == "Pipeline" && e.Regarding.Name == name {
-			out = append(out, e.Type+" "+e.Reason+": "+e.Note)
-		}
-	}
-	return out
+	return env.Events(s.ctx, s.ns, "Pipeline", name)
 }
 
 // Adding a GPU to a one-replica step switches its Deployment to Recreate (the default for it), though the live

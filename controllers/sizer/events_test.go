@@ -5,7 +5,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -15,15 +14,7 @@ import (
 
 // events lists the type, reason and note of every event regarding the sizer name.
 func (s *scenario) events(name string) []string {
-	var list eventsv1.EventList
-	s.g.Expect(env.Client.List(s.ctx, &list, client.InNamespace(s.ns))).To(Succeed())
-	var out []string
-	for _, e := range list.Items {
-		if e.Regarding.Kind == "WorkloadSizer" && e.Regarding.Name == name {
-			out = append(out, e.Type+" "+e.Reason+": "+e.Note)
-		}
-	}
-	return out
+	return env.Events(s.ctx, s.ns, "WorkloadSizer", name)
 }
 
 // A conflict that comes back with another cause (another field manager) is a new event naming it: `kubectl events`

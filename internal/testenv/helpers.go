@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -175,4 +176,20 @@ func objectName(caseName string) string {
 		}
 	}
 	return strings.Trim(b.String(), "-")
+}
+
+// Events lists every event (events.k8s.io/v1) in namespace ns regarding the object of kind and name, as
+// "Type Reason: Note"; a failed list is none.
+func (e *Env) Events(ctx context.Context, ns, kind, name string) []string {
+	var list eventsv1.EventList
+	if err := e.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return nil
+	}
+	var out []string
+	for _, ev := range list.Items {
+		if ev.Regarding.Kind == kind && ev.Regarding.Name == name {
+			out = append(out, ev.Type+" "+ev.Reason+": "+ev.Note)
+		}
+	}
+	return out
 }
