@@ -115,30 +115,31 @@ func (w *Writer) write(ctx context.Context, regarding, related runtime.Object, e
 			return err
 		}
 	}
-	now := time.Now
+	clock := time.Now
 	if w.Now != nil {
-		now = w.Now
+		clock = w.Now
 	}
+	now := clock() // one reading for the whole write: the event's time, its series' time and what is remembered
 	e := &eventsv1.Event{
 		ObjectMeta: metav1.ObjectMeta{Name: eventName(ref, relatedRef, eventtype, reason, action, note), Namespace: ref.Namespace},
-		EventTime:  metav1.NewMicroTime(now()), ReportingController: w.Controller, ReportingInstance: w.Instance,
+		EventTime:  metav1.NewMicroTime(now), ReportingController: w.Controller, ReportingInstance: w.Instance,
 		Action: action, Reason: reason, Regarding: *ref, Related: relatedRef, Note: note, Type: eventtype,
 	}
 	key := e.Namespace + "/" + e.Name
-	if count, due, known := w.repeat(key, now()); known {
+	if count, due, known := w.repeat(key, now); known {
 		if !due {
 			return nil // counted in memory; a later repeat writes it back
 		}
-		err := w.patchSeries(ctx, e, count, now())
+		err := w.patchSeries(ctx, e, count, now)
 		if !apierrors.IsNotFound(err) {
-			w.remember(key, count, now(), err)
+			w.remember(key, count, now, err)
 			return err
 		}
 		w.forget(key) // expired on the server: record it anew
 	}
 	err = w.Client.Create(ctx, e)
 	if !apierrors.IsAlreadyExists(err) {
-		w.remember(key, 1, now(), err)
+		w.remember(key, 1, now, err)
 		return err
 	}
 	// The same event again, written before this Writer remembers (another replica, a restart): read its count back.
@@ -150,8 +151,8 @@ func (w *Writer) write(ctx context.Context, regarding, related runtime.Object, e
 	if live.Series != nil {
 		count = live.Series.Count + 1
 	}
-	err = w.patchSeries(ctx, e, count, now())
-	w.remember(key, count, now(), err)
+	err = w.patchSeries(ctx, e, count, now)
+	w.remember(key, count, now, err)
 	return err
 }
 
