@@ -88,8 +88,9 @@ type Options struct {
 // DefaultOptions returns the production defaults for the binary called name.
 //
 // RetryPeriod is 1s rather than client-go's usual 2s: with LeaderElectionReleaseOnCancel a stopping leader frees the
-// lease at once, and a follower notices within one RetryPeriod, so this bounds a rolling update's handover at about
-// a second. The price is one lease renewal per second.
+// lease at once, and a follower notices at its next try, which client-go jitters between one and 2.2 RetryPeriods
+// after the last, so this bounds a rolling update's handover at about two seconds. The price is one lease renewal
+// per second.
 func DefaultOptions(name string) Options {
 	return Options{
 		MetricsAddr:              ":8443",

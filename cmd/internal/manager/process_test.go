@@ -505,8 +505,9 @@ func serviceAccountToken(t *testing.T, name string, allowed bool) string {
 	return tr.Status.Token
 }
 
-// Two replicas of one binary: exactly one leads; SIGTERM to the leader hands the lease to the other within 2s,
-// because the leader releases the lease on shutdown instead of letting it expire.
+// Two replicas of one binary: exactly one leads; SIGTERM to the leader hands the lease to the other within the
+// follower's next try (at most 2.2 retry periods of 1s, as client-go jitters them), because the leader releases the
+// lease on shutdown instead of letting it expire (which takes the 15s lease duration).
 func TestLeaderHandoverOnSIGTERM(t *testing.T) {
 	g := NewWithT(t)
 	const lease = "handover-test"
@@ -536,7 +537,7 @@ func TestLeaderHandoverOnSIGTERM(t *testing.T) {
 	g.Eventually(follower.leads, 5*time.Second, 10*time.Millisecond).Should(BeTrue())
 	handover := time.Since(sent)
 	t.Logf("lease handed over %s after SIGTERM", handover)
-	g.Expect(handover).To(BeNumerically("<", 2*time.Second), "handover took longer than 2s")
+	g.Expect(handover).To(BeNumerically("<", 3*time.Second), "handover took longer than the follower's next try")
 	g.Eventually(leader.exitedCleanly, 10*time.Second, 20*time.Millisecond).Should(BeTrue(), "old leader exits cleanly")
 }
 
@@ -551,8 +552,10 @@ func TestWebhookServerDrainsAfterSIGTERM(t *testing.T) {
 	a := start(t, "daemonset-controller", "--metrics-bind-address=0", "--leader-election-id="+lease,
 		"--webhook-cert-dir="+certDir, "--webhook-port="+port, "--webhook-drain-duration=4s")
 	g.Eventually(a.leads, 30*time.Second, 20*time.Millisecond).Should(BeTrue())
+	// The follower retries often, so the time it takes to notice the freed lease (client-go waits up to 2.2 retry
+	// periods between tries) is small beside the drain: what is measured is whether the drain holds the lease.
 	b := start(t, "daemonset-controller", "--metrics-bind-address=0", "--leader-election-id="+lease,
-		"--webhook-cert-dir="+certDir, "--webhook-drain-duration=4s")
+		"--webhook-cert-dir="+certDir, "--webhook-drain-duration=4s", "--leader-election-retry-period=200ms")
 	g.Eventually(func() (int, error) { return a.get("/readyz/webhooks") }, 30*time.Second, 50*time.Millisecond).
 		Should(Equal(http.StatusOK))
 	g.Eventually(func() (int, error) { return b.get("/readyz") }, 30*time.Second, 50*time.Millisecond).
