@@ -98,8 +98,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Recorder == nil {
 		// Not the manager's recorder, which folds a new cause under the same reason into the old one's series
-		// (recorder.Writer). Through the manager's client as that recorder would be: events are not the pass's writes.
-		r.Recorder = recorder.New(mgr.GetClient(), mgr.GetAPIReader(), ControllerName+"-controller")
+		// (recorder.Writer).
+		w, err := recorder.ForManager(mgr, ControllerName+"-controller")
+		if err != nil {
+			return err
+		}
+		r.Recorder = w
 	}
 	ctx := context.Background()
 	for _, obj := range []client.Object{&corev1.Pod{}, &appsv1.ControllerRevision{}} {

@@ -40,8 +40,8 @@ type contextRecorder interface {
 }
 
 // Record writes events about regarding through rec (nothing when rec is nil). The writes run one after the other,
-// under one Budget taken from ctx: a stopping manager cancels them, and a slow apiserver costs the pass at most
-// Budget in all. Writing them in the pass rather than from a queue keeps their order and needs no goroutine that
+// under one Budget taken from ctx: a stopping manager cancels them, and a slow apiserver costs this call at most
+// Budget (a pass that records at several points waits at most Budget at each). Writing them in the pass rather than from a queue keeps their order and needs no goroutine that
 // outlives the pass; a write the budget cuts short is logged and dropped, as events are best effort.
 func Record(ctx context.Context, rec events.EventRecorder, regarding runtime.Object, evs ...Event) {
 	if rec == nil || len(evs) == 0 {

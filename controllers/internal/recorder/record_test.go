@@ -196,3 +196,131 @@ func TestTruncateKeepsRunes(t *testing.T) {
 		})
 	}
 }
+
+// series reads an event's series count and last observed time from the server.
+func seriesOf(t *testing.T, c client.Client, note string) (int32, time.Time) {
+	t.Helper()
+	var list eventsv1.EventList
+	if err := c.List(context.Background(), &list); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list.Items {
+		if e.Note == note {
+			if e.Series == nil {
+				return 1, e.EventTime.Time
+			}
+			return e.Series.Count, e.Series.LastObservedTime.Time
+		}
+	}
+	t.Fatalf("no event says %q", note)
+	return 0, time.Time{}
+}
+
+// A series that stops repeating within its minute is written back by the next flush, with its whole count and the
+// time of its last repeat, and by the last flush when the manager stops, whatever its age; a series not seen for
+// the events' lifetime is forgotten.
+func TestSeriesThatStopRepeatingAreWrittenBack(t *testing.T) {
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w := New(c, c, "test")
+	w.Now = func() time.Time { return clock }
+	quota := Event{Type: corev1.EventTypeWarning, Reason: "FailedCreate", Action: "Create", Note: "exceeded quota"}
+	for range 10 {
+		Record(context.Background(), w, subject(), quota)
+		clock = clock.Add(time.Second)
+	}
+	lastRepeat := clock.Add(-time.Second)
+	if count, _ := seriesOf(t, c, quota.Note); count != 2 {
+		t.Fatalf("count before any write-back = %d, want 2 (the first repeat, written at once)", count)
+	}
+	w.Flush(context.Background(), false)
+	if count, _ := seriesOf(t, c, quota.Note); count != 2 {
+		t.Fatalf("a flush within the minute wrote the count back: %d", count)
+	}
+	clock = clock.Add(SeriesRefresh)
+	w.Flush(context.Background(), false)
+	count, seen := seriesOf(t, c, quota.Note)
+	if count != 10 || !seen.Equal(lastRepeat) {
+		t.Fatalf("after a minute: count %d last seen %s; want 10 at %s", count, seen, lastRepeat)
+	}
+
+	Record(context.Background(), w, subject(), quota) // within the minute of the last write: counted in memory
+	w.Flush(context.Background(), true)               // the manager stops
+	if count, _ := seriesOf(t, c, quota.Note); count != 11 {
+		t.Fatalf("the last flush wrote a count of %d, want 11", count)
+	}
+
+	clock = clock.Add(eventTTL)
+	w.Flush(context.Background(), false)
+	if n := len(w.series); n != 0 {
+		t.Fatalf("%d series kept past the events' lifetime", n)
+	}
+}
+
+// A Writer that reads a count back (it does not remember the event) and finds it moved by another writer before its
+// own write lands does not set the count back.
+func TestACountReadBackIsNotSetBack(t *testing.T) {
+	base := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	quota := Event{Type: corev1.EventTypeWarning, Reason: "FailedCreate", Action: "Create", Note: "exceeded quota"}
+	other := New(base, base, "test")
+	other.Now = func() time.Time { return clock }
+	Record(context.Background(), other, subject(), quota)
+
+	// This Writer reads the event back, and before its write lands, the other writer counts it up to 40.
+	c := interceptor.NewClient(base, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, key, obj, opts...); err != nil {
+				return err
+			}
+			var moved eventsv1.Event
+			if err := c.Get(ctx, key, &moved); err != nil {
+				return err
+			}
+			moved.Series = &eventsv1.EventSeries{Count: 40, LastObservedTime: metav1.NewMicroTime(clock)}
+			return c.Update(ctx, &moved)
+		}})
+	w := New(c, c, "test")
+	w.Now = func() time.Time { return clock }
+	Record(context.Background(), w, subject(), quota)
+	if count, _ := seriesOf(t, base, quota.Note); count != 40 {
+		t.Fatalf("count = %d, want the other writer's 40 kept", count)
+	}
+}
+
+// Past maxSeries, a Writer forgets the series that repeated longest ago, not all of them: the others keep counting
+// in memory.
+func TestTheOldestSeriesIsForgottenFirst(t *testing.T) {
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w := New(c, c, "test")
+	w.Now = func() time.Time { clock = clock.Add(time.Millisecond); return clock }
+	const maxSeries = 16
+	w.MaxSeries = maxSeries
+	for i := range maxSeries + 1 {
+		w.Eventf(subject(), nil, corev1.EventTypeNormal, "Created", "Create", "pod %d", i)
+	}
+	if n := len(w.series); n != maxSeries {
+		t.Fatalf("%d series remembered, want %d", n, maxSeries)
+	}
+	for k, s := range w.series {
+		if s.count != 1 {
+			t.Fatalf("series %s has count %d", k, s.count)
+		}
+	}
+	var first eventsv1.EventList
+	if err := c.List(context.Background(), &first); err != nil {
+		t.Fatal(err)
+	}
+	kept := 0
+	for _, e := range first.Items {
+		if _, ok := w.series[e.Namespace+"/"+e.Name]; ok {
+			kept++
+		} else if e.Note != "pod 0" {
+			t.Fatalf("forgot %q, not the oldest", e.Note)
+		}
+	}
+	if kept != maxSeries {
+		t.Fatalf("%d events remembered, want %d", kept, maxSeries)
+	}
+}

@@ -1,11 +1,13 @@
 package recorder
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/reference"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/keelson-dev/keelson/controllers/internal/passerr"
 )
@@ -33,9 +36,13 @@ const WriteTimeout = 5 * time.Second
 // count up an event naming the old cause. Here an event's name is a hash of its object, type, action, reason,
 // related object and note: the same event again counts up its series (no spam), a new cause is a new event.
 //
-// As the client-go recorder does, the first repeat is written at once and a series that keeps repeating then counts
+// As with the client-go recorder, the first repeat is written at once and a series that keeps repeating then counts
 // up in memory, written back at most once per SeriesRefresh: a rollout that repeats one event every pass costs a
-// patch a minute, not a patch a pass. The repeats of a series' last minute show once it repeats again.
+// patch a minute, not a patch a pass. Start runs the write-back of series that stopped repeating (their last
+// repeats would otherwise never show), every SeriesRefresh and once more when the manager stops.
+//
+// The writes go through the controller's client, which rate-limits each kind on its own (one REST client per kind):
+// events do not use up the budget of the pod and status writes.
 type Writer struct {
 	// Client writes the events.
 	Client client.Client
@@ -48,6 +55,9 @@ type Writer struct {
 	Controller, Instance string
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// MaxSeries bounds the series the Writer remembers (DefaultMaxSeries when 0); past it, it forgets the one that
+	// repeated longest ago (a repeat of it then reads its event back).
+	MaxSeries int
 
 	mu     sync.Mutex
 	series map[string]*series // by namespace/name: the events this Writer wrote, and their counts
@@ -56,13 +66,20 @@ type Writer struct {
 // SeriesRefresh is how long a series' count may grow in memory before a repeat writes it back.
 const SeriesRefresh = time.Minute
 
-// maxSeries bounds the series a Writer remembers; past it, it forgets them all (a repeat then reads its event back).
-const maxSeries = 4096
+// DefaultMaxSeries is how many series a Writer remembers by default: a few hundred bytes each.
+const DefaultMaxSeries = 4096
 
-// series is what a Writer knows of an event it wrote: how often it happened, and when the count was last written.
+// eventTTL is how long the apiserver keeps an event after its last write (kube-apiserver's --event-ttl default): a
+// series not seen for that long is forgotten, its event gone or going.
+const eventTTL = time.Hour
+
+// series is what a Writer knows of an event it wrote: how often it happened, the count last written, when that was,
+// and when it last happened.
 type series struct {
 	count   int32
+	stored  int32
 	written time.Time
+	last    time.Time
 }
 
 var _ events.EventRecorder = &Writer{}
@@ -72,6 +89,16 @@ var _ events.EventRecorder = &Writer{}
 func New(c client.Client, reader client.Reader, controller string) *Writer {
 	host, _ := os.Hostname()
 	return &Writer{Client: c, Reader: reader, Controller: controller, Instance: controller + "-" + host}
+}
+
+// ForManager is a Writer for the given reporting controller through the manager's client and uncached reader, its
+// write-back (Start) added to the manager's runnables.
+func ForManager(mgr manager.Manager, controller string) (*Writer, error) {
+	w := New(mgr.GetClient(), mgr.GetAPIReader(), controller)
+	if err := mgr.Add(w); err != nil {
+		return nil, fmt.Errorf("adding the event write-back: %w", err)
+	}
+	return w, nil
 }
 
 // Eventf writes an event, or counts up its series when the same event was written before. A failed write is
@@ -96,6 +123,14 @@ func (w *Writer) EventfContext(ctx context.Context, regarding, related runtime.O
 	}
 }
 
+// now reads the clock.
+func (w *Writer) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
+	}
+	return time.Now()
+}
+
 // reader is the uncached reader, or the client when there is none.
 func (w *Writer) reader() client.Reader {
 	if w.Reader != nil {
@@ -115,11 +150,7 @@ func (w *Writer) write(ctx context.Context, regarding, related runtime.Object, e
 			return err
 		}
 	}
-	clock := time.Now
-	if w.Now != nil {
-		clock = w.Now
-	}
-	now := clock() // one reading for the whole write: the event's time, its series' time and what is remembered
+	now := w.now() // one reading for the whole write: the event's time, its series' time and what is remembered
 	e := &eventsv1.Event{
 		ObjectMeta: metav1.ObjectMeta{Name: eventName(ref, relatedRef, eventtype, reason, action, note), Namespace: ref.Namespace},
 		EventTime:  metav1.NewMicroTime(now), ReportingController: w.Controller, ReportingInstance: w.Instance,
@@ -130,7 +161,7 @@ func (w *Writer) write(ctx context.Context, regarding, related runtime.Object, e
 		if !due {
 			return nil // counted in memory; a later repeat writes it back
 		}
-		err := w.patchSeries(ctx, e, count, now)
+		err := w.patchSeries(ctx, e, count, now, "")
 		if !apierrors.IsNotFound(err) {
 			w.remember(key, count, now, err)
 			return err
@@ -151,14 +182,24 @@ func (w *Writer) write(ctx context.Context, regarding, related runtime.Object, e
 	if live.Series != nil {
 		count = live.Series.Count + 1
 	}
-	err = w.patchSeries(ctx, e, count, now)
+	// Under the count's resourceVersion: a writer that raced this one (another replica, a write-back) and wrote a
+	// higher count is not set back. Such a repeat is dropped: events are best effort, a count going back is a lie.
+	err = w.patchSeries(ctx, e, count, now, live.ResourceVersion)
+	if apierrors.IsConflict(err) {
+		log.FromContext(ctx).V(1).Info("Not counting a repeat: its event was written meanwhile", "event", key)
+		return nil
+	}
 	w.remember(key, count, now, err)
 	return err
 }
 
-// patchSeries writes an event's series: its count and when it was last seen.
-func (w *Writer) patchSeries(ctx context.Context, e *eventsv1.Event, count int32, now time.Time) error {
-	patch := fmt.Sprintf(`{"series":{"count":%d,"lastObservedTime":%q}}`, count, metav1.NewMicroTime(now).Format(metav1.RFC3339Micro))
+// patchSeries writes an event's series: its count and when it was last seen; under resourceVersion when one is given.
+func (w *Writer) patchSeries(ctx context.Context, e *eventsv1.Event, count int32, seen time.Time, resourceVersion string) error {
+	var lock string
+	if resourceVersion != "" {
+		lock = fmt.Sprintf(`"metadata":{"resourceVersion":%q},`, resourceVersion)
+	}
+	patch := fmt.Sprintf(`{%s"series":{"count":%d,"lastObservedTime":%q}}`, lock, count, metav1.NewMicroTime(seen).Format(metav1.RFC3339Micro))
 	return w.Client.Patch(ctx, e, client.RawPatch(types.MergePatchType, []byte(patch)))
 }
 
@@ -174,6 +215,7 @@ func (w *Writer) repeat(key string, now time.Time) (count int32, due, known bool
 		return 0, false, false
 	}
 	s.count++
+	s.last = now
 	if s.count == 2 || now.Sub(s.written) >= SeriesRefresh {
 		s.written = now
 		return s.count, true, true
@@ -193,13 +235,29 @@ func (w *Writer) remember(key string, count int32, now time.Time, err error) {
 	}
 	if s, ok := w.series[key]; ok {
 		s.count = max(s.count, count) // a repeat counted while this write was in flight stays counted
+		s.stored = max(s.stored, count)
 		s.written = now
 		return
 	}
-	if w.series == nil || len(w.series) >= maxSeries {
+	if w.series == nil {
 		w.series = map[string]*series{}
 	}
-	w.series[key] = &series{count: count, written: now}
+	if limit := cmp.Or(w.MaxSeries, DefaultMaxSeries); len(w.series) >= limit {
+		w.forgetOldest()
+	}
+	w.series[key] = &series{count: count, stored: count, written: now, last: now}
+}
+
+// forgetOldest drops the series that repeated longest ago, to make room for a new one. w.mu is held.
+func (w *Writer) forgetOldest() {
+	var oldest string
+	var at time.Time
+	for k, s := range w.series {
+		if oldest == "" || s.last.Before(at) {
+			oldest, at = k, s.last
+		}
+	}
+	delete(w.series, oldest)
 }
 
 // forget drops a remembered event.
@@ -219,4 +277,67 @@ func eventName(regarding, related *corev1.ObjectReference, eventtype, reason, ac
 		h.Write([]byte(related.Kind + "\x00" + related.Namespace + "\x00" + related.Name))
 	}
 	return fmt.Sprintf("%s.%s", regarding.Name, hex.EncodeToString(h.Sum(nil))[:16])
+}
+
+// Start writes back, every SeriesRefresh, the counts of series that repeated since their last write, and once more,
+// whatever their age, when ctx ends (the manager stopping), within WriteTimeout. It runs on the leader only, as the
+// passes that record do.
+func (w *Writer) Start(ctx context.Context) error {
+	tick := time.NewTicker(SeriesRefresh)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			w.Flush(ctx, false)
+		case <-ctx.Done():
+			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), WriteTimeout)
+			w.Flush(final, true)
+			cancel()
+			return nil
+		}
+	}
+}
+
+// NeedLeaderElection says that only the leader writes events back.
+func (w *Writer) NeedLeaderElection() bool { return true }
+
+// Flush writes back the count of every series that repeated since its count was last written and was not written
+// for SeriesRefresh (all of them, when all is set), and forgets the series not seen for eventTTL. A failed write is
+// logged and tried again at the next flush or repeat.
+func (w *Writer) Flush(ctx context.Context, all bool) {
+	type due struct {
+		key   string
+		count int32
+		last  time.Time
+	}
+	now := w.now()
+	var todo []due
+	w.mu.Lock()
+	for k, s := range w.series {
+		switch {
+		case now.Sub(s.last) >= eventTTL:
+			delete(w.series, k)
+		case s.count > s.stored && (all || now.Sub(s.written) >= SeriesRefresh):
+			s.written = now // claimed: a repeat racing this write is not due too
+			todo = append(todo, due{key: k, count: s.count, last: s.last})
+		}
+	}
+	w.mu.Unlock()
+	for _, d := range todo {
+		if ctx.Err() != nil {
+			return
+		}
+		namespace, name, _ := strings.Cut(d.key, "/")
+		e := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+		err := w.patchSeries(ctx, e, d.count, d.last, "")
+		switch {
+		case apierrors.IsNotFound(err):
+			w.forget(d.key) // expired on the server: a repeat records it anew
+		case err != nil:
+			log.FromContext(ctx).Error(err, "Writing back an event's count", "event", d.key)
+			w.remember(d.key, d.count, now, err)
+		default:
+			w.remember(d.key, d.count, now, nil)
+		}
+	}
 }
