@@ -1,6 +1,6 @@
 # Keelson's images: one final stage per controller, tini as PID 1, the binary, user 65532, nothing else.
 #   docker build --target daemonset-controller -t keelson/daemonset-controller:dev .
-# The same layout is assembled offline (no registry needed) by tools/image; tools/image/dockerfile_test.go keeps
+# The same layout is assembled offline (no registry needed) by tools/image; tools/image/image_test.go keeps
 # the two in step.
 
 ARG GO_VERSION=1.26

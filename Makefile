@@ -469,6 +469,6 @@ $(ENVTEST_DIR)/.envtest-ready:
 	tools/install.sh envtest >/dev/null
 
 .PHONY: clean
-clean: ## Remove built binaries: the controllers and bin/tools/ (bin/ keeps the pinned tools; `rm -rf bin` removes those too).
-	rm -f $(addprefix $(BIN)/,$(BINARIES))
+clean: ## Remove built binaries: the controllers, the cluster tool and bin/tools/ (bin/ keeps the pinned tools; `rm -rf bin` removes those too).
+	rm -f $(addprefix $(BIN)/,$(BINARIES)) $(CLUSTER_TOOL)
 	rm -rf $(BIN)/tools
