@@ -11,6 +11,7 @@ import (
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/internal/expectations"
+	"github.com/keelson-dev/keelson/controllers/internal/statuswrite"
 )
 
 // A creation event that lands after the cache answered the pod list, but before the pass asks the expectations,
@@ -132,7 +133,7 @@ func TestStatusWritesFromALaggingCache(t *testing.T) {
 
 func TestStatusPatchStatesEveryField(t *testing.T) {
 	st := computeStatus(daemonsetv1alpha1.DaemonSetStatus{}, nil, statusInput{generation: 2, updateHash: "h", currentHash: "h", now: now})
-	body, err := statusPatch(st)
+	body, err := statuswrite.Patch(&st)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/keelson-dev/keelson/controllers/internal/expectations"
 	"github.com/keelson-dev/keelson/controllers/internal/pacing"
 	"github.com/keelson-dev/keelson/controllers/internal/passerr"
+	"github.com/keelson-dev/keelson/controllers/internal/statuswrite"
 )
 
 // Failed pods on a node are replaced after a backoff that doubles from failedPodBackoffInitial up to
@@ -52,7 +53,7 @@ type Reconciler struct {
 	backoff      *failureBackoff
 	pacer        *pacing.Pacer
 	seeded       *seenSet
-	written      *writtenStatuses
+	written      statuswrite.Written[*daemonsetv1alpha1.DaemonSetStatus]
 	vanished     *vanishedPods
 }
 
@@ -70,7 +71,6 @@ func (r *Reconciler) init() {
 		r.backoff = newFailureBackoff(failedPodBackoffInitial, failedPodBackoffMax)
 		r.pacer = pacing.New(statusInterval)
 		r.seeded = newSeenSet()
-		r.written = newWrittenStatuses()
 		r.vanished = newVanishedPods()
 	})
 }
@@ -98,6 +98,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil // the garbage collector removes the pods and revisions it owns
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("daemonset", klog.KObj(ds)))
+	// The status this process last wrote is newer than a cache that has not caught up with it: a pass starts from
+	// that one and compares with it (see controllers/internal/statuswrite).
+	ds.Status = *r.written.Current(req.String(), ds.UID, &ds.Status)
 
 	result, status, err := r.reconcile(ctx, ds)
 	if err != nil && len(passerr.Remaining(err)) == 0 {
@@ -107,10 +110,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.FromContext(ctx).V(1).Info("Creating nothing: the namespace is being deleted", "refused", err.Error())
 		err = nil
 	}
-	// A status equal to the stored one is not written again. The stored status is the one this process wrote last
-	// when it wrote any (the cache may not have seen that write, or may still show an older one: comparing with the
-	// cache then would skip a needed write), else the cached one.
-	stored := r.written.current(req.String(), ds.UID, ds.Status)
+	// A status equal to the stored one is not written again. A copy: the write reads the object back into ds, over
+	// the slices the stored status shares with it.
+	stored := *ds.Status.DeepCopy()
 	if status != nil && !equality.Semantic.DeepEqual(stored, *status) {
 		now := r.now()
 		if wait := r.pacer.Wait(req.String(), now); wait > 0 && !statusUrgent(stored, *status) {
@@ -132,7 +134,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			result.RequeueAfter = sooner(result.RequeueAfter, statusConflictRequeue)
 		default:
 			r.pacer.Wrote(req.String(), now)
-			r.written.wrote(req.String(), ds.UID, *status)
 			r.reportRollout(ctx, ds, stored, *status, now)
 		}
 	}
@@ -227,7 +228,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 	if retryAdoption {
 		result.RequeueAfter = sooner(result.RequeueAfter, statusConflictRequeue)
 	}
-	status := computeStatus(r.written.current(key, ds.UID, ds.Status), views, statusInput{
+	status := computeStatus(ds.Status, views, statusInput{
 		generation: ds.Generation, updateHash: history.updateHash, currentHash: history.currentHash,
 		collisionCount: history.collisionCount, strategy: s, now: now,
 	})
@@ -241,6 +242,6 @@ func (r *Reconciler) forget(key string) {
 	r.backoff.forget(key + "/")
 	r.pacer.Forget(key)
 	r.seeded.forget(key)
-	r.written.forget(key)
+	r.written.Forget(key)
 	r.vanished.forget(key)
 }

@@ -29,6 +29,7 @@ import (
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/internal/pacing"
 	"github.com/keelson-dev/keelson/controllers/internal/passerr"
+	"github.com/keelson-dev/keelson/controllers/internal/statuswrite"
 )
 
 // maxPodsListed caps status.pods.
@@ -65,8 +66,8 @@ type Reconciler struct {
 	fights map[string]fightLog
 	// unownedEnv is, per sizer, the runtime variables nobody owned in a version of its workload.
 	unownedEnv map[string]envCheck
-	// statuses are, per sizer, the status this process last wrote.
-	statuses map[string]writtenStatus
+	// written is, per sizer, the status this process last wrote.
+	written statuswrite.Written[*sizerv1alpha1.WorkloadSizerStatus]
 }
 
 // RBAC of the workload-sizer (make manifests turns these into its ClusterRole).
@@ -119,11 +120,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
-	// The status this process last wrote is newer than a cache that has not caught up with it: compare and patch
-	// against that (only the sizer writes its status), so a change back to what the stale cache shows is written.
-	if last, ok := r.lastStatus(req.String(), wls.UID); ok {
-		wls.Status = last
-	}
+	// The status this process last wrote is newer than a cache that has not caught up with it: a pass starts from
+	// that one and compares with it (see controllers/internal/statuswrite).
+	wls.Status = *r.written.Current(req.String(), wls.UID, &wls.Status)
 	p := &pass{wls: wls, status: wls.Status.DeepCopy()}
 	err := r.reconcile(ctx, p)
 	var result ctrl.Result
@@ -163,7 +162,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			err = errors.Join(err, serr)
 		} else {
 			r.pacer.Wrote(req.String(), now)
-			r.rememberStatus(req.String(), wls.UID, *p.status)
 			// Counted once the status that starts them is written: a pass whose write fails leaves the old
 			// status, and the next pass sees the same transition again.
 			countEvents(events)
@@ -460,10 +458,10 @@ func (r *Reconciler) now() time.Time {
 // forget drops what the process remembers of a sizer that is gone.
 func (r *Reconciler) forget(key string) {
 	r.pacer.Forget(key)
+	r.written.Forget(key)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.applied, key)
 	delete(r.fights, key)
-	delete(r.statuses, key)
 	delete(r.unownedEnv, key)
 }
