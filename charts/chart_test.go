@@ -448,8 +448,8 @@ func TestRBACIsExactlyWhatEachControllerUses(t *testing.T) {
 			"/events":                 "create,list,patch", // list: the events of a pod stuck in ContainerCreating say which volume it waits for
 			"/persistentvolumeclaims": "create,delete,get,list,patch,watch", "/persistentvolumes": "create,delete,get,list,patch,watch",
 			"/services": "create,delete,get,list,patch,watch", "apps/deployments": "create,delete,get,list,patch,watch",
-			"autoscaling/horizontalpodautoscalers": "get,list,watch",                                                           // a step an HPA scales leaves it the replicas
-			"inference.keelson.dev/pipelines":      "get,list,patch,watch", "inference.keelson.dev/pipelines/status": "update", // patch: the finalizer alone
+			"autoscaling/horizontalpodautoscalers": "get,list,watch",                                                          // a step an HPA scales leaves it the replicas
+			"inference.keelson.dev/pipelines":      "get,list,patch,watch", "inference.keelson.dev/pipelines/status": "patch", // patch: the finalizer; status/patch: the whole status
 		},
 	}
 	for _, r := range ofKind[rbacv1.ClusterRole](t, mustRender(t, nil), "ClusterRole") {

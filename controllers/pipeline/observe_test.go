@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -107,4 +108,61 @@ func TestTransientApplyErrorIsNotAFailure(t *testing.T) {
 		s.g.Expect(s.stepStatus("busy", "model")).To(Equal(before), "%v: the step keeps its status", transient)
 		s.g.Expect(st.ObservedGeneration).To(Equal(int64(1)), "%v: generation 2 was not written", transient)
 	}
+}
+
+// The status is written so that it never conflicts with the controller's own last write, however far the cache lags
+// it: a pass whose cache still shows the pipeline as it was before that write neither writes the same status again
+// nor fails to write a new one. The reconciler here reads the pipeline from a cache that never sees a write.
+func TestStatusWritesFromALaggingCache(t *testing.T) {
+	s := newScenario(t)
+	ctx := context.Background()
+	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: "lagging", Namespace: s.ns,
+		Finalizers: []string{inferencev1alpha1.Finalizer}},
+		Spec: inferencev1alpha1.PipelineSpec{
+			ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StoragePVC, ClaimName: "models"},
+			Steps:        []inferencev1alpha1.Step{{Name: "a", Image: "x", Location: s.ns + "-late"}},
+		}}
+	s.g.Expect(env.Client.Create(ctx, p)).To(Succeed())
+	stale := p.DeepCopy() // as created: no status, and the resourceVersion of its creation
+	live, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	s.g.Expect(err).NotTo(HaveOccurred())
+	statusWrites := 0
+	lagging := interceptor.NewClient(live, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if got, ok := obj.(*inferencev1alpha1.Pipeline); ok && key.Name == stale.Name {
+				stale.DeepCopyInto(got)
+				return nil
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			statusWrites++
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			statusWrites++
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	r := &pipeline.Reconciler{Client: lagging, APIReader: live}
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: s.ns, Name: "lagging"}}
+	pass := func() {
+		t.Helper()
+		res, err := r.Reconcile(ctx, req)
+		s.g.Expect(err).NotTo(HaveOccurred())
+		s.g.Expect(res.RequeueAfter == 0 || res.RequeueAfter >= time.Second).To(BeTrue(),
+			"a short requeue (%s): the status write conflicted", res.RequeueAfter)
+	}
+
+	pass()
+	s.g.Expect(statusWrites).To(Equal(1))
+	s.g.Expect(s.stepStatus("lagging", "a").Reason).To(Equal(inferencev1alpha1.ReasonNodeNotFound))
+	pass()
+	s.g.Expect(statusWrites).To(Equal(1), "the status last written was written again")
+
+	s.node(s.ns+"-late", 0, false)
+	pass()
+	s.g.Expect(statusWrites).To(Equal(2))
+	s.g.Expect(s.stepStatus("lagging", "a").Reason).NotTo(Equal(inferencev1alpha1.ReasonNodeNotFound),
+		"the new status was not written")
 }

@@ -26,6 +26,7 @@ import (
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/internal/passerr"
+	"github.com/keelson-dev/keelson/controllers/internal/statuswrite"
 	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
@@ -54,6 +55,9 @@ type Reconciler struct {
 	// ModelFetch is how the models of storage cache are fetched into the nodes' caches (the chart sets it, through
 	// ModelFetchFromEnv).
 	ModelFetch ModelFetch
+
+	// written is, per pipeline, the status this process last wrote.
+	written statuswrite.Written[*inferencev1alpha1.PipelineStatus]
 }
 
 // now reads the clock.
@@ -82,7 +86,7 @@ const nameTakenPoll = 30 * time.Second
 
 // RBAC of the pipeline-controller (make manifests turns these into its ClusterRole).
 // +kubebuilder:rbac:groups=inference.keelson.dev,resources=pipelines,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=inference.keelson.dev,resources=pipelines/status,verbs=update
+// +kubebuilder:rbac:groups=inference.keelson.dev,resources=pipelines/status,verbs=patch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get;list;watch;create;patch;delete
@@ -94,9 +98,15 @@ const nameTakenPoll = 30 * time.Second
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	p := &inferencev1alpha1.Pipeline{}
 	if err := r.Get(ctx, req.NamespacedName, p); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.String())
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("pipeline", klog.KObj(p)))
+	// The status this process last wrote is newer than a cache that has not caught up with it: a pass starts from
+	// that one and compares with it (see controllers/internal/statuswrite).
+	p.Status = *r.written.Current(req.String(), p.UID, &p.Status)
 	if p.DeletionTimestamp != nil {
 		return r.finalize(ctx, p)
 	}
@@ -135,11 +145,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	status := computeStatus(p, p.Status, o, w)
 	if !equality.Semantic.DeepEqual(p.Status, status) {
-		old := p.Status
-		p.Status = status
-		if err := r.Status().Update(ctx, p); err != nil {
-			errs = append(errs, fmt.Errorf("writing status: %w", err))
-		} else {
+		old := *p.Status.DeepCopy() // the write reads the pipeline back into p, over the slices old would share
+		switch err := r.writeStatus(ctx, p, status); {
+		case apierrors.IsNotFound(err):
+			// Deleted since it was read (without the finalizer: it was never added): nothing to look at again.
+			r.forget(req.String())
+			return ctrl.Result{}, nil
+		case err != nil:
+			errs = append(errs, err)
+		default:
 			// Only a written status is an event: a failed write is retried, and its transition told then.
 			r.recordTransitions(ctx, p, old, status, handBackEvents...)
 		}
@@ -157,6 +171,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: eventPoll}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// forget drops all this process remembers of a pipeline that is gone: the status it last wrote. Its steps' clocks
+// are dropped by UID once the deletion is seen (metrics.go).
+func (r *Reconciler) forget(key string) {
+	r.written.Forget(key)
 }
 
 // conflictRequeue is how soon a pass that met a conflict (a write or read raced another) looks again.

@@ -32,7 +32,7 @@ var kindOf = map[string]struct{ sample, webhook, statusWrite string }{
 	"workload-sizer": {"docs/samples/dev/workloadsizer.yaml", "/validate-sizer-keelson-dev-v1alpha1-workloadsizer",
 		`group="sizer.keelson.dev",resource="workloadsizers/status",verb="patch"`},
 	"pipeline-controller": {"docs/samples/dev/pipeline.yaml", "/validate-inference-keelson-dev-v1alpha1-pipeline",
-		`group="inference.keelson.dev",resource="pipelines/status",verb="update"`},
+		`group="inference.keelson.dev",resource="pipelines/status",verb="patch"`},
 }
 
 // Each binary, started against a real apiserver with one object of its kind, exports every metric the operations
