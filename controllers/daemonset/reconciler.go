@@ -100,7 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("daemonset", klog.KObj(ds)))
 	// The status this process last wrote is newer than a cache that has not caught up with it: a pass starts from
 	// that one and compares with it (see controllers/internal/statuswrite).
-	ds.Status = *r.written.Current(req.String(), ds.UID, &ds.Status)
+	ds.Status = *r.written.Current(ds, &ds.Status)
 
 	result, status, err := r.reconcile(ctx, ds)
 	if err != nil && len(passerr.Remaining(err)) == 0 {
@@ -110,9 +110,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.FromContext(ctx).V(1).Info("Creating nothing: the namespace is being deleted", "refused", err.Error())
 		err = nil
 	}
-	// A status equal to the stored one is not written again. A copy: the write reads the object back into ds, over
-	// the slices the stored status shares with it.
-	stored := *ds.Status.DeepCopy()
+	// A status equal to the stored one is not written again.
+	stored := ds.Status
 	if status != nil && !equality.Semantic.DeepEqual(stored, *status) {
 		now := r.now()
 		if wait := r.pacer.Wait(req.String(), now); wait > 0 && !statusUrgent(stored, *status) {

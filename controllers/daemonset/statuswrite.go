@@ -5,27 +5,23 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
-	"github.com/keelson-dev/keelson/controllers/internal/statuswrite"
 )
 
 // statusConflictRequeue is how soon a pass whose write met a conflict (a status write, an adoption) looks again: a
 // conflict is normal, not an error to back off from.
 const statusConflictRequeue = time.Second
 
-// writeStatus writes the whole status without a resourceVersion (statuswrite.Write), so it cannot conflict with this
-// controller's own last write, which the cache may not have seen yet, and remembers it as the one last written. It
-// reports a conflict (possible only if the apiserver runs out of its own retries) apart from errors, for a short
-// requeue.
+// writeStatus writes the whole status without a resourceVersion and remembers it (statuswrite.Written), so it cannot
+// conflict with this controller's own last write, which the cache may not have seen yet. It reports a conflict
+// (possible only if the apiserver runs out of its own retries) apart from errors, for a short requeue.
 func (r *Reconciler) writeStatus(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, status daemonsetv1alpha1.DaemonSetStatus) (conflict bool, err error) {
-	if err := statuswrite.Write(ctx, r.Client, ds, &status); err != nil {
+	if err := r.written.Write(ctx, r.Client, ds, &status); err != nil {
 		if apierrors.IsConflict(err) {
 			return true, nil
 		}
 		return false, err
 	}
-	r.written.Wrote(client.ObjectKeyFromObject(ds).String(), ds.UID, &status)
 	return false, nil
 }

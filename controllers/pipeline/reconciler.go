@@ -106,7 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("pipeline", klog.KObj(p)))
 	// The status this process last wrote is newer than a cache that has not caught up with it: a pass starts from
 	// that one and compares with it (see controllers/internal/statuswrite).
-	p.Status = *r.written.Current(req.String(), p.UID, &p.Status)
+	p.Status = *r.written.Current(p, &p.Status)
 	if p.DeletionTimestamp != nil {
 		return r.finalize(ctx, p)
 	}
@@ -145,7 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	status := computeStatus(p, p.Status, o, w)
 	if !equality.Semantic.DeepEqual(p.Status, status) {
-		old := *p.Status.DeepCopy() // the write reads the pipeline back into p, over the slices old would share
+		old := p.Status
 		switch err := r.writeStatus(ctx, p, status); {
 		case apierrors.IsNotFound(err):
 			// Deleted since it was read (without the finalizer: it was never added): nothing to look at again.

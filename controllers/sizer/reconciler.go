@@ -122,7 +122,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	// The status this process last wrote is newer than a cache that has not caught up with it: a pass starts from
 	// that one and compares with it (see controllers/internal/statuswrite).
-	wls.Status = *r.written.Current(req.String(), wls.UID, &wls.Status)
+	wls.Status = *r.written.Current(wls, &wls.Status)
 	p := &pass{wls: wls, status: wls.Status.DeepCopy()}
 	err := r.reconcile(ctx, p)
 	var result ctrl.Result

@@ -1,11 +1,24 @@
 package statuswrite
 
 import (
+	"context"
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/apimachinery/pkg/types"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
 )
 
 type budget struct {
@@ -67,34 +80,136 @@ func TestPatchStatesEveryField(t *testing.T) {
 	}
 }
 
-// What was written is what Current returns, for that object only (a new object of the same name has another UID),
-// as a copy a pass may change; forgotten, the cached status is current again.
-func TestWrittenIsCurrentUntilForgotten(t *testing.T) {
-	var w Written[*status]
-	cached := &status{Ready: 1}
-	if got := w.Current("ns/a", "u1", cached); got != cached {
+// A status written is current until the cache shows that write or a later one (then the cache is, and what another
+// writer did since is seen); for that object only (a new object of the same name has another UID); as a copy a pass
+// may change. The object written is not changed by the write.
+func TestWrittenIsCurrentUntilTheCacheCatchesUp(t *testing.T) {
+	ctx := context.Background()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "u1"}}
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(pod).WithStatusSubresource(pod).Build()
+	var w Written[*corev1.PodStatus]
+	cached := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pod), cached); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.Current(cached, &cached.Status); got != &cached.Status {
 		t.Fatalf("nothing written: got %+v, want the cached status", got)
 	}
-	written := &status{Ready: 2, Items: []string{"x"}}
-	w.Wrote("ns/a", "u1", written)
-	written.Items[0] = "changed after the write"
 
-	got := w.Current("ns/a", "u1", cached)
-	if got.Ready != 2 || got.Items[0] != "x" {
-		t.Fatalf("current = %+v, want the status written, as it was written", got)
+	before := cached.DeepCopy()
+	st := &corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+	if err := w.Write(ctx, c, cached, st); err != nil {
+		t.Fatal(err)
 	}
-	got.Items[0] = "changed by a pass"
-	if again := w.Current("ns/a", "u1", cached); again.Items[0] != "x" {
+	if d := cmp.Diff(before, cached); d != "" {
+		t.Fatalf("the write changed the object written (-before +after):\n%s", d)
+	}
+	st.Conditions[0].Status = corev1.ConditionFalse // the caller's status, changed after the write
+
+	got := w.Current(cached, &cached.Status)
+	if got.Phase != corev1.PodRunning || got.Conditions[0].Status != corev1.ConditionTrue {
+		t.Fatalf("the cache lags the write: current = %+v, want the status written, as written", got)
+	}
+	got.Conditions[0].Status = corev1.ConditionUnknown // a pass changing its copy
+	if again := w.Current(cached, &cached.Status); again.Conditions[0].Status != corev1.ConditionTrue {
 		t.Fatalf("a pass's change reached what is remembered: %+v", again)
 	}
-	if got := w.Current("ns/a", types.UID("u2"), cached); got != cached {
-		t.Fatalf("another object of the same name: got %+v, want the cached status", got)
+	other := cached.DeepCopy()
+	other.UID = "u2"
+	if got := w.Current(other, &other.Status); got != &other.Status {
+		t.Fatalf("another object of the same name: got %+v, want its cached status", got)
 	}
-	if got := w.Current("ns/b", "u1", cached); got != cached {
-		t.Fatalf("another key: got %+v, want the cached status", got)
+
+	live := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pod), live); err != nil {
+		t.Fatal(err)
 	}
-	w.Forget("ns/a")
-	if got := w.Current("ns/a", "u1", cached); got != cached || w.Len() != 0 {
-		t.Fatalf("forgotten: got %+v (%d remembered), want the cached status and nothing remembered", got, w.Len())
+	if live.Status.Phase != corev1.PodRunning {
+		t.Fatalf("stored status %+v, want the one written", live.Status)
 	}
+	live.Status.Message = "written by someone else since"
+	if got := w.Current(live, &live.Status); got != &live.Status || w.Len() != 0 {
+		t.Fatalf("the cache caught up: got %+v (%d remembered), want the cached status and nothing remembered", got, w.Len())
+	}
+}
+
+// A write that fails may have landed or not: what was remembered of the object is dropped, so that the next pass
+// compares with the cache rather than with a status that may not be the stored one. The apiserver's error is kept.
+func TestAFailedWriteIsForgotten(t *testing.T) {
+	ctx := context.Background()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "u1"}}
+	fail := false
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(pod).WithStatusSubresource(pod).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				if fail {
+					return apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, obj.GetName())
+				}
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			}}).Build()
+	var w Written[*corev1.PodStatus]
+	if err := w.Write(ctx, c, pod, &corev1.PodStatus{Phase: corev1.PodRunning}); err != nil {
+		t.Fatal(err)
+	}
+	if w.Len() != 1 {
+		t.Fatalf("%d remembered after a write, want 1", w.Len())
+	}
+	fail = true
+	err := w.Write(ctx, c, pod, &corev1.PodStatus{Phase: corev1.PodFailed})
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("error %v, want the apiserver's NotFound", err)
+	}
+	if w.Len() != 0 {
+		t.Fatalf("%d remembered after a failed write, want 0", w.Len())
+	}
+}
+
+func TestNotOlder(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"5", "5", true}, {"6", "5", true}, {"4", "5", false}, {"10", "9", true}, {"9", "10", false},
+		{"x", "x", true}, {"y", "x", false}, {"", "5", false},
+	} {
+		if got := notOlder(tc.a, tc.b); got != tc.want {
+			t.Errorf("notOlder(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+// Patch states every field of the structs it recurses into; a map (whose stored keys would survive), an embedded
+// struct (marshalled inline) or a struct that marshals itself (whose output is no set of its fields) there would
+// break that. The three kinds' statuses have none.
+func TestStatusTypesHoldOnlyWhatPatchStates(t *testing.T) {
+	marshaler := reflect.TypeFor[json.Marshaler]()
+	var walk func(path string, t reflect.Type)
+	walk = func(path string, typ reflect.Type) {
+		for typ.Kind() == reflect.Pointer {
+			typ = typ.Elem()
+		}
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			switch {
+			case !f.IsExported():
+			case f.Anonymous:
+				t.Errorf("%s.%s is embedded", path, f.Name)
+			case ft.Kind() == reflect.Map:
+				t.Errorf("%s.%s is a map", path, f.Name)
+			case ft.Kind() == reflect.Struct && (ft.Implements(marshaler) || reflect.PointerTo(ft).Implements(marshaler)):
+				if ft != reflect.TypeFor[metav1.Time]() { // marshals as a string, which is stated whole
+					t.Errorf("%s.%s marshals itself", path, f.Name)
+				}
+			case ft.Kind() == reflect.Struct:
+				walk(path+"."+f.Name, ft)
+			}
+		}
+	}
+	walk("DaemonSetStatus", reflect.TypeFor[daemonsetv1alpha1.DaemonSetStatus]())
+	walk("WorkloadSizerStatus", reflect.TypeFor[sizerv1alpha1.WorkloadSizerStatus]())
+	walk("PipelineStatus", reflect.TypeFor[inferencev1alpha1.PipelineStatus]())
 }
