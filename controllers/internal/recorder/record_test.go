@@ -324,3 +324,57 @@ func TestTheOldestSeriesIsForgottenFirst(t *testing.T) {
 		t.Fatalf("%d events remembered, want %d", kept, maxSeries)
 	}
 }
+
+// A series whose repeats are not written yet is kept over an older one whose count is written: forgetting it would
+// lose the repeats.
+func TestASeriesWithUnwrittenRepeatsIsKept(t *testing.T) {
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w := New(c, c, "test")
+	w.Now = func() time.Time { clock = clock.Add(time.Millisecond); return clock }
+	w.MaxSeries = 3
+	for range 3 { // the oldest series: repeats counted in memory, written back only at the next minute
+		w.Eventf(subject(), nil, corev1.EventTypeWarning, "FailedCreate", "Create", "quota")
+	}
+	w.Eventf(subject(), nil, corev1.EventTypeNormal, "Created", "Create", "pod 1")
+	w.Eventf(subject(), nil, corev1.EventTypeNormal, "Created", "Create", "pod 2")
+	w.Eventf(subject(), nil, corev1.EventTypeNormal, "Created", "Create", "pod 3")
+	counts := map[int32]int{}
+	for _, s := range w.series {
+		counts[s.count]++
+	}
+	if len(w.series) != 3 || counts[3] != 1 {
+		t.Fatalf("remembered counts %v; want the series with 3 repeats kept among 3", counts)
+	}
+}
+
+// When the manager stops, Start writes back every series with repeats not written yet, whatever their age, and
+// returns.
+func TestStartWritesBackOnStop(t *testing.T) {
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w := New(c, c, "test")
+	w.Now = func() time.Time { return clock }
+	quota := Event{Type: corev1.EventTypeWarning, Reason: "FailedCreate", Action: "Create", Note: "exceeded quota"}
+	for range 5 {
+		Record(context.Background(), w, subject(), quota)
+	}
+	if !w.NeedLeaderElection() {
+		t.Fatal("the write-back runs on every replica, not the leader alone")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- w.Start(ctx) }()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(FinalFlushTimeout + WriteTimeout):
+		t.Fatal("Start did not return once its context ended")
+	}
+	if count, _ := seriesOf(t, c, quota.Note); count != 5 {
+		t.Fatalf("count after the stop = %d, want 5", count)
+	}
+}

@@ -248,13 +248,16 @@ func (w *Writer) remember(key string, count int32, now time.Time, err error) {
 	w.series[key] = &series{count: count, stored: count, written: now, last: now}
 }
 
-// forgetOldest drops the series that repeated longest ago, to make room for a new one. w.mu is held.
+// forgetOldest drops the series that repeated longest ago, to make room for a new one: of those whose count is
+// written, if any (forgetting one whose repeats are not written yet loses them). w.mu is held.
 func (w *Writer) forgetOldest() {
 	var oldest string
 	var at time.Time
+	var written bool
 	for k, s := range w.series {
-		if oldest == "" || s.last.Before(at) {
-			oldest, at = k, s.last
+		done := s.count == s.stored
+		if oldest == "" || (done && !written) || (done == written && s.last.Before(at)) {
+			oldest, at, written = k, s.last, done
 		}
 	}
 	delete(w.series, oldest)
@@ -279,9 +282,13 @@ func eventName(regarding, related *corev1.ObjectReference, eventtype, reason, ac
 	return fmt.Sprintf("%s.%s", regarding.Name, hex.EncodeToString(h.Sum(nil))[:16])
 }
 
+// FinalFlushTimeout bounds the write-back when the manager stops. The leader writes it back before it releases
+// its lease (after, its writes could race the new leader's), so it delays the handover by as much.
+const FinalFlushTimeout = time.Second
+
 // Start writes back, every SeriesRefresh, the counts of series that repeated since their last write, and once more,
-// whatever their age, when ctx ends (the manager stopping), within WriteTimeout. It runs on the leader only, as the
-// passes that record do.
+// whatever their age, when ctx ends (the manager stopping), within FinalFlushTimeout. It runs on the leader only, as
+// the passes that record do.
 func (w *Writer) Start(ctx context.Context) error {
 	tick := time.NewTicker(SeriesRefresh)
 	defer tick.Stop()
@@ -290,7 +297,7 @@ func (w *Writer) Start(ctx context.Context) error {
 		case <-tick.C:
 			w.Flush(ctx, false)
 		case <-ctx.Done():
-			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), WriteTimeout)
+			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), FinalFlushTimeout)
 			w.Flush(final, true)
 			cancel()
 			return nil
@@ -302,11 +309,12 @@ func (w *Writer) Start(ctx context.Context) error {
 func (w *Writer) NeedLeaderElection() bool { return true }
 
 // Flush writes back the count of every series that repeated since its count was last written and was not written
-// for SeriesRefresh (all of them, when all is set), and forgets the series not seen for eventTTL. A failed write is
-// logged and tried again at the next flush or repeat.
+// for SeriesRefresh (all of them, when all is set), each write within WriteTimeout, and forgets the series not seen
+// for eventTTL. Failed writes are logged once per flush and tried again at the next flush or repeat.
 func (w *Writer) Flush(ctx context.Context, all bool) {
 	type due struct {
 		key   string
+		s     *series
 		count int32
 		last  time.Time
 	}
@@ -319,25 +327,47 @@ func (w *Writer) Flush(ctx context.Context, all bool) {
 			delete(w.series, k)
 		case s.count > s.stored && (all || now.Sub(s.written) >= SeriesRefresh):
 			s.written = now // claimed: a repeat racing this write is not due too
-			todo = append(todo, due{key: k, count: s.count, last: s.last})
+			todo = append(todo, due{key: k, s: s, count: s.count, last: s.last})
 		}
 	}
 	w.mu.Unlock()
+	var failed []error
 	for _, d := range todo {
 		if ctx.Err() != nil {
-			return
+			break
 		}
 		namespace, name, _ := strings.Cut(d.key, "/")
 		e := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-		err := w.patchSeries(ctx, e, d.count, d.last, "")
-		switch {
-		case apierrors.IsNotFound(err):
-			w.forget(d.key) // expired on the server: a repeat records it anew
-		case err != nil:
-			log.FromContext(ctx).Error(err, "Writing back an event's count", "event", d.key)
-			w.remember(d.key, d.count, now, err)
-		default:
-			w.remember(d.key, d.count, now, nil)
+		wctx, cancel := context.WithTimeout(ctx, WriteTimeout)
+		err := w.patchSeries(wctx, e, d.count, d.last, "")
+		cancel()
+		if err != nil && !apierrors.IsNotFound(err) {
+			failed = append(failed, err)
 		}
+		w.settle(d.key, d.s, d.count, now, err)
+	}
+	if len(failed) > 0 {
+		log.FromContext(ctx).Error(failed[0], "Writing back event counts", "failed", len(failed), "of", len(todo))
+	}
+}
+
+// settle records the outcome of a write-back of series s, unless s is no longer the series remembered under key (the
+// event was recorded anew meanwhile: its count starts again, and this write-back's is not its own). An event gone
+// from the server (expired) is forgotten: a repeat records it anew.
+func (w *Writer) settle(key string, s *series, count int32, now time.Time, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.series[key] != s {
+		return
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		delete(w.series, key)
+	case err != nil:
+		s.written = time.Time{} // due at the next flush or repeat
+	default:
+		s.count = max(s.count, count)
+		s.stored = max(s.stored, count)
+		s.written = now
 	}
 }
