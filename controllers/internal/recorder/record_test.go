@@ -197,6 +197,18 @@ func TestTruncateKeepsRunes(t *testing.T) {
 	}
 }
 
+// quota is a warning that repeats.
+var quota = Event{Type: corev1.EventTypeWarning, Reason: "FailedCreate", Action: "Create", Note: "exceeded quota"}
+
+// stoppedWriter is a Writer on a fresh fake apiserver, and its clock, which moves only when the test moves it.
+func stoppedWriter() (*Writer, client.Client, *time.Time) {
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w := New(c, c, "test")
+	w.Now = func() time.Time { return clock }
+	return w, c, &clock
+}
+
 // series reads an event's series count and last observed time from the server.
 func seriesOf(t *testing.T, c client.Client, note string) (int32, time.Time) {
 	t.Helper()
@@ -220,14 +232,10 @@ func seriesOf(t *testing.T, c client.Client, note string) (int32, time.Time) {
 // time of its last repeat, and by the last flush when the manager stops, whatever its age; a series not seen for
 // the events' lifetime is forgotten.
 func TestSeriesThatStopRepeatingAreWrittenBack(t *testing.T) {
-	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
-	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	w := New(c, c, "test")
-	w.Now = func() time.Time { return clock }
-	quota := Event{Type: corev1.EventTypeWarning, Reason: "FailedCreate", Action: "Create", Note: "exceeded quota"}
+	w, c, clock := stoppedWriter()
 	for range 10 {
 		Record(context.Background(), w, subject(), quota)
-		clock = clock.Add(time.Second)
+		*clock = clock.Add(time.Second)
 	}
 	lastRepeat := clock.Add(-time.Second)
 	if count, _ := seriesOf(t, c, quota.Note); count != 2 {
@@ -237,7 +245,7 @@ func TestSeriesThatStopRepeatingAreWrittenBack(t *testing.T) {
 	if count, _ := seriesOf(t, c, quota.Note); count != 2 {
 		t.Fatalf("a flush within the minute wrote the count back: %d", count)
 	}
-	clock = clock.Add(SeriesRefresh)
+	*clock = clock.Add(SeriesRefresh)
 	w.Flush(context.Background(), false)
 	count, seen := seriesOf(t, c, quota.Note)
 	if count != 10 || !seen.Equal(lastRepeat) {
@@ -250,7 +258,7 @@ func TestSeriesThatStopRepeatingAreWrittenBack(t *testing.T) {
 		t.Fatalf("the last flush wrote a count of %d, want 11", count)
 	}
 
-	clock = clock.Add(eventTTL)
+	*clock = clock.Add(eventTTL)
 	w.Flush(context.Background(), false)
 	if n := len(w.series); n != 0 {
 		t.Fatalf("%d series kept past the events' lifetime", n)
@@ -262,7 +270,6 @@ func TestSeriesThatStopRepeatingAreWrittenBack(t *testing.T) {
 func TestACountReadBackIsNotSetBack(t *testing.T) {
 	base := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	quota := Event{Type: corev1.EventTypeWarning, Reason: "FailedCreate", Action: "Create", Note: "exceeded quota"}
 	other := New(base, base, "test")
 	other.Now = func() time.Time { return clock }
 	Record(context.Background(), other, subject(), quota)
@@ -351,11 +358,7 @@ func TestASeriesWithUnwrittenRepeatsIsKept(t *testing.T) {
 // When the manager stops, Start writes back every series with repeats not written yet, whatever their age, and
 // returns.
 func TestStartWritesBackOnStop(t *testing.T) {
-	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
-	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	w := New(c, c, "test")
-	w.Now = func() time.Time { return clock }
-	quota := Event{Type: corev1.EventTypeWarning, Reason: "FailedCreate", Action: "Create", Note: "exceeded quota"}
+	w, c, _ := stoppedWriter()
 	for range 5 {
 		Record(context.Background(), w, subject(), quota)
 	}
