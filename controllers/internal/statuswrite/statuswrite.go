@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -137,8 +138,9 @@ func notOlder(a, b string) bool {
 // Write writes status to obj's status subresource with Patch's body and no resourceVersion, so it cannot conflict
 // with this controller's own last write however far its cache lags, and remembers it. obj is not changed: the object
 // the apiserver sends back is read into a copy (read into obj, it would land on the slices and pointers that a
-// status computed from obj's still shares). A failed write is forgotten as a whole: it may have landed or not, so the
-// next pass compares with the cache. The apiserver's error comes back wrapped, so that a caller tells NotFound (the
+// status computed from obj's still shares). A failed write leaves what is remembered as it was: that status was stored
+// at its resourceVersion, and if the failed write landed after all, the cache shows a later one and Current trusts
+// the cache then. A write refused because the object is gone forgets it. The apiserver's error comes back wrapped, so that a caller tells NotFound (the
 // object is gone) and Conflict apart.
 func (w *Written[P]) Write(ctx context.Context, c client.Client, obj client.Object, status P) error {
 	key := client.ObjectKeyFromObject(obj).String()
@@ -151,7 +153,9 @@ func (w *Written[P]) Write(ctx context.Context, c client.Client, obj client.Obje
 		return fmt.Errorf("writing status: %T does not copy to an object", obj)
 	}
 	if err := c.Status().Patch(ctx, stored, client.RawPatch(types.MergePatchType, body)); err != nil {
-		w.Forget(key)
+		if apierrors.IsNotFound(err) {
+			w.Forget(key)
+		}
 		return fmt.Errorf("writing status: %w", err)
 	}
 	w.mu.Lock()

@@ -133,17 +133,18 @@ func TestWrittenIsCurrentUntilTheCacheCatchesUp(t *testing.T) {
 	}
 }
 
-// A write that fails may have landed or not: what was remembered of the object is dropped, so that the next pass
-// compares with the cache rather than with a status that may not be the stored one. The apiserver's error is kept.
-func TestAFailedWriteIsForgotten(t *testing.T) {
+// A write that fails for a passing reason (a timeout, a busy apiserver) leaves what was remembered: that status was
+// stored, and starting from an older cached one would date its conditions' transitions anew and tell them again. A
+// write refused because the object is gone forgets it. The apiserver's error is kept.
+func TestAFailedWriteKeepsTheLastStatusWritten(t *testing.T) {
 	ctx := context.Background()
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "u1"}}
-	fail := false
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns", UID: "u1", ResourceVersion: "1"}}
+	var fail error
 	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(pod).WithStatusSubresource(pod).
 		WithInterceptorFuncs(interceptor.Funcs{
 			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-				if fail {
-					return apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, obj.GetName())
+				if fail != nil {
+					return fail
 				}
 				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 			}}).Build()
@@ -151,16 +152,19 @@ func TestAFailedWriteIsForgotten(t *testing.T) {
 	if err := w.Write(ctx, c, pod, &corev1.PodStatus{Phase: corev1.PodRunning}); err != nil {
 		t.Fatal(err)
 	}
-	if w.Len() != 1 {
-		t.Fatalf("%d remembered after a write, want 1", w.Len())
+	fail = apierrors.NewTimeoutError("the apiserver is busy", 1)
+	if err := w.Write(ctx, c, pod, &corev1.PodStatus{Phase: corev1.PodFailed}); !apierrors.IsTimeout(err) {
+		t.Fatalf("error %v, want the apiserver's timeout", err)
 	}
-	fail = true
-	err := w.Write(ctx, c, pod, &corev1.PodStatus{Phase: corev1.PodFailed})
-	if !apierrors.IsNotFound(err) {
+	if got := w.Current(pod, &pod.Status); got.Phase != corev1.PodRunning {
+		t.Fatalf("after a failed write: current %+v, want the status last written", got)
+	}
+	fail = apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, pod.Name)
+	if err := w.Write(ctx, c, pod, &corev1.PodStatus{Phase: corev1.PodFailed}); !apierrors.IsNotFound(err) {
 		t.Fatalf("error %v, want the apiserver's NotFound", err)
 	}
 	if w.Len() != 0 {
-		t.Fatalf("%d remembered after a failed write, want 0", w.Len())
+		t.Fatalf("%d remembered after the object was found gone, want 0", w.Len())
 	}
 }
 
