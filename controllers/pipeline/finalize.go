@@ -33,7 +33,7 @@ func (r *Reconciler) finalize(ctx context.Context, p *inferencev1alpha1.Pipeline
 		if p.Status.Phase != inferencev1alpha1.PhaseDeleting || stepsMessage(p) != waiting {
 			p.Status.Phase = inferencev1alpha1.PhaseDeleting
 			setDeletingMessage(p, waiting)
-			if err := r.writeStatus(ctx, p, *p.Status.DeepCopy()); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			if err := r.writeStatus(ctx, p, p.Status); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 				return ctrl.Result{}, err
 			}
 		}

@@ -82,6 +82,14 @@ type series struct {
 	last    time.Time
 }
 
+// wrote records that count was written at now. A repeat counted while the write was in flight stays counted, and a
+// write that raced a later one never lowers what is known to be stored.
+func (s *series) wrote(count int32, now time.Time) {
+	s.count = max(s.count, count)
+	s.stored = max(s.stored, count)
+	s.written = now
+}
+
 var _ events.EventRecorder = &Writer{}
 
 // New is a Writer for the given reporting controller, reporting from this host; reader is the uncached reader it
@@ -234,9 +242,7 @@ func (w *Writer) remember(key string, count int32, now time.Time, err error) {
 		return
 	}
 	if s, ok := w.series[key]; ok {
-		s.count = max(s.count, count) // a repeat counted while this write was in flight stays counted
-		s.stored = max(s.stored, count)
-		s.written = now
+		s.wrote(count, now)
 		return
 	}
 	if w.series == nil {
@@ -366,8 +372,6 @@ func (w *Writer) settle(key string, s *series, count int32, now time.Time, err e
 	case err != nil:
 		s.written = time.Time{} // due at the next flush or repeat
 	default:
-		s.count = max(s.count, count)
-		s.stored = max(s.stored, count)
-		s.written = now
+		s.wrote(count, now)
 	}
 }
