@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"regexp"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,8 +27,9 @@ type event struct {
 }
 
 // transitions are the events a status change makes: the pipeline's phase when it changes (Warning for Degraded and
-// Failed, with the Ready condition's message), and each step that newly fails or is blocked, or newly serves under
-// autoscalers that cancel each other out (Warning, with the step's reason and message), so `kubectl events` tells the story without a status diff. A step that stays in the
+// Failed, with the Ready condition's message), and each step that newly fails or is blocked, or whose trouble has a
+// new cause (sameTrouble), or that newly serves under autoscalers that cancel each other out (Warning, with the
+// step's reason and message), so `kubectl events` tells the story without a status diff. A step that stays in the
 // same trouble makes no new event.
 func transitions(old, cur inferencev1alpha1.PipelineStatus) []event {
 	var out []event
@@ -39,7 +41,7 @@ func transitions(old, cur inferencev1alpha1.PipelineStatus) []event {
 		if !troubled(s.Phase) && s.Reason != inferencev1alpha1.ReasonAmbiguousAutoscalers {
 			continue
 		}
-		if before, ok := was[s.Name]; ok && before.Reason == s.Reason && before.Phase == s.Phase {
+		if before, ok := was[s.Name]; ok && sameTrouble(before, s) {
 			continue
 		}
 		out = append(out, event{corev1.EventTypeWarning, s.Reason, actionRun, "Step " + s.Name + ": " + s.Message, s.Name})
@@ -56,6 +58,27 @@ func transitions(old, cur inferencev1alpha1.PipelineStatus) []event {
 		out = append(out, event{t, "Pipeline" + string(cur.Phase), actionReconcile, note, ""})
 	}
 	return out
+}
+
+// sameTrouble reports whether a step's status tells the same trouble as before: the same phase and reason, and a
+// message of the same cause. A reason covers many causes (Unschedulable: a claim not bound yet, then, once it is, a
+// taint the pod does not tolerate), and the first one told is rarely the last.
+func sameTrouble(before, now inferencev1alpha1.StepStatus) bool {
+	return before.Phase == now.Phase && before.Reason == now.Reason && cause(before.Message) == cause(now.Message)
+}
+
+var (
+	// podName is a pod a step's message names ("pod <name>", as podProblem and volumeProblem write it).
+	podName = regexp.MustCompile(`\bpod [a-z0-9][-a-z0-9.]*`)
+	// number is a count in a step's message: ready replicas, the scheduler's nodes, an exit code.
+	number = regexp.MustCompile(`[0-9]+`)
+)
+
+// cause is what a step's message says is wrong, without what changes while the trouble stays: the pod it names (a
+// rollout's new pod meets the same trouble) and the numbers (the replicas ready, the nodes the scheduler looked
+// at, which grow with the cluster).
+func cause(message string) string {
+	return number.ReplaceAllString(podName.ReplaceAllString(message, "pod"), "#")
 }
 
 // troubled reports whether a phase needs someone's attention.

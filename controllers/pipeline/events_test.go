@@ -23,9 +23,9 @@ func (s *scenario) setPodStatus(name string, status corev1.PodStatus) {
 	}, timeout, poll).Should(Succeed())
 }
 
-// Each new cause of a step's trouble is a Warning event that says it, even right after an event of another reason,
-// and even when its reason is one the step had before (a taint, then an image, then too few GPUs); a cause that
-// stays makes no new event.
+// Each new cause of a step's trouble is a Warning event that says it, even under the reason of the one before (a
+// claim not bound, then a taint), right after an event of another reason, and when its reason is one the step had
+// before (a taint, then an image, then too few GPUs); a cause that stays makes no new event.
 func TestEachNewCauseIsAnEvent(t *testing.T) {
 	s := newScenario(t)
 	startController(t)
@@ -34,7 +34,11 @@ func TestEachNewCauseIsAnEvent(t *testing.T) {
 		return corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
 			Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: msg}}}
 	}
-	s.stepPod("causes", "a", unschedulable("0/1 nodes are available: 1 node(s) had untolerated taint {nvidia.com/gpu: present}."))
+	// First refused for its claim, not bound yet; once it is, for a taint: the same reason, a new cause.
+	s.stepPod("causes", "a", unschedulable("0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims."))
+	s.g.Eventually(func() []string { return s.events("causes") }, timeout, poll).Should(ContainElement(
+		And(HavePrefix("Warning "+inferencev1alpha1.ReasonUnschedulable), ContainSubstring("unbound immediate PersistentVolumeClaims"))))
+	s.setPodStatus("causes-a-x", unschedulable("0/1 nodes are available: 1 node(s) had untolerated taint {nvidia.com/gpu: present}."))
 	s.g.Eventually(func() []string { return s.events("causes") }, timeout, poll).Should(ContainElement(
 		And(HavePrefix("Warning "+inferencev1alpha1.ReasonUnschedulable), ContainSubstring("untolerated taint"))))
 
