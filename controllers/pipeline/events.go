@@ -3,6 +3,8 @@ package pipeline
 import (
 	"context"
 	"regexp"
+	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -27,8 +29,8 @@ type event struct {
 }
 
 // transitions are the events a status change makes: the pipeline's phase when it changes (Warning for Degraded and
-// Failed, with the Ready condition's message), and each step that newly fails or is blocked, or whose trouble has a
-// new cause (sameTrouble), or that newly serves under autoscalers that cancel each other out (Warning, with the
+// Failed, with the Ready condition's message), and each step that newly fails or is blocked, or whose pod the
+// scheduler refuses for a new cause (sameTrouble), or that newly serves under autoscalers that cancel each other out (Warning, with the
 // step's reason and message), so `kubectl events` tells the story without a status diff. A step that stays in the
 // same trouble makes no new event.
 func transitions(old, cur inferencev1alpha1.PipelineStatus) []event {
@@ -60,25 +62,52 @@ func transitions(old, cur inferencev1alpha1.PipelineStatus) []event {
 	return out
 }
 
-// sameTrouble reports whether a step's status tells the same trouble as before: the same phase and reason, and a
-// message of the same cause. A reason covers many causes (Unschedulable: a claim not bound yet, then, once it is, a
-// taint the pod does not tolerate), and the first one told is rarely the last.
+// sameTrouble reports whether a step's status tells the same trouble as before: the same phase and reason and, for a
+// pod the scheduler cannot place, the same causes (schedulingCauses). Unschedulable covers many causes, and the
+// first one told is rarely the last: a pod is refused first for a claim not bound yet, then, once it is, for a taint
+// it does not tolerate. Other reasons name their cause (an image that cannot be pulled, a container that keeps
+// exiting), and their messages change while the trouble stays (the kubelet alternates ErrImagePull and
+// ImagePullBackOff, each with its own text): for them the reason is the cause.
 func sameTrouble(before, now inferencev1alpha1.StepStatus) bool {
-	return before.Phase == now.Phase && before.Reason == now.Reason && cause(before.Message) == cause(now.Message)
+	if before.Phase != now.Phase || before.Reason != now.Reason {
+		return false
+	}
+	if now.Reason == inferencev1alpha1.ReasonUnschedulable {
+		return slices.Equal(schedulingCauses(before.Message), schedulingCauses(now.Message))
+	}
+	return true
 }
 
 var (
-	// podName is a pod a step's message names ("pod <name>", as podProblem and volumeProblem write it).
-	podName = regexp.MustCompile(`\bpod [a-z0-9][-a-z0-9.]*`)
-	// number is a count in a step's message: ready replicas, the scheduler's nodes, an exit code.
-	number = regexp.MustCompile(`[0-9]+`)
+	// nodesAvailable is how the scheduler's message starts: how many nodes of how many fit.
+	nodesAvailable = regexp.MustCompile(`^[0-9]+/[0-9]+ nodes are available:\s*`)
+	// clauseCount is how many nodes a clause of the scheduler's message is about.
+	clauseCount = regexp.MustCompile(`^[0-9]+ `)
 )
 
-// cause is what a step's message says is wrong, without what changes while the trouble stays: the pod it names (a
-// rollout's new pod meets the same trouble) and the numbers (the replicas ready, the nodes the scheduler looked
-// at, which grow with the cluster).
-func cause(message string) string {
-	return number.ReplaceAllString(podName.ReplaceAllString(message, "pod"), "#")
+// schedulingCauses are the causes in the scheduler's message of an unschedulable step (podProblem's "cannot be
+// scheduled: ..."), sorted, without what changes while they stay: the node counts (the scheduler sorts its clauses
+// as text, counts first, so their order changes with the counts too), what preemption would do, and the node
+// lifecycle taints (node.kubernetes.io/not-ready, unreachable, ...), which any node of the cluster has while it
+// joins or leaves. Nil when the message has none.
+func schedulingCauses(message string) []string {
+	_, msg, ok := strings.Cut(message, "cannot be scheduled: ")
+	if !ok {
+		return nil
+	}
+	msg, _, _ = strings.Cut(msg, "preemption:")
+	msg = nodesAvailable.ReplaceAllString(strings.TrimSpace(msg), "")
+	var causes []string
+	for _, clause := range strings.Split(msg, ", ") {
+		clause = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(clause), "."))
+		clause = clauseCount.ReplaceAllString(clause, "")
+		if clause == "" || strings.Contains(clause, "{node.kubernetes.io/") {
+			continue
+		}
+		causes = append(causes, clause)
+	}
+	slices.Sort(causes)
+	return slices.Compact(causes)
 }
 
 // troubled reports whether a phase needs someone's attention.

@@ -54,8 +54,17 @@ func TestEachNewCauseIsAnEvent(t *testing.T) {
 		And(HavePrefix("Warning "+inferencev1alpha1.ReasonUnschedulable), ContainSubstring("Insufficient nvidia.com/gpu")),
 		And(HavePrefix("Warning PipelineDegraded"), ContainSubstring("Insufficient nvidia.com/gpu"))))
 
-	// The same cause again (the scheduler rewrites its condition): no new event.
+	// The same cause again in the scheduler's other words (the cluster grew a node): the status changes, and no new
+	// event says so.
 	n := len(s.events("causes"))
-	s.setPodStatus("causes-a-x", unschedulable("0/1 nodes are available: 1 Insufficient nvidia.com/gpu."))
+	s.setPodStatus("causes-a-x", unschedulable("0/2 nodes are available: 2 Insufficient nvidia.com/gpu."))
+	s.g.Eventually(func() (string, error) {
+		var p inferencev1alpha1.Pipeline
+		err := env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "causes"}, &p)
+		if err != nil || len(p.Status.Steps) == 0 {
+			return "", err
+		}
+		return p.Status.Steps[0].Message, nil
+	}, timeout, poll).Should(ContainSubstring("0/2 nodes"))
 	s.g.Consistently(func() []string { return s.events("causes") }, time.Second, poll).Should(HaveLen(n))
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -232,6 +233,9 @@ func (r *Reconciler) observe(ctx context.Context, p *inferencev1alpha1.Pipeline,
 	if err := r.List(ctx, &pods, client.InNamespace(p.Namespace), client.MatchingLabels{inferencev1alpha1.PipelineLabel: p.Name}); err != nil {
 		return err
 	}
+	// Oldest first, whatever order the cache lists them in: what a step says of its pods (the first one in trouble)
+	// is then the same from pass to pass, not a status write and an event each time the order changes.
+	slices.SortFunc(pods.Items, olderFirst)
 	for _, pod := range pods.Items {
 		o.pods[pod.Labels[inferencev1alpha1.StepLabel]] = append(o.pods[pod.Labels[inferencev1alpha1.StepLabel]], pod)
 	}

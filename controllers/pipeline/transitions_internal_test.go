@@ -6,38 +6,75 @@ import (
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 )
 
-// unschedulableStep is a step's status while its pod cannot be scheduled, with the scheduler's message.
-func unschedulableStep(pod, msg string) inferencev1alpha1.PipelineStatus {
-	return inferencev1alpha1.PipelineStatus{Phase: inferencev1alpha1.PhaseDegraded, Steps: []inferencev1alpha1.StepStatus{{
-		Name: "a", Phase: inferencev1alpha1.PhaseDegraded, Reason: inferencev1alpha1.ReasonUnschedulable,
-		Message: "0 of 1 replicas ready; pod " + pod + " cannot be scheduled: " + msg}}}
+// troubledStep is a pipeline's status with one step in trouble: its phase, reason and message.
+func troubledStep(phase inferencev1alpha1.Phase, reason, msg string) inferencev1alpha1.PipelineStatus {
+	return inferencev1alpha1.PipelineStatus{Phase: phase, Steps: []inferencev1alpha1.StepStatus{{
+		Name: "a", Phase: phase, Reason: reason, Message: msg}}}
 }
 
-// A step whose trouble changes cause under the same reason is a new event: a pod first refused for a claim not
-// bound yet, then (the claim bound) for a taint it does not tolerate, tells the taint. The same cause with other
-// numbers (the cluster grew a node) or on a new pod of the step (a rollout) is the same trouble: no event.
+// unschedulableStep is a pipeline's status while its step's pod cannot be scheduled, with the scheduler's message.
+func unschedulableStep(pod, msg string) inferencev1alpha1.PipelineStatus {
+	return troubledStep(inferencev1alpha1.PhaseDegraded, inferencev1alpha1.ReasonUnschedulable,
+		"0 of 1 replicas ready; pod "+pod+" cannot be scheduled: "+msg)
+}
+
+// A pod the scheduler refuses for a new cause is a new event, under the same reason: a pod first refused for a claim
+// not bound yet, then (the claim bound) for a taint it does not tolerate, tells the taint. The same causes in other
+// words of the scheduler's (other counts, so another order; another preemption verdict; a node of the cluster
+// joining, not ready yet), on a new pod of the step (a rollout), or the kubelet's alternating texts of one image
+// that cannot be pulled, are the same trouble: no event.
 func TestANewCauseUnderTheSameReasonIsAnEvent(t *testing.T) {
-	unbound := unschedulableStep("s-a-5d8f-x2x9q", "0/4 nodes are available: pod has unbound immediate PersistentVolumeClaims. "+
-		"preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.")
+	const preempt = " preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
+	unbound := unschedulableStep("s-a-5d8f-x2x9q", "0/4 nodes are available: pod has unbound immediate PersistentVolumeClaims."+preempt)
 	taint := unschedulableStep("s-a-5d8f-x2x9q", "0/4 nodes are available: 1 node(s) had untolerated taint {kwok.x-k8s.io/node: fake}, "+
-		"3 node(s) didn't match Pod's node affinity/selector. preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling.")
-	grown := unschedulableStep("s-a-5d8f-x2x9q", "0/5 nodes are available: 1 node(s) had untolerated taint {kwok.x-k8s.io/node: fake}, "+
-		"4 node(s) didn't match Pod's node affinity/selector. preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling.")
-	rolled := unschedulableStep("s-a-77c4b9-kq2wz", "0/5 nodes are available: 1 node(s) had untolerated taint {kwok.x-k8s.io/node: fake}, "+
-		"4 node(s) didn't match Pod's node affinity/selector. preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling.")
+		"3 node(s) didn't match Pod's node affinity/selector."+preempt)
 
 	evs := transitions(unbound, taint)
 	if len(evs) != 1 || evs[0].reason != inferencev1alpha1.ReasonUnschedulable || evs[0].step != "a" || evs[0].note != "Step a: "+taint.Steps[0].Message {
 		t.Errorf("a new cause under the same reason: events %+v, want one Warning %s telling the taint", evs, inferencev1alpha1.ReasonUnschedulable)
 	}
+	gpus := unschedulableStep("s-a-5d8f-x2x9q", "0/5 nodes are available: 2 Insufficient nvidia.com/gpu, 3 node(s) had untolerated taint {pool: cpu}."+preempt)
+	if evs := transitions(taint, gpus); len(evs) != 1 {
+		t.Errorf("from a taint to too few GPUs: events %+v, want one", evs)
+	}
+
+	pullErr := troubledStep(inferencev1alpha1.PhaseFailed, inferencev1alpha1.ReasonImagePull,
+		"0 of 1 replicas ready; pod s-a-5d8f-x2x9q cannot pull its image (ErrImagePull): failed to pull image \"x:1\": not found")
+	backOff := troubledStep(inferencev1alpha1.PhaseFailed, inferencev1alpha1.ReasonImagePull,
+		"0 of 1 replicas ready; pod s-a-5d8f-x2x9q cannot pull its image (ImagePullBackOff): Back-off pulling image \"x:1\"")
 	for name, c := range map[string]struct {
 		old, cur inferencev1alpha1.PipelineStatus
 	}{
-		"other numbers": {taint, grown},
-		"another pod":   {grown, rolled},
+		"other counts, in another order": {gpus, unschedulableStep("s-a-5d8f-x2x9q",
+			"0/7 nodes are available: 3 node(s) had untolerated taint {pool: cpu}, 4 Insufficient nvidia.com/gpu."+preempt)},
+		"another preemption verdict": {gpus, unschedulableStep("s-a-5d8f-x2x9q",
+			"0/5 nodes are available: 2 Insufficient nvidia.com/gpu, 3 node(s) had untolerated taint {pool: cpu}. preemption: "+
+				"0/5 nodes are available: 2 No preemption victims found for incoming pod, 3 Preemption is not helpful for scheduling.")},
+		"a node joining": {gpus, unschedulableStep("s-a-5d8f-x2x9q",
+			"0/6 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }, 2 Insufficient nvidia.com/gpu, "+
+				"3 node(s) had untolerated taint {pool: cpu}."+preempt)},
+		"another pod": {taint, unschedulableStep("s-a-77c4b9-kq2wz", "0/4 nodes are available: 1 node(s) had untolerated taint "+
+			"{kwok.x-k8s.io/node: fake}, 3 node(s) didn't match Pod's node affinity/selector."+preempt)},
+		"an image pull backing off": {pullErr, backOff},
+		"an image pull tried again": {backOff, pullErr},
 	} {
 		if evs := transitions(c.old, c.cur); len(evs) != 0 {
-			t.Errorf("%s, the same cause: events %+v, want none", name, evs)
+			t.Errorf("%s, the same trouble: events %+v, want none", name, evs)
 		}
+	}
+}
+
+// The scheduler's causes are its clauses without their counts, its preemption verdict and the node lifecycle taints;
+// a message that is not the scheduler's has none.
+func TestSchedulingCauses(t *testing.T) {
+	got := schedulingCauses("2 of 3 replicas ready; pod p-x cannot be scheduled: 0/12 nodes are available: " +
+		"1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }, 10 Insufficient nvidia.com/gpu, " +
+		"1 node(s) didn't match Pod's node affinity/selector. preemption: 0/12 nodes are available: 12 Preemption is not helpful for scheduling.")
+	want := []string{"Insufficient nvidia.com/gpu", "node(s) didn't match Pod's node affinity/selector"}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("causes %q, want %q", got, want)
+	}
+	if got := schedulingCauses("0 of 1 replicas ready; container server of pod p-x keeps exiting (exit code 1)"); got != nil {
+		t.Errorf("causes of a crash loop %q, want none", got)
 	}
 }

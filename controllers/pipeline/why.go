@@ -83,6 +83,14 @@ func stuckCreating(p corev1.Pod) bool {
 	return n > 0
 }
 
+// olderFirst orders pods by creation, then name.
+func olderFirst(a, b corev1.Pod) int {
+	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
 // firstPod is the oldest of the step's pods that match (by creation, then name), or nil: every pass picks the same
 // one, so what the step says of it does not change from pass to pass with the order the cache lists them in.
 func firstPod(pods []corev1.Pod, match func(corev1.Pod) bool) *corev1.Pod {
