@@ -63,9 +63,9 @@ func transitions(old, cur inferencev1alpha1.PipelineStatus) []event {
 }
 
 // sameTrouble reports whether a step's status tells the same trouble as before: the same phase and reason and, for a
-// pod the scheduler cannot place, the same causes (schedulingCauses). Unschedulable covers many causes, and the
-// first one told is rarely the last: a pod is refused first for a claim not bound yet, then, once it is, for a taint
-// it does not tolerate. Other reasons name their cause (an image that cannot be pulled, a container that keeps
+// pod the scheduler cannot place, no new cause (newSchedulingCause). Unschedulable covers many causes, and the first
+// one told is rarely the last: a pod is refused first for a claim not bound yet, then, once it is, for a taint it
+// does not tolerate. Other reasons name their cause (an image that cannot be pulled, a container that keeps
 // exiting), and their messages change while the trouble stays (the kubelet alternates ErrImagePull and
 // ImagePullBackOff, each with its own text): for them the reason is the cause.
 func sameTrouble(before, now inferencev1alpha1.StepStatus) bool {
@@ -73,10 +73,25 @@ func sameTrouble(before, now inferencev1alpha1.StepStatus) bool {
 		return false
 	}
 	if now.Reason == inferencev1alpha1.ReasonUnschedulable {
-		return slices.Equal(schedulingCauses(before.Message), schedulingCauses(now.Message))
+		return !newSchedulingCause(schedulingCauses(before.Message), schedulingCauses(now.Message))
 	}
 	return true
 }
+
+// newSchedulingCause reports whether the scheduler gives a cause it did not give before. A cause that goes is no
+// news (the step's status says what is left), and one that comes and goes with the rest of the cluster is not the
+// step's: a cordoned node (the step's own pinned node cordoned is NodeCordoned, a reason of its own).
+func newSchedulingCause(before, now []string) bool {
+	for _, c := range now {
+		if c != clauseCordoned && !slices.Contains(before, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// clauseCordoned is the scheduler's clause for nodes that are cordoned, without its count.
+const clauseCordoned = "node(s) were unschedulable"
 
 var (
 	// nodesAvailable is how the scheduler's message starts: how many nodes of how many fit.
@@ -86,25 +101,24 @@ var (
 )
 
 // schedulingCauses are the causes in the scheduler's message of an unschedulable step (podProblem's "cannot be
-// scheduled: ..."), sorted, without what changes while they stay: the node counts (the scheduler sorts its clauses
-// as text, counts first, so their order changes with the counts too), what preemption would do, and the node
-// lifecycle taints (node.kubernetes.io/not-ready, unreachable, ...), which any node of the cluster has while it
-// joins or leaves. Nil when the message has none.
+// scheduled: ..."), sorted. The scheduler writes "0/N nodes are available: " and then either one sentence (a
+// PreFilter's: "pod has unbound immediate PersistentVolumeClaims.") or its clauses, "<count> <cause>" joined by ", "
+// and sorted as text (counts first, so their order changes with the counts), then a ". " and what its PostFilter
+// plugins say (a preemption verdict, a claim deallocation): kept are the causes, without their counts; dropped
+// is the PostFilter's part, and anything the step's message adds after a "; ". Nil when the message has none.
 func schedulingCauses(message string) []string {
 	_, msg, ok := strings.Cut(message, "cannot be scheduled: ")
 	if !ok {
 		return nil
 	}
-	msg, _, _ = strings.Cut(msg, "preemption:")
+	msg, _, _ = strings.Cut(msg, "; ")
 	msg = nodesAvailable.ReplaceAllString(strings.TrimSpace(msg), "")
+	msg, _, _ = strings.Cut(msg, ". ")
 	var causes []string
-	for _, clause := range strings.Split(msg, ", ") {
-		clause = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(clause), "."))
-		clause = clauseCount.ReplaceAllString(clause, "")
-		if clause == "" || strings.Contains(clause, "{node.kubernetes.io/") {
-			continue
+	for _, clause := range strings.Split(strings.TrimSuffix(msg, "."), ", ") {
+		if clause = clauseCount.ReplaceAllString(strings.TrimSpace(clause), ""); clause != "" {
+			causes = append(causes, clause)
 		}
-		causes = append(causes, clause)
 	}
 	slices.Sort(causes)
 	return slices.Compact(causes)

@@ -2,7 +2,6 @@ package pipeline_test
 
 import (
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -55,7 +54,8 @@ func TestEachNewCauseIsAnEvent(t *testing.T) {
 		And(HavePrefix("Warning PipelineDegraded"), ContainSubstring("Insufficient nvidia.com/gpu"))))
 
 	// The same cause again in the scheduler's other words (the cluster grew a node): the status changes, and no new
-	// event says so.
+	// event says so. The pass after it tells a new cause, by then the only new events (a pass records after its
+	// status write, so an event of the first would be there before the second's).
 	n := len(s.events("causes"))
 	s.setPodStatus("causes-a-x", unschedulable("0/2 nodes are available: 2 Insufficient nvidia.com/gpu."))
 	s.g.Eventually(func() (string, error) {
@@ -66,5 +66,10 @@ func TestEachNewCauseIsAnEvent(t *testing.T) {
 		}
 		return p.Status.Steps[0].Message, nil
 	}, timeout, poll).Should(ContainSubstring("0/2 nodes"))
-	s.g.Consistently(func() []string { return s.events("causes") }, time.Second, poll).Should(HaveLen(n))
+	s.setPodStatus("causes-a-x", corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: "server", Image: "x",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "x: manifest unknown"}}}}})
+	s.g.Eventually(func() []string { return s.events("causes") }, timeout, poll).Should(ContainElements(
+		And(HavePrefix("Warning "+inferencev1alpha1.ReasonImagePull), ContainSubstring("manifest unknown")),
+		And(HavePrefix("Warning PipelineFailed"), ContainSubstring("manifest unknown"))))
+	s.g.Expect(s.events("causes")).To(HaveLen(n+2), "the same cause in other words made an event")
 }

@@ -127,7 +127,7 @@ func stepState(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alph
 	st := inferencev1alpha1.StepStatus{Name: name, Node: s.Location, Endpoint: Endpoint(p, name, pipelinespec.StepPort(s))}
 	pods := o.pods[name]
 	for _, pod := range pods {
-		if pod.Spec.NodeName != "" {
+		if alive(pod) && pod.Spec.NodeName != "" { // an evicted pod keeps the node it no longer runs on
 			st.Node = pod.Spec.NodeName
 			break
 		}

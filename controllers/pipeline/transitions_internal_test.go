@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"slices"
 	"testing"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
@@ -18,22 +19,25 @@ func unschedulableStep(pod, msg string) inferencev1alpha1.PipelineStatus {
 		"0 of 1 replicas ready; pod "+pod+" cannot be scheduled: "+msg)
 }
 
+// What the scheduler's PostFilter plugins add to its message (claims to deallocate, preemption), in the words of
+// kube-scheduler 1.36.
+const postFilter = " no new claims to deallocate, preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
+
 // A pod the scheduler refuses for a new cause is a new event, under the same reason: a pod first refused for a claim
 // not bound yet, then (the claim bound) for a taint it does not tolerate, tells the taint. The same causes in other
-// words of the scheduler's (other counts, so another order; another preemption verdict; a node of the cluster
-// joining, not ready yet), on a new pod of the step (a rollout), or the kubelet's alternating texts of one image
-// that cannot be pulled, are the same trouble: no event.
+// words of the scheduler's (other counts, so another order; another PostFilter verdict), a cause going away, a node
+// of the cluster cordoned, a new pod of the step (a rollout), or the kubelet's alternating texts of one image that
+// cannot be pulled, are the same trouble: no event.
 func TestANewCauseUnderTheSameReasonIsAnEvent(t *testing.T) {
-	const preempt = " preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
-	unbound := unschedulableStep("s-a-5d8f-x2x9q", "0/4 nodes are available: pod has unbound immediate PersistentVolumeClaims."+preempt)
-	taint := unschedulableStep("s-a-5d8f-x2x9q", "0/4 nodes are available: 1 node(s) had untolerated taint {kwok.x-k8s.io/node: fake}, "+
-		"3 node(s) didn't match Pod's node affinity/selector."+preempt)
+	unbound := unschedulableStep("s-a-5d8f-x2x9q", "0/4 nodes are available: pod has unbound immediate PersistentVolumeClaims. not found")
+	taint := unschedulableStep("s-a-5d8f-x2x9q", "0/4 nodes are available: 1 node(s) had untolerated taint(s), "+
+		"3 node(s) didn't match Pod's node affinity/selector."+postFilter)
 
 	evs := transitions(unbound, taint)
 	if len(evs) != 1 || evs[0].reason != inferencev1alpha1.ReasonUnschedulable || evs[0].step != "a" || evs[0].note != "Step a: "+taint.Steps[0].Message {
 		t.Errorf("a new cause under the same reason: events %+v, want one Warning %s telling the taint", evs, inferencev1alpha1.ReasonUnschedulable)
 	}
-	gpus := unschedulableStep("s-a-5d8f-x2x9q", "0/5 nodes are available: 2 Insufficient nvidia.com/gpu, 3 node(s) had untolerated taint {pool: cpu}."+preempt)
+	gpus := unschedulableStep("s-a-5d8f-x2x9q", "0/5 nodes are available: 2 Insufficient nvidia.com/gpu, 3 node(s) had untolerated taint(s)."+postFilter)
 	if evs := transitions(taint, gpus); len(evs) != 1 {
 		t.Errorf("from a taint to too few GPUs: events %+v, want one", evs)
 	}
@@ -46,15 +50,18 @@ func TestANewCauseUnderTheSameReasonIsAnEvent(t *testing.T) {
 		old, cur inferencev1alpha1.PipelineStatus
 	}{
 		"other counts, in another order": {gpus, unschedulableStep("s-a-5d8f-x2x9q",
-			"0/7 nodes are available: 3 node(s) had untolerated taint {pool: cpu}, 4 Insufficient nvidia.com/gpu."+preempt)},
-		"another preemption verdict": {gpus, unschedulableStep("s-a-5d8f-x2x9q",
-			"0/5 nodes are available: 2 Insufficient nvidia.com/gpu, 3 node(s) had untolerated taint {pool: cpu}. preemption: "+
+			"0/7 nodes are available: 3 node(s) had untolerated taint(s), 4 Insufficient nvidia.com/gpu."+postFilter)},
+		"another PostFilter verdict": {gpus, unschedulableStep("s-a-5d8f-x2x9q",
+			"0/5 nodes are available: 2 Insufficient nvidia.com/gpu, 3 node(s) had untolerated taint(s). still not schedulable, preemption: "+
 				"0/5 nodes are available: 2 No preemption victims found for incoming pod, 3 Preemption is not helpful for scheduling.")},
-		"a node joining": {gpus, unschedulableStep("s-a-5d8f-x2x9q",
-			"0/6 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }, 2 Insufficient nvidia.com/gpu, "+
-				"3 node(s) had untolerated taint {pool: cpu}."+preempt)},
-		"another pod": {taint, unschedulableStep("s-a-77c4b9-kq2wz", "0/4 nodes are available: 1 node(s) had untolerated taint "+
-			"{kwok.x-k8s.io/node: fake}, 3 node(s) didn't match Pod's node affinity/selector."+preempt)},
+		"no PostFilter verdict, an autoscaler's note": {gpus, unschedulableStep("s-a-5d8f-x2x9q",
+			"0/5 nodes are available: 2 Insufficient nvidia.com/gpu, 3 node(s) had untolerated taint(s).; "+
+				"replicas are left to HorizontalPodAutoscaler a")},
+		"a cause going away": {gpus, unschedulableStep("s-a-5d8f-x2x9q", "0/5 nodes are available: 5 Insufficient nvidia.com/gpu."+postFilter)},
+		"a node cordoned": {gpus, unschedulableStep("s-a-5d8f-x2x9q",
+			"0/5 nodes are available: 1 node(s) were unschedulable, 2 Insufficient nvidia.com/gpu, 2 node(s) had untolerated taint(s)."+postFilter)},
+		"another pod": {taint, unschedulableStep("s-a-77c4b9-kq2wz", "0/4 nodes are available: 1 node(s) had untolerated taint(s), "+
+			"3 node(s) didn't match Pod's node affinity/selector."+postFilter)},
 		"an image pull backing off": {pullErr, backOff},
 		"an image pull tried again": {backOff, pullErr},
 	} {
@@ -64,17 +71,23 @@ func TestANewCauseUnderTheSameReasonIsAnEvent(t *testing.T) {
 	}
 }
 
-// The scheduler's causes are its clauses without their counts, its preemption verdict and the node lifecycle taints;
-// a message that is not the scheduler's has none.
+// The scheduler's causes are its clauses without their counts or its PostFilter plugins' verdicts, in either of its
+// forms (a PreFilter's sentence, or counted clauses; taints named, as before 1.34, or not); a message that is not the
+// scheduler's has none.
 func TestSchedulingCauses(t *testing.T) {
-	got := schedulingCauses("2 of 3 replicas ready; pod p-x cannot be scheduled: 0/12 nodes are available: " +
-		"1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }, 10 Insufficient nvidia.com/gpu, " +
-		"1 node(s) didn't match Pod's node affinity/selector. preemption: 0/12 nodes are available: 12 Preemption is not helpful for scheduling.")
-	want := []string{"Insufficient nvidia.com/gpu", "node(s) didn't match Pod's node affinity/selector"}
-	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
-		t.Errorf("causes %q, want %q", got, want)
-	}
-	if got := schedulingCauses("0 of 1 replicas ready; container server of pod p-x keeps exiting (exit code 1)"); got != nil {
-		t.Errorf("causes of a crash loop %q, want none", got)
+	for msg, want := range map[string][]string{
+		"2 of 3 replicas ready; pod p-x cannot be scheduled: 0/12 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }, " +
+			"10 Insufficient nvidia.com/gpu, 1 node(s) didn't match Pod's node affinity/selector. preemption: 0/12 nodes are available: " +
+			"12 Preemption is not helpful for scheduling.": {"Insufficient nvidia.com/gpu", "node(s) didn't match Pod's node affinity/selector",
+			"node(s) had untolerated taint {node.kubernetes.io/unreachable: }"},
+		"0 of 1 replicas ready; pod p-x cannot be scheduled: 0/4 nodes are available: pod has unbound immediate PersistentVolumeClaims. not found": {
+			"pod has unbound immediate PersistentVolumeClaims"},
+		"0 of 1 replicas ready; pod p-x cannot be scheduled: 0/8 nodes are available: 8 Insufficient example.com/gpu." + postFilter: {
+			"Insufficient example.com/gpu"},
+		"0 of 1 replicas ready; container server of pod p-x keeps exiting (exit code 1)": nil,
+	} {
+		if got := schedulingCauses(msg); !slices.Equal(got, want) {
+			t.Errorf("causes of %q: %q, want %q", msg, got, want)
+		}
 	}
 }

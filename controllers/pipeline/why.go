@@ -21,7 +21,7 @@ var (
 // podProblem says why a step's pods do not run, from what the kubelet and the scheduler wrote in their status, in
 // order of what to fix first: an image that cannot be pulled, a container the kubelet cannot create, a container
 // that keeps crashing (with its last termination message), a pod the scheduler cannot place (its PodScheduled=False
-// message names the taint without a toleration, the missing free GPUs, the node affinity). It returns "" when none
+// message says a taint is not tolerated, which free GPUs are missing, the node affinity). It returns "" when none
 // applies. now dates the containers' last exits (crashLooping).
 func podProblem(pods []corev1.Pod, now time.Time) (phase inferencev1alpha1.Phase, reason, message string) {
 	if pod, w := waitingFor(pods, imagePullReasons); w != nil {
