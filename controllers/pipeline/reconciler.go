@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -59,6 +60,10 @@ type Reconciler struct {
 
 	// written is, per pipeline, the status this process last wrote.
 	written statuswrite.Written[*inferencev1alpha1.PipelineStatus]
+	// told is, per pipeline (by namespace/name), the causes its unschedulable steps' events told (toldOf). A pass
+	// uses its pipeline's alone, and no two passes of one pipeline run at once: toldMu guards the map of them.
+	told   map[string]told
+	toldMu sync.Mutex
 }
 
 // now reads the clock.
@@ -174,10 +179,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// forget drops all this process remembers of a pipeline that is gone: the status it last wrote. Its steps' clocks
+// forget drops all this process remembers of a pipeline that is gone: the status it last wrote and the causes its
+// events told. Its steps' clocks
 // are dropped by UID once the deletion is seen (metrics.go).
 func (r *Reconciler) forget(key string) {
 	r.written.Forget(key)
+	r.toldMu.Lock()
+	delete(r.told, key)
+	r.toldMu.Unlock()
 }
 
 // conflictRequeue is how soon a pass that met a conflict (a write or read raced another) looks again.

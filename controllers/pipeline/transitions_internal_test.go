@@ -29,16 +29,16 @@ const postFilter = " no new claims to deallocate, preemption: 0/4 nodes are avai
 // of the cluster cordoned, a new pod of the step (a rollout), or the kubelet's alternating texts of one image that
 // cannot be pulled, are the same trouble: no event.
 func TestANewCauseUnderTheSameReasonIsAnEvent(t *testing.T) {
-	unbound := unschedulableStep("s-a-5d8f-x2x9q", "0/4 nodes are available: pod has unbound immediate PersistentVolumeClaims. not found")
+	unbound := unschedulableStep("s-a-5d8f-x2x9q", "0/4 nodes are available: pod has unbound immediate PersistentVolumeClaims."+postFilter)
 	taint := unschedulableStep("s-a-5d8f-x2x9q", "0/4 nodes are available: 1 node(s) had untolerated taint(s), "+
 		"3 node(s) didn't match Pod's node affinity/selector."+postFilter)
 
-	evs := transitions(unbound, taint)
+	evs := transitions(unbound, taint, told{})
 	if len(evs) != 1 || evs[0].reason != inferencev1alpha1.ReasonUnschedulable || evs[0].step != "a" || evs[0].note != "Step a: "+taint.Steps[0].Message {
 		t.Errorf("a new cause under the same reason: events %+v, want one Warning %s telling the taint", evs, inferencev1alpha1.ReasonUnschedulable)
 	}
 	gpus := unschedulableStep("s-a-5d8f-x2x9q", "0/5 nodes are available: 2 Insufficient nvidia.com/gpu, 3 node(s) had untolerated taint(s)."+postFilter)
-	if evs := transitions(taint, gpus); len(evs) != 1 {
+	if evs := transitions(taint, gpus, told{}); len(evs) != 1 {
 		t.Errorf("from a taint to too few GPUs: events %+v, want one", evs)
 	}
 
@@ -65,7 +65,7 @@ func TestANewCauseUnderTheSameReasonIsAnEvent(t *testing.T) {
 		"an image pull backing off": {pullErr, backOff},
 		"an image pull tried again": {backOff, pullErr},
 	} {
-		if evs := transitions(c.old, c.cur); len(evs) != 0 {
+		if evs := transitions(c.old, c.cur, told{}); len(evs) != 0 {
 			t.Errorf("%s, the same trouble: events %+v, want none", name, evs)
 		}
 	}
@@ -80,7 +80,7 @@ func TestSchedulingCauses(t *testing.T) {
 			"10 Insufficient nvidia.com/gpu, 1 node(s) didn't match Pod's node affinity/selector. preemption: 0/12 nodes are available: " +
 			"12 Preemption is not helpful for scheduling.": {"Insufficient nvidia.com/gpu", "node(s) didn't match Pod's node affinity/selector",
 			"node(s) had untolerated taint {node.kubernetes.io/unreachable: }"},
-		"0 of 1 replicas ready; pod p-x cannot be scheduled: 0/4 nodes are available: pod has unbound immediate PersistentVolumeClaims. not found": {
+		"0 of 1 replicas ready; pod p-x cannot be scheduled: 0/4 nodes are available: pod has unbound immediate PersistentVolumeClaims." + postFilter: {
 			"pod has unbound immediate PersistentVolumeClaims"},
 		"0 of 1 replicas ready; pod p-x cannot be scheduled: 0/8 nodes are available: 8 Insufficient example.com/gpu." + postFilter: {
 			"Insufficient example.com/gpu"},
@@ -89,5 +89,42 @@ func TestSchedulingCauses(t *testing.T) {
 		if got := schedulingCauses(msg); !slices.Equal(got, want) {
 			t.Errorf("causes of %q: %q, want %q", msg, got, want)
 		}
+	}
+}
+
+// A cause that comes and goes with the rest of the cluster (a node joining, tainted not-ready, told by the scheduler
+// in the words of any taint) is told once while the step stays Unschedulable, not each time it comes back; once the
+// step has left Unschedulable, its causes are told anew.
+func TestACauseThatComesBackIsNotToldAgain(t *testing.T) {
+	gpus := unschedulableStep("s-a-5d8f-x2x9q", "0/4 nodes are available: 1 Insufficient nvidia.com/gpu, 3 node(s) didn't match Pod's node affinity/selector."+postFilter)
+	joining := unschedulableStep("s-a-5d8f-x2x9q", "0/5 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) had untolerated taint(s), "+
+		"3 node(s) didn't match Pod's node affinity/selector."+postFilter)
+	starting := troubledStep(inferencev1alpha1.PhaseFailed, inferencev1alpha1.ReasonImagePull, "0 of 1 replicas ready; pod s-a-5d8f-x2x9q cannot pull its image (ErrImagePull)")
+	tld := told{}
+	for i, c := range []struct {
+		old, cur inferencev1alpha1.PipelineStatus
+		events   int
+	}{
+		{inferencev1alpha1.PipelineStatus{}, gpus, 1}, // Unschedulable: told
+		{gpus, joining, 1},                            // a new cause: told
+		{joining, gpus, 0},                            // the node is ready: nothing new
+		{gpus, joining, 0},                            // another node joins: told already
+		{joining, starting, 1},                        // another reason
+		{starting, joining, 1},                        // Unschedulable again: told anew
+	} {
+		var steps []event // the pipeline's phase changes too, and its events are not what this is about
+		for _, e := range transitions(c.old, c.cur, tld) {
+			if e.step != "" {
+				steps = append(steps, e)
+			}
+		}
+		if len(steps) != c.events {
+			t.Errorf("change %d: step events %+v, want %d", i, steps, c.events)
+		}
+	}
+	tld = told{"gone": {"x"}}
+	transitions(gpus, gpus, tld)
+	if _, ok := tld["gone"]; ok {
+		t.Errorf("a step gone from the spec is remembered: %v", tld)
 	}
 }

@@ -2,9 +2,11 @@ package pipeline
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -89,6 +91,25 @@ func olderFirst(a, b corev1.Pod) int {
 		return c
 	}
 	return strings.Compare(a.Name, b.Name)
+}
+
+// currentFirst is a step's pods in the order podProblem reads them: those of the template the step moves to
+// (currentTemplate) first, as what they meet is what the step waits for (a rollout that cannot go on keeps its
+// old pod, with the old pod's trouble), then oldest first. pods is left as it is.
+func currentFirst(pods []corev1.Pod) []corev1.Pod {
+	hash := currentTemplate(pods)
+	ordered := slices.Clone(pods)
+	slices.SortStableFunc(ordered, func(a, b corev1.Pod) int {
+		aNew, bNew := a.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == hash, b.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == hash
+		switch {
+		case aNew && !bNew:
+			return -1
+		case bNew && !aNew:
+			return 1
+		}
+		return olderFirst(a, b)
+	})
+	return ordered
 }
 
 // firstPod is the oldest of the step's pods that match (by creation, then name), or nil: every pass picks the same
