@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,8 +30,8 @@ type event struct {
 // Failed, with the Ready condition's message), and each step that newly fails or is blocked, or whose pod the
 // scheduler refuses for a cause not told yet (told), or that newly serves under autoscalers that cancel each other
 // out (Warning, with the step's reason and message), so `kubectl events` tells the story without a status diff. A
-// step that stays in the same trouble makes no new event. It records in t the causes it tells.
-func transitions(old, cur inferencev1alpha1.PipelineStatus, t told) []event {
+// step that stays in the same trouble makes no new event. It records in t the causes it tells, at now.
+func transitions(old, cur inferencev1alpha1.PipelineStatus, t told, now time.Time) []event {
 	var out []event
 	was := map[string]inferencev1alpha1.StepStatus{}
 	for _, s := range old.Steps {
@@ -42,11 +43,11 @@ func transitions(old, cur inferencev1alpha1.PipelineStatus, t told) []event {
 			continue
 		}
 		if before, ok := was[s.Name]; ok && before.Phase == s.Phase && before.Reason == s.Reason {
-			if s.Reason != inferencev1alpha1.ReasonUnschedulable || !t.news(before, s) {
+			if s.Reason != inferencev1alpha1.ReasonUnschedulable || !t.news(before, s, now) {
 				continue
 			}
 		} else if s.Reason == inferencev1alpha1.ReasonUnschedulable {
-			t.enter(s)
+			t.enter(s, now)
 		}
 		out = append(out, event{corev1.EventTypeWarning, s.Reason, actionRun, "Step " + s.Name + ": " + s.Message, s.Name})
 	}
@@ -72,9 +73,10 @@ func troubled(p inferencev1alpha1.Phase) bool {
 // recordTransitions records the events of a status change, after any extra events of the pass (an autoscaler's
 // hand-back), in the pass (recorder.Record).
 func (r *Reconciler) recordTransitions(ctx context.Context, p *inferencev1alpha1.Pipeline, old, cur inferencev1alpha1.PipelineStatus, extra ...event) {
-	measureSteps(p, old, cur, r.now()) // the written transitions are what the step metrics count, as the events do
+	now := r.now()
+	measureSteps(p, old, cur, now) // the written transitions are what the step metrics count, as the events do
 	var evs []recorder.Event
-	for _, e := range append(extra, transitions(old, cur, r.toldOf(p))...) {
+	for _, e := range append(extra, transitions(old, cur, r.toldOf(p), now)...) {
 		var related runtime.Object
 		if e.step != "" {
 			// The step's Deployment as the related object: events of one step stay apart from another's.

@@ -62,7 +62,7 @@ type Reconciler struct {
 	written statuswrite.Written[*inferencev1alpha1.PipelineStatus]
 	// told is, per pipeline (by namespace/name), the causes its unschedulable steps' events told (toldOf). A pass
 	// uses its pipeline's alone, and no two passes of one pipeline run at once: toldMu guards the map of them.
-	told   map[string]told
+	told   map[string]*pipelineTold
 	toldMu sync.Mutex
 }
 

@@ -165,7 +165,7 @@ func stepState(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alph
 			m.URI, m.Reason, m.Message)
 		return st
 	}
-	if phase, reason, msg := podProblem(currentFirst(pods), o.now); reason != "" {
+	if phase, reason, msg := currentProblem(pods, o.now); reason != "" {
 		st.Phase, st.Reason = phase, reason
 		st.Message = fmt.Sprintf("%d of %d replicas ready; %s", d.Status.ReadyReplicas, want, msg)
 		return st

@@ -44,3 +44,23 @@ func TestAStepTellsItsNewPodsTrouble(t *testing.T) {
 		t.Errorf("message %q, want the new pod's image x:2", st.Message)
 	}
 }
+
+// The new pods' trouble comes first whatever its kind: an old pod that cannot pull the tag the user just fixed does
+// not hide that the new pod cannot be scheduled.
+func TestANewPodsTroubleComesBeforeAnOldPodsOfAnotherKind(t *testing.T) {
+	p := &inferencev1alpha1.Pipeline{Spec: inferencev1alpha1.PipelineSpec{Steps: []inferencev1alpha1.Step{{Name: "a", Image: "x:2"}}}}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	old := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "s-a-old", CreationTimestamp: metav1.NewTime(at),
+		Labels: map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: "old"}},
+		Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{
+			Name: "server", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}}}}}
+	pending := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "s-a-new", CreationTimestamp: metav1.NewTime(at.Add(time.Minute)),
+		Labels: map[string]string{appsv1.DefaultDeploymentUniqueLabelKey: "new"}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
+			Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes are available: 1 Insufficient cpu."}}}}
+	o := observed{now: at.Add(time.Hour), deployments: map[string]*appsv1.Deployment{"a": {}},
+		pods: map[string][]corev1.Pod{"a": {old, pending}}}
+	if st := stepState(p, 0, o); st.Reason != inferencev1alpha1.ReasonUnschedulable || !strings.Contains(st.Message, "s-a-new") {
+		t.Errorf("reason %s, message %q: want the new pod's Unschedulable", st.Reason, st.Message)
+	}
+}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"slices"
 	"testing"
+	"time"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 )
@@ -19,6 +20,9 @@ func unschedulableStep(pod, msg string) inferencev1alpha1.PipelineStatus {
 		"0 of 1 replicas ready; pod "+pod+" cannot be scheduled: "+msg)
 }
 
+// testNow is when the changes of these tests happen.
+var testNow = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // What the scheduler's PostFilter plugins add to its message (claims to deallocate, preemption), in the words of
 // kube-scheduler 1.36.
 const postFilter = " no new claims to deallocate, preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
@@ -33,12 +37,12 @@ func TestANewCauseUnderTheSameReasonIsAnEvent(t *testing.T) {
 	taint := unschedulableStep("s-a-5d8f-x2x9q", "0/4 nodes are available: 1 node(s) had untolerated taint(s), "+
 		"3 node(s) didn't match Pod's node affinity/selector."+postFilter)
 
-	evs := transitions(unbound, taint, told{})
+	evs := transitions(unbound, taint, told{}, testNow)
 	if len(evs) != 1 || evs[0].reason != inferencev1alpha1.ReasonUnschedulable || evs[0].step != "a" || evs[0].note != "Step a: "+taint.Steps[0].Message {
 		t.Errorf("a new cause under the same reason: events %+v, want one Warning %s telling the taint", evs, inferencev1alpha1.ReasonUnschedulable)
 	}
 	gpus := unschedulableStep("s-a-5d8f-x2x9q", "0/5 nodes are available: 2 Insufficient nvidia.com/gpu, 3 node(s) had untolerated taint(s)."+postFilter)
-	if evs := transitions(taint, gpus, told{}); len(evs) != 1 {
+	if evs := transitions(taint, gpus, told{}, testNow); len(evs) != 1 {
 		t.Errorf("from a taint to too few GPUs: events %+v, want one", evs)
 	}
 
@@ -65,7 +69,7 @@ func TestANewCauseUnderTheSameReasonIsAnEvent(t *testing.T) {
 		"an image pull backing off": {pullErr, backOff},
 		"an image pull tried again": {backOff, pullErr},
 	} {
-		if evs := transitions(c.old, c.cur, told{}); len(evs) != 0 {
+		if evs := transitions(c.old, c.cur, told{}, testNow); len(evs) != 0 {
 			t.Errorf("%s, the same trouble: events %+v, want none", name, evs)
 		}
 	}
@@ -79,7 +83,7 @@ func TestSchedulingCauses(t *testing.T) {
 		"2 of 3 replicas ready; pod p-x cannot be scheduled: 0/12 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/unreachable: }, " +
 			"10 Insufficient nvidia.com/gpu, 1 node(s) didn't match Pod's node affinity/selector. preemption: 0/12 nodes are available: " +
 			"12 Preemption is not helpful for scheduling.": {"Insufficient nvidia.com/gpu", "node(s) didn't match Pod's node affinity/selector",
-			"node(s) had untolerated taint {node.kubernetes.io/unreachable: }"},
+			"node(s) had untolerated taint {node.kubernetes.io/unreachable}"},
 		"0 of 1 replicas ready; pod p-x cannot be scheduled: 0/4 nodes are available: pod has unbound immediate PersistentVolumeClaims." + postFilter: {
 			"pod has unbound immediate PersistentVolumeClaims"},
 		"0 of 1 replicas ready; pod p-x cannot be scheduled: 0/8 nodes are available: 8 Insufficient example.com/gpu." + postFilter: {
@@ -113,7 +117,7 @@ func TestACauseThatComesBackIsNotToldAgain(t *testing.T) {
 		{starting, joining, 1},                        // Unschedulable again: told anew
 	} {
 		var steps []event // the pipeline's phase changes too, and its events are not what this is about
-		for _, e := range transitions(c.old, c.cur, tld) {
+		for _, e := range transitions(c.old, c.cur, tld, testNow) {
 			if e.step != "" {
 				steps = append(steps, e)
 			}
@@ -122,9 +126,48 @@ func TestACauseThatComesBackIsNotToldAgain(t *testing.T) {
 			t.Errorf("change %d: step events %+v, want %d", i, steps, c.events)
 		}
 	}
-	tld = told{"gone": {"x"}}
-	transitions(gpus, gpus, tld)
+	tld = told{"gone": {"x": testNow}, "a": {}}
+	transitions(gpus, joining, tld, testNow)
 	if _, ok := tld["gone"]; ok {
 		t.Errorf("a step gone from the spec is remembered: %v", tld)
+	}
+	if _, ok := tld["a"]; !ok {
+		t.Errorf("an unschedulable step is forgotten: %v", tld)
+	}
+
+	// A process that remembers nothing (a restart, another leader) takes the causes of the status as told; a cause
+	// told over toldFor ago, its event gone, is told again.
+	tld = told{}
+	steps := func(old, cur inferencev1alpha1.PipelineStatus, at time.Time) (n int) {
+		for _, e := range transitions(old, cur, tld, at) {
+			if e.step != "" {
+				n++
+			}
+		}
+		return n
+	}
+	if n := steps(joining, gpus, testNow); n != 0 {
+		t.Errorf("after a restart, a cause going away: %d step events, want none", n)
+	}
+	if n := steps(gpus, joining, testNow.Add(time.Minute)); n != 0 {
+		t.Errorf("after a restart, a cause of the last status coming back: %d step events, want none", n)
+	}
+	if n := steps(joining, gpus, testNow.Add(2*time.Minute)); n != 0 {
+		t.Errorf("a cause going away: %d step events, want none", n)
+	}
+	if n := steps(gpus, joining, testNow.Add(toldFor+2*time.Minute)); n != 1 {
+		t.Errorf("a cause coming back after its event is gone: %d step events, want 1", n)
+	}
+}
+
+// Before Kubernetes 1.34 the scheduler names the taint with its value, which may change while the taint stays (the
+// cluster autoscaler's deletion taint carries a time): the cause is the taint's key.
+func TestATaintsValueIsNotACause(t *testing.T) {
+	at := func(v string) []string {
+		return schedulingCauses("0 of 1 replicas ready; pod p-x cannot be scheduled: 0/3 nodes are available: " +
+			"1 node(s) had untolerated taint {ToBeDeletedByClusterAutoscaler: " + v + "}, 2 Insufficient nvidia.com/gpu.")
+	}
+	if a, b := at("1764201600"), at("1764201900"); !slices.Equal(a, b) {
+		t.Errorf("causes %q and %q, want the same", a, b)
 	}
 }

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -93,23 +92,23 @@ func olderFirst(a, b corev1.Pod) int {
 	return strings.Compare(a.Name, b.Name)
 }
 
-// currentFirst is a step's pods in the order podProblem reads them: those of the template the step moves to
-// (currentTemplate) first, as what they meet is what the step waits for (a rollout that cannot go on keeps its
-// old pod, with the old pod's trouble), then oldest first. pods is left as it is.
-func currentFirst(pods []corev1.Pod) []corev1.Pod {
+// currentProblem is podProblem of the step's pods of the template it moves to (currentTemplate), else of its
+// others: what the new pods meet is what the step waits for (a rollout that cannot go on keeps its old pod, with
+// the old pod's trouble, which the user may just have fixed).
+func currentProblem(pods []corev1.Pod, now time.Time) (phase inferencev1alpha1.Phase, reason, message string) {
 	hash := currentTemplate(pods)
-	ordered := slices.Clone(pods)
-	slices.SortStableFunc(ordered, func(a, b corev1.Pod) int {
-		aNew, bNew := a.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == hash, b.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == hash
-		switch {
-		case aNew && !bNew:
-			return -1
-		case bNew && !aNew:
-			return 1
+	var current, others []corev1.Pod
+	for _, p := range pods {
+		if p.Labels[appsv1.DefaultDeploymentUniqueLabelKey] == hash {
+			current = append(current, p)
+		} else {
+			others = append(others, p)
 		}
-		return olderFirst(a, b)
-	})
-	return ordered
+	}
+	if phase, reason, message = podProblem(current, now); reason != "" {
+		return phase, reason, message
+	}
+	return podProblem(others, now)
 }
 
 // firstPod is the oldest of the step's pods that match (by creation, then name), or nil: every pass picks the same
