@@ -180,8 +180,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // forget drops all this process remembers of a pipeline that is gone: the status it last wrote and the causes its
-// events told. Its steps' clocks
-// are dropped by UID once the deletion is seen (metrics.go).
+// events told. Its steps' clocks are dropped by UID once the deletion is seen (metrics.go).
 func (r *Reconciler) forget(key string) {
 	r.written.Forget(key)
 	r.toldMu.Lock()

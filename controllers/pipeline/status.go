@@ -92,8 +92,7 @@ func currentTemplate(pods []corev1.Pod) string {
 		if !alive(*p) {
 			continue
 		}
-		if newest == nil || newest.CreationTimestamp.Before(&p.CreationTimestamp) ||
-			newest.CreationTimestamp.Equal(&p.CreationTimestamp) && p.Name > newest.Name {
+		if newest == nil || olderFirst(*newest, *p) < 0 {
 			newest = p
 		}
 	}

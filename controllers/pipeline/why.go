@@ -120,8 +120,7 @@ func firstPod(pods []corev1.Pod, match func(corev1.Pod) bool) *corev1.Pod {
 		if !match(*p) {
 			continue
 		}
-		if first == nil || p.CreationTimestamp.Before(&first.CreationTimestamp) ||
-			p.CreationTimestamp.Equal(&first.CreationTimestamp) && p.Name < first.Name {
+		if first == nil || olderFirst(*p, *first) < 0 {
 			first = p
 		}
 	}

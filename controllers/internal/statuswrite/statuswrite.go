@@ -138,10 +138,10 @@ func notOlder(a, b string) bool {
 // Write writes status to obj's status subresource with Patch's body and no resourceVersion, so it cannot conflict
 // with this controller's own last write however far its cache lags, and remembers it. obj is not changed: the object
 // the apiserver sends back is read into a copy (read into obj, it would land on the slices and pointers that a
-// status computed from obj's still shares). A failed write leaves what is remembered as it was: that status was stored
-// at its resourceVersion, and if the failed write landed after all, the cache shows a later one and Current trusts
-// the cache then. A write refused because the object is gone forgets it. The apiserver's error comes back wrapped, so that a caller tells NotFound (the
-// object is gone) and Conflict apart.
+// status computed from obj's still shares). A failed write leaves what is remembered as it was: that status was
+// stored at its resourceVersion, and if the failed write landed after all, the cache shows a later one and Current
+// trusts the cache then. A write refused because the object is gone forgets it. The apiserver's error comes back
+// wrapped, so that a caller tells NotFound (the object is gone) and Conflict apart.
 func (w *Written[P]) Write(ctx context.Context, c client.Client, obj client.Object, status P) error {
 	key := client.ObjectKeyFromObject(obj).String()
 	body, err := Patch(status)
