@@ -94,14 +94,11 @@ func (r *Reconciler) adoptAndRelease(ctx context.Context, ds *daemonsetv1alpha1.
 	if len(adopt) > 0 {
 		// Adopt only for a DaemonSet that still exists as read and is not being deleted: the cache may lag a
 		// deletion, and an adopted pod would then go with it. Nor plan for it: its orphans' nodes would look empty.
-		var fresh daemonsetv1alpha1.DaemonSet
-		err := r.liveReader().Get(ctx, client.ObjectKeyFromObject(ds), &fresh)
-		switch {
-		case apierrors.IsNotFound(err):
-			return handover{stop: true}, nil
-		case err != nil:
+		live, err := r.liveAndStaying(ctx, ds)
+		if err != nil {
 			return handover{}, fmt.Errorf("checking the DaemonSet before adopting pods: %w", err)
-		case fresh.UID != ds.UID || fresh.DeletionTimestamp != nil:
+		}
+		if !live {
 			return handover{stop: true}, nil
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 
@@ -107,7 +108,6 @@ func ownerReference(ds *daemonsetv1alpha1.DaemonSet) metav1.OwnerReference {
 func newRevision(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSpec, hash string, number int64) *appsv1.ControllerRevision {
 	labels := ownedLabels(ds)
 	labels[RevisionLabel] = hash
-	data, _ := json.Marshal(map[string]any{"spec": map[string]any{"template": template}})
 	return &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            revisionName(ds, hash),
@@ -115,9 +115,34 @@ func newRevision(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSp
 			Labels:          labels,
 			OwnerReferences: []metav1.OwnerReference{ownerReference(ds)},
 		},
-		Data:     runtime.RawExtension{Raw: data},
+		Data:     runtime.RawExtension{Raw: revisionData(template)},
 		Revision: number,
 	}
+}
+
+// revisionData is what a ControllerRevision records of template, in the one form that survives the apiserver's
+// round trip unchanged: a revision's data is immutable, and the apiserver compares it byte for byte when it applies
+// a patch to the revision's metadata (the garbage collector's, when it orphans the revision). A strategic merge patch
+// passes the object through unstructured form, which sorts object keys and writes integers as integers; data written
+// in any other form (a struct's field order, say) then reads as changed, the patch is refused, and an orphan delete
+// of the DaemonSet never completes. apps/v1 writes its revisions the same way.
+func revisionData(template *corev1.PodTemplateSpec) []byte {
+	b, _ := json.Marshal(map[string]any{"spec": map[string]any{"template": template}}) // a PodTemplateSpec always marshals
+	return canonicalJSON(b)
+}
+
+// canonicalJSON rewrites b as the apiserver's unstructured round trip does: keys sorted, integers as int64. b that
+// is not JSON is returned as it is.
+func canonicalJSON(b []byte) []byte {
+	var generic any
+	if err := utiljson.Unmarshal(b, &generic); err != nil {
+		return b
+	}
+	out, err := json.Marshal(generic)
+	if err != nil {
+		return b
+	}
+	return out
 }
 
 // templateOfRevision decodes the template a ControllerRevision recorded.

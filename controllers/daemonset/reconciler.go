@@ -95,7 +95,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if ds.DeletionTimestamp != nil {
 		r.forget(req.String())
-		return ctrl.Result{}, nil // the garbage collector removes the pods and revisions it owns
+		// The garbage collector removes the pods and revisions it owns, or, for an orphan delete, takes its owner
+		// reference off them: a revision an earlier version wrote would refuse that patch (rewriteRevisions).
+		return ctrl.Result{}, r.rewriteOwnedRevisions(ctx, ds)
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("daemonset", klog.KObj(ds)))
 	// The status this process last wrote is newer than a cache that has not caught up with it: a pass starts from
@@ -189,6 +191,14 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 	if err := r.List(ctx, &revList, client.InNamespace(ds.Namespace), client.MatchingFields{ownerIndex: string(ds.UID)}); err != nil {
 		return ctrl.Result{}, nil, fmt.Errorf("listing revisions: %w", err)
 	}
+	adopted, err := r.adoptRevisions(ctx, ds)
+	if err != nil {
+		return ctrl.Result{}, nil, err
+	}
+	revList.Items = append(revList.Items, adopted...)
+	if err := r.rewriteRevisions(ctx, revList.Items); err != nil {
+		return ctrl.Result{}, nil, err
+	}
 
 	template := EffectiveTemplate(ds)
 	history, err := r.syncRevisions(ctx, ds, template, revList.Items, pods)
@@ -206,7 +216,12 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 
 	var result ctrl.Result
 	var actErr error
-	if satisfied {
+	mismatch := selectorMismatch(ds, template)
+	if mismatch != "" {
+		// The apiserver refuses such a DaemonSet (its CRD's rules), but one stored before those rules came would
+		// have every pod made for it go unseen on the next pass, and a new one made in its place, without end.
+		log.FromContext(ctx).Info("Creating no pod: the selector does not match the template", "mismatch", mismatch)
+	} else if satisfied {
 		p := planNodes(views, s, history.updateHash, history.currentHash, now)
 		progressing := len(p.creates)+len(p.deletes)+len(p.updates) > 0
 		log.FromContext(ctx).V(1).Info("Planned", "nodes", len(nodes.Items), "pods", len(pods),
@@ -231,6 +246,9 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 		generation: ds.Generation, updateHash: history.updateHash, currentHash: history.currentHash,
 		collisionCount: history.collisionCount, strategy: s, now: now,
 	})
+	if mismatch != "" {
+		markSelectorMismatch(&status, mismatch)
+	}
 	return result, &status, actErr
 }
 

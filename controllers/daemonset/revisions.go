@@ -3,13 +3,18 @@ package daemonset
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 )
@@ -51,8 +56,13 @@ func (r *Reconciler) syncRevisions(ctx context.Context, ds *daemonsetv1alpha1.Da
 		existing, found := byName[revisionName(ds, hash)]
 		if !found {
 			rev := newRevision(ds, template, hash, maxNumber+1)
-			if err := r.Create(ctx, rev); err != nil {
-				return out, fmt.Errorf("creating revision %s: %w", rev.Name, err)
+			taken, err := r.createRevision(ctx, ds, rev, template)
+			if err != nil {
+				return out, err
+			}
+			if taken {
+				collisions++ // the name holds another template, or another owner's revision
+				continue
 			}
 			out.updateHash = hash
 			break
@@ -128,4 +138,140 @@ func (r *Reconciler) pruneRevisions(ctx context.Context, ds *daemonsetv1alpha1.D
 		}
 	}
 	return nil
+}
+
+// createRevision creates rev. When its name is taken (as apps/v1 does, the revision is read and compared rather than
+// trusted): a revision of this DaemonSet the cache has not shown yet, or an orphan left by an earlier DaemonSet of
+// the same name (`kubectl delete --cascade=orphan`, then applied again), that records the same template is used,
+// the orphan adopted; any other (another template, another owner) is taken, and the caller salts the hash.
+func (r *Reconciler) createRevision(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, rev *appsv1.ControllerRevision,
+	template *corev1.PodTemplateSpec) (taken bool, err error) {
+	err = r.Create(ctx, rev)
+	if err == nil {
+		return false, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return false, fmt.Errorf("creating revision %s: %w", rev.Name, err)
+	}
+	var existing appsv1.ControllerRevision
+	if err := r.liveReader().Get(ctx, client.ObjectKeyFromObject(rev), &existing); err != nil {
+		return false, fmt.Errorf("reading revision %s, whose name is taken: %w", rev.Name, err)
+	}
+	recorded, err := templateOfRevision(&existing)
+	if err != nil || !equality.Semantic.DeepEqual(recorded, template) {
+		return true, nil
+	}
+	switch controllerUID(&existing) {
+	case string(ds.UID):
+		return false, nil
+	case "":
+		if metav1.GetControllerOf(&existing) != nil || existing.Labels[daemonsetv1alpha1.NameLabel] != ds.Name {
+			return true, nil
+		}
+		if err := r.adoptRevision(ctx, ds, &existing); err != nil {
+			return false, err
+		}
+		return false, nil
+	default:
+		return true, nil
+	}
+}
+
+// adoptRevisions takes back the revisions an earlier DaemonSet of the same name left orphaned (labelled with the
+// name, no controller), so a DaemonSet re-created after `kubectl delete --cascade=orphan` keeps its history and its
+// pods' revision, as apps/v1 adopts its orphaned revisions. It returns the revisions adopted. Only a DaemonSet that
+// still exists as read live and is not being deleted adopts: an adopted revision would go with a deleted one.
+func (r *Reconciler) adoptRevisions(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet) ([]appsv1.ControllerRevision, error) {
+	var list appsv1.ControllerRevisionList
+	if err := r.List(ctx, &list, client.InNamespace(ds.Namespace), client.MatchingFields{orphanIndex: ds.Name}); err != nil {
+		return nil, fmt.Errorf("listing orphaned revisions: %w", err)
+	}
+	if len(list.Items) == 0 {
+		return nil, nil
+	}
+	if live, err := r.liveAndStaying(ctx, ds); err != nil || !live {
+		return nil, err
+	}
+	var adopted []appsv1.ControllerRevision
+	for i := range list.Items {
+		rev := &list.Items[i]
+		if metav1.GetControllerOf(rev) != nil {
+			continue
+		}
+		if err := r.adoptRevision(ctx, ds, rev); apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			continue // changed or gone meanwhile: a later pass sees it as it is
+		} else if err != nil {
+			return nil, err
+		}
+		adopted = append(adopted, *rev)
+	}
+	return adopted, nil
+}
+
+// adoptRevision adds ds as the controller of rev, guarded by rev's resourceVersion.
+func (r *Reconciler) adoptRevision(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, rev *appsv1.ControllerRevision) error {
+	base := rev.DeepCopy()
+	rev.OwnerReferences = append(append([]metav1.OwnerReference(nil), rev.OwnerReferences...), ownerReference(ds))
+	if err := r.Patch(ctx, rev, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		*rev = *base
+		return fmt.Errorf("adopting revision %s: %w", rev.Name, err)
+	}
+	log.FromContext(ctx).Info("Adopted orphaned revision", "revision", rev.Name)
+	return nil
+}
+
+// liveAndStaying reads ds past the cache: whether it still exists, as the same object, and is not being deleted.
+func (r *Reconciler) liveAndStaying(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet) (bool, error) {
+	var fresh daemonsetv1alpha1.DaemonSet
+	err := r.liveReader().Get(ctx, client.ObjectKeyFromObject(ds), &fresh)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reading the DaemonSet live: %w", err)
+	}
+	return fresh.UID == ds.UID && fresh.DeletionTimestamp == nil, nil
+}
+
+// rewriteRevisions replaces each revision whose data is not in the form the apiserver's round trip keeps
+// (revisionData): a revision written so by an earlier version of the controller makes every patch of its metadata
+// fail, the garbage collector's included, and an orphan delete of its DaemonSet hang. Its data being immutable, the
+// revision is deleted (only that object, by UID) and made again with the same name, number, labels and owners.
+func (r *Reconciler) rewriteRevisions(ctx context.Context, revs []appsv1.ControllerRevision) error {
+	for i := range revs {
+		rev := &revs[i]
+		canonical := canonicalJSON(rev.Data.Raw)
+		if string(canonical) == string(rev.Data.Raw) {
+			continue
+		}
+		uid := rev.UID
+		if err := r.Delete(ctx, rev, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting revision %s to rewrite its data: %w", rev.Name, err)
+		}
+		fresh := &appsv1.ControllerRevision{
+			ObjectMeta: metav1.ObjectMeta{Name: rev.Name, Namespace: rev.Namespace, Labels: rev.Labels,
+				Annotations: rev.Annotations, OwnerReferences: rev.OwnerReferences},
+			Data:     runtime.RawExtension{Raw: canonical},
+			Revision: rev.Revision,
+		}
+		if err := r.Create(ctx, fresh); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("re-creating revision %s with its data rewritten: %w", rev.Name, err)
+		}
+		log.FromContext(ctx).Info("Rewrote revision so its metadata can be patched", "revision", rev.Name)
+		*rev = *fresh
+	}
+	return nil
+}
+
+// rewriteOwnedRevisions rewrites the revisions of a DaemonSet being deleted (see rewriteRevisions), so that an
+// orphan delete the garbage collector could not finish completes.
+func (r *Reconciler) rewriteOwnedRevisions(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet) error {
+	if !slices.Contains(ds.Finalizers, metav1.FinalizerOrphanDependents) {
+		return nil
+	}
+	var list appsv1.ControllerRevisionList
+	if err := r.List(ctx, &list, client.InNamespace(ds.Namespace), client.MatchingFields{ownerIndex: string(ds.UID)}); err != nil {
+		return fmt.Errorf("listing revisions: %w", err)
+	}
+	return r.rewriteRevisions(ctx, list.Items)
 }

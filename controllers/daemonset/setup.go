@@ -30,7 +30,7 @@ const ControllerName = "daemonset"
 // ownerIndex indexes pods and revisions by the UID of the Keelson DaemonSet that controls them.
 const ownerIndex = "daemonset.keelson.dev/owner-uid"
 
-// orphanIndex indexes pods that carry the DaemonSet name label and have no controller, by that name: the orphans a
+// orphanIndex indexes pods and revisions that carry the DaemonSet name label and have no controller, by that name: the orphans a
 // DaemonSet may adopt, found without scanning its namespace's pods on every pass.
 const orphanIndex = "daemonset.keelson.dev/orphan-of"
 
@@ -111,8 +111,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return fmt.Errorf("indexing %T by owner: %w", obj, err)
 		}
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, orphanIndex, orphanOf); err != nil {
-		return fmt.Errorf("indexing orphaned pods: %w", err)
+	for _, obj := range []client.Object{&corev1.Pod{}, &appsv1.ControllerRevision{}} {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, obj, orphanIndex, orphanOf); err != nil {
+			return fmt.Errorf("indexing orphaned %T: %w", obj, err)
+		}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/internal/conditions"
@@ -219,4 +220,27 @@ func setReady(st *daemonsetv1alpha1.DaemonSetStatus, unavailable map[string]stri
 		c.Message = fmt.Sprintf("%d nodes still wait for an available pod of the update revision", pendingTargets)
 	}
 	conditions.Set(&st.Conditions, c)
+}
+
+// selectorMismatch says why the DaemonSet's selector does not select the pods its template makes, or "" when it
+// does: such a DaemonSet would never see the pods it creates as its own.
+func selectorMismatch(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSpec) string {
+	sel := EffectiveSelector(ds)
+	selector, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return fmt.Sprintf("spec.selector is invalid: %v", err)
+	}
+	if !selector.Matches(labels.Set(template.Labels)) {
+		return fmt.Sprintf("spec.selector %s does not select spec.template.metadata.labels %v", selector, template.Labels)
+	}
+	return ""
+}
+
+// markSelectorMismatch turns Ready and Progressing false with the mismatch: the controller creates no pod for it.
+func markSelectorMismatch(st *daemonsetv1alpha1.DaemonSetStatus, mismatch string) {
+	for _, t := range []string{daemonsetv1alpha1.ConditionReady, daemonsetv1alpha1.ConditionProgressing} {
+		conditions.Set(&st.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionFalse,
+			Reason: daemonsetv1alpha1.ReasonSelectorMismatch, ObservedGeneration: st.ObservedGeneration,
+			Message: conditions.Message(mismatch + "; no pod is created until they match")})
+	}
 }

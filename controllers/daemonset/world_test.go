@@ -79,6 +79,7 @@ func newWorld(t *testing.T, nodes ...string) *world {
 		WithIndex(&corev1.Pod{}, ownerIndex, ownerOf).
 		WithIndex(&appsv1.ControllerRevision{}, ownerIndex, ownerOf).
 		WithIndex(&corev1.Pod{}, orphanIndex, orphanOf).
+		WithIndex(&appsv1.ControllerRevision{}, orphanIndex, orphanOf).
 		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if w.createErr != nil {
 				w.refusedCreates++

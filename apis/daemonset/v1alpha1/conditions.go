@@ -19,4 +19,5 @@ const (
 	ReasonPaused             = "Paused"
 	ReasonOnDelete           = "WaitingForPodDeletion"
 	ReasonRolloutStuck       = "RolloutStuck"
+	ReasonSelectorMismatch   = "SelectorMismatch"
 )
