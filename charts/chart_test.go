@@ -168,6 +168,10 @@ func TestRenderMatrix(t *testing.T) {
 				if c == "pipeline-controller" {
 					want["ClusterRole"] = 2 // no edit role by default (TestAggregatedRoles)
 				}
+				if c == "daemonset-controller" {
+					// The selector rule the apiserver enforces itself (files/policies).
+					want["ValidatingAdmissionPolicy"], want["ValidatingAdmissionPolicyBinding"] = 1, 1
+				}
 				g.Expect(kinds).To(Equal(want), "objects of %s", c)
 			}
 			// The uninstall hook's Job carries labels of its own, so it is never taken for one of the controller's pods.
@@ -441,7 +445,7 @@ func TestRBACIsExactlyWhatEachControllerUses(t *testing.T) {
 			"networking.k8s.io/ingresses":          "create,delete,get,list,update,watch",
 			"policy/poddisruptionbudgets":          "create,delete,get,list,update,watch",
 			"autoscaling/horizontalpodautoscalers": "get,list,watch", // an HPA on a target is reported, not fought
-			"sizer.keelson.dev/workloadsizers":     "get,list,update,watch", "sizer.keelson.dev/workloadsizers/status": "patch",
+			"sizer.keelson.dev/workloadsizers":     "get,list,patch,watch", "sizer.keelson.dev/workloadsizers/status": "patch",
 		},
 		"keelson-pipeline-controller": {
 			"/nodes": "get,list,watch", "/pods": "get,list,watch",

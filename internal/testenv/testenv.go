@@ -7,6 +7,8 @@ package testenv
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -95,7 +97,59 @@ func Start(opts Options) (*Env, error) {
 		_ = env.Stop()
 		return nil, fmt.Errorf("creating the test client: %w", err)
 	}
+	if err := installPolicies(c, filepath.Join(root, PolicyDir)); err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
 	return &Env{Config: cfg, Client: c, Scheme: scheme, Root: root, env: env}, nil
+}
+
+// PolicyDir holds the admission policies the chart installs beside the CRDs (charts/keelson/files/policies).
+const PolicyDir = "charts/keelson/files/policies"
+
+// installPolicies creates every admission policy and binding in dir, as the chart installs them: the apiserver
+// enforces them itself, with or without the controllers' webhooks.
+func installPolicies(c client.Client, dir string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, path := range files {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("reading admission policies: %w", err)
+		}
+		reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+		for {
+			doc, err := reader.Read()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("reading %s: %w", path, err)
+			}
+			var meta metav1.TypeMeta
+			if err := yaml.Unmarshal(doc, &meta); err != nil {
+				return fmt.Errorf("decoding %s: %w", path, err)
+			}
+			var obj client.Object
+			switch meta.Kind {
+			case "ValidatingAdmissionPolicy":
+				obj = &admissionregistrationv1.ValidatingAdmissionPolicy{}
+			case "ValidatingAdmissionPolicyBinding":
+				obj = &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+			default:
+				continue
+			}
+			if err := yaml.UnmarshalStrict(doc, obj); err != nil {
+				return fmt.Errorf("decoding %s: %w", path, err)
+			}
+			if err := c.Create(context.Background(), obj); err != nil {
+				return fmt.Errorf("installing %s %s: %w", meta.Kind, obj.GetName(), err)
+			}
+		}
+	}
+	return nil
 }
 
 // loadWebhookManifests reads the generated webhook configurations at the repository-relative paths and names each
@@ -160,6 +214,20 @@ func (e *Env) WriteKubeconfig(path string) error {
 	kubeconfig, err := user.KubeConfig()
 	if err != nil {
 		return fmt.Errorf("rendering the test kubeconfig: %w", err)
+	}
+	return os.WriteFile(path, kubeconfig, 0o600)
+}
+
+// WriteKubeconfigAs writes a kubeconfig for a user that belongs to no privileged group: what it may do is what
+// the test binds to it with RBAC, as a controller's ServiceAccount may do what its roles grant.
+func (e *Env) WriteKubeconfigAs(path, name string) error {
+	user, err := e.env.AddUser(envtest.User{Name: name}, nil)
+	if err != nil {
+		return fmt.Errorf("adding user %s: %w", name, err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("rendering the kubeconfig of %s: %w", name, err)
 	}
 	return os.WriteFile(path, kubeconfig, 0o600)
 }

@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
@@ -26,7 +27,7 @@ const mutatePath = "/mutate-daemonset-keelson-dev-v1alpha1-daemonset"
 func SetupWithManager(mgr ctrl.Manager) error {
 	defaulting.Register(mgr, mutatePath, &daemonsetv1alpha1.DaemonSet{}, Defaulter{})
 	return ctrl.NewWebhookManagedBy(mgr, &daemonsetv1alpha1.DaemonSet{}).
-		WithValidator(Validator{}).
+		WithValidator(Validator{Pods: mgr.GetClient()}).
 		Complete()
 }
 
@@ -40,21 +41,32 @@ func (Defaulter) Default(_ context.Context, ds *daemonsetv1alpha1.DaemonSet) err
 }
 
 // Validator rejects invalid DaemonSets.
-type Validator struct{}
+type Validator struct {
+	// Pods, when set, dry-runs a new or changed template as a Pod, so a template the apiserver would refuse as a
+	// pod is refused with the DaemonSet (checkTemplate). Without it only the webhook's own checks run.
+	Pods client.Client
+}
 
 var groupKind = daemonsetv1alpha1.GroupVersion.WithKind("DaemonSet").GroupKind()
 
 // ValidateCreate checks a new DaemonSet.
-func (Validator) ValidateCreate(_ context.Context, ds *daemonsetv1alpha1.DaemonSet) (admission.Warnings, error) {
-	if errs := Validate(ds); len(errs) > 0 {
+func (v Validator) ValidateCreate(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet) (admission.Warnings, error) {
+	errs := Validate(ds)
+	if len(errs) == 0 && v.Pods != nil {
+		errs = checkTemplate(ctx, v.Pods, ds)
+	}
+	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(groupKind, ds.Name, errs)
 	}
 	return nil, nil
 }
 
 // ValidateUpdate checks a changed DaemonSet, including that its selector did not change.
-func (Validator) ValidateUpdate(_ context.Context, old, ds *daemonsetv1alpha1.DaemonSet) (admission.Warnings, error) {
+func (v Validator) ValidateUpdate(ctx context.Context, old, ds *daemonsetv1alpha1.DaemonSet) (admission.Warnings, error) {
 	errs := append(validate(ds, old), ValidateUpdate(old, ds)...)
+	if len(errs) == 0 && v.Pods != nil && templateNeedsCheck(ds, old) {
+		errs = checkTemplate(ctx, v.Pods, ds)
+	}
 	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(groupKind, ds.Name, errs)
 	}

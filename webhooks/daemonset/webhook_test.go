@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -135,7 +136,35 @@ func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 			withContainer(ds, corev1.Container{Name: "c", Image: "x"})
 			ds.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}}
 			ds.Spec.Template.Labels = map[string]string{"app": "b"}
-		}, "spec.template.metadata.labels", ""},
+		}, "spec.template.metadata.labels", "spec.template.metadata.labels: Invalid value"},
+		"template labels outside the selector's expressions": {func(ds *daemonsetv1alpha1.DaemonSet) {
+			withContainer(ds, corev1.Container{Name: "c", Image: "x"})
+			ds.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"agent"}}}}
+			ds.Spec.Template.Labels = map[string]string{"app": "agnet"}
+		}, "spec.template.metadata.labels", "spec.template.metadata.labels: Invalid value"},
+		"template labels inside the selector's expressions": {func(ds *daemonsetv1alpha1.DaemonSet) {
+			withContainer(ds, corev1.Container{Name: "c", Image: "x"})
+			ds.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"agent"}},
+				{Key: "tier", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"web"}},
+				{Key: "team", Operator: metav1.LabelSelectorOpExists},
+				{Key: "debug", Operator: metav1.LabelSelectorOpDoesNotExist}}}
+			ds.Spec.Template.Labels = map[string]string{"app": "agent", "team": "infra"}
+		}, "", ""},
+		// What the apiserver refuses in a Pod, refused in the template with the DaemonSet (a server-side dry run).
+		"invalid container name": {func(ds *daemonsetv1alpha1.DaemonSet) {
+			withContainer(ds, corev1.Container{Name: "Bad_Name", Image: "x"})
+		}, "spec.template.spec.containers[0].name: Invalid value", ""},
+		"volume mount naming no volume": {func(ds *daemonsetv1alpha1.DaemonSet) {
+			withContainer(ds, corev1.Container{Name: "c", Image: "x",
+				VolumeMounts: []corev1.VolumeMount{{Name: "missing", MountPath: "/data"}}})
+		}, "spec.template.spec.containers[0].volumeMounts[0].name: Not found", ""},
+		"requests above limits": {func(ds *daemonsetv1alpha1.DaemonSet) {
+			withContainer(ds, corev1.Container{Name: "c", Image: "x", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}})
+		}, "spec.template.spec.containers[0].resources.requests: Invalid value", ""},
 		"container without image": {func(ds *daemonsetv1alpha1.DaemonSet) {
 			withContainer(ds, corev1.Container{Name: "c"})
 		}, "spec.template.spec.containers[0].image: Required value", ""},
