@@ -1,6 +1,7 @@
 package charts_test
 
 import (
+	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -67,7 +68,30 @@ func TestUninstallHookReleasesFinalizers(t *testing.T) {
 		g.Expect(ctr.Args).To(ContainElement("--release-finalizers=" + d.Name))
 		g.Expect(ctr.Env).To(ContainElement(HaveField("Name", "POD_NAMESPACE")))
 		g.Expect(ctr.Env[0].ValueFrom.FieldRef.FieldPath).To(Equal("metadata.namespace"))
+		g.Expect(ctr.Args).To(ContainElement(fmt.Sprintf("--release-finalizers-replicas=%d", *d.Spec.Replicas)),
+			"a failed hook gives the controller its replicas back")
+		// A LimitRange that requires limits admits it; a mesh injects no sidecar that would keep the Job running.
+		g.Expect(ctr.Resources.Limits).To(HaveKey(corev1.ResourceCPU))
+		g.Expect(ctr.Resources.Limits).To(HaveKey(corev1.ResourceMemory))
+		g.Expect(j.Spec.Template.Annotations).To(HaveKeyWithValue("sidecar.istio.io/inject", "false"))
 	}
+}
+
+// AKS's admissions enforcer leaves alone only webhook configurations that say so: otherwise it rewrites their
+// namespaceSelector.
+func TestWebhookConfigurationsOptOutOfTheAdmissionsEnforcer(t *testing.T) {
+	g := NewWithT(t)
+	objs := mustRender(t, nil)
+	n := 0
+	for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
+		for _, o := range objs {
+			if o.GetKind() == kind {
+				n++
+				g.Expect(o.GetAnnotations()).To(HaveKeyWithValue("admissions.enforcer/disabled", "true"), o.GetName())
+			}
+		}
+	}
+	g.Expect(n).To(BeNumerically(">", 0))
 }
 
 // The hook goes with its controller, and with the value that turns it off; so does the Role's access to the

@@ -76,6 +76,7 @@ func (r *Reconciler) release(ctx context.Context, wls *sizerv1alpha1.WorkloadSiz
 			}
 		}
 	}
+	base := wls.DeepCopy()
 	controllerutil.RemoveFinalizer(wls, sizerv1alpha1.Finalizer)
-	return r.Update(ctx, wls)
+	return r.Patch(ctx, wls, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }

@@ -71,7 +71,7 @@ type Reconciler struct {
 }
 
 // RBAC of the workload-sizer (make manifests turns these into its ClusterRole).
-// +kubebuilder:rbac:groups=sizer.keelson.dev,resources=workloadsizers,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=sizer.keelson.dev,resources=workloadsizers,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=sizer.keelson.dev,resources=workloadsizers/status,verbs=patch
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
@@ -113,8 +113,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.forget(req.String())
 		return ctrl.Result{}, r.release(ctx, wls)
 	}
+	base := wls.DeepCopy()
 	if controllerutil.AddFinalizer(wls, sizerv1alpha1.Finalizer) {
-		if err := r.Update(ctx, wls); err != nil {
+		// A patch under the object's resourceVersion: the finalizer list is written whole, never over a newer one.
+		if err := r.Patch(ctx, wls, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			result, _, err := passResult(fmt.Errorf("adding the finalizer: %w", err))
 			return result, err
 		}

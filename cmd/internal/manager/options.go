@@ -64,6 +64,9 @@ type Options struct {
 	ReleaseFinalizers string
 	// ReleaseFinalizersTimeout bounds the whole --release-finalizers run.
 	ReleaseFinalizersTimeout time.Duration
+	// ReleaseFinalizersReplicas is how many replicas a failed --release-finalizers run gives the Deployment back
+	// when it found it at 0 (an earlier try stopped it and was killed before it could give them back).
+	ReleaseFinalizersReplicas int
 
 	// LogLevel is debug, info, error, or a number (higher is more verbose).
 	LogLevel string
@@ -168,6 +171,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 			"from every object of its kinds and exit; nothing else runs (for uninstall).")
 	fs.DurationVar(&o.ReleaseFinalizersTimeout, "release-finalizers-timeout", o.ReleaseFinalizersTimeout,
 		"How long --release-finalizers may take before it gives up.")
+	fs.IntVar(&o.ReleaseFinalizersReplicas, "release-finalizers-replicas", o.ReleaseFinalizersReplicas,
+		"Replicas a failed --release-finalizers run gives back to a Deployment it found at 0.")
 
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "Log level: debug, info, error, or a verbosity number (2 = more).")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format: json or console.")
@@ -205,6 +210,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ReleaseFinalizersTimeout <= 0 {
 		errs = append(errs, errors.New("--release-finalizers-timeout must be positive"))
+	}
+	if o.ReleaseFinalizersReplicas < 0 {
+		errs = append(errs, errors.New("--release-finalizers-replicas must not be negative"))
 	}
 	if o.MetricsWebhookCert && o.MetricsCertDir != "" {
 		errs = append(errs, errMetricsCertConflict)

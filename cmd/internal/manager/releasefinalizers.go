@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
@@ -40,8 +41,10 @@ const releasePollInterval = time.Second
 
 // releaseFinalizers is the --release-finalizers mode (the chart's pre-delete hook): it stops the controller's
 // Deployment, so no replica adds a finalizer back, then removes the binary's own finalizers from every object of
-// its kinds. It writes what it did to out and returns the first error.
-func releaseFinalizers(ctx context.Context, b Binary, opts Options, out io.Writer) error {
+// its kinds. It writes what it did to out and returns the first error. A run that fails after stopping the
+// controller (its deadline, a refused write, SIGTERM) starts the controller again before it returns: the uninstall
+// then stops, and a controller left at 0 would leave its objects unserved and its webhook refusing every write.
+func releaseFinalizers(ctx context.Context, b Binary, opts Options, out io.Writer) (err error) {
 	namespace, err := podNamespace()
 	if err != nil {
 		return errors.New("--release-finalizers: not running in a pod and POD_NAMESPACE is unset")
@@ -59,42 +62,86 @@ func releaseFinalizers(ctx context.Context, b Binary, opts Options, out io.Write
 	if err != nil {
 		return fmt.Errorf("creating the client: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, opts.ReleaseFinalizersTimeout)
+	runCtx, cancel := context.WithTimeout(ctx, opts.ReleaseFinalizersTimeout)
 	defer cancel()
 
 	key := types.NamespacedName{Namespace: namespace, Name: opts.ReleaseFinalizers}
-	if err := stopDeployment(ctx, c, key, out); err != nil {
+	replicas, found, err := stopDeployment(runCtx, c, key, out)
+	if err != nil || !found {
+		return err
+	}
+	defer func() {
+		if err == nil {
+			return
+		}
+		if replicas == 0 {
+			replicas = int32(opts.ReleaseFinalizersReplicas) //nolint:gosec // a replica count, validated non-negative
+		}
+		if rerr := restartDeployment(c, key, replicas, out); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}()
+	if err := waitForPods(runCtx, c, key, out); err != nil {
 		return err
 	}
 	for _, f := range b.Finalizers {
-		if err := releaseFinalizer(ctx, c, f, out); err != nil {
+		if err := releaseFinalizer(runCtx, c, f, out); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// stopDeployment scales the Deployment to zero through its scale subresource and waits until none of its pods
-// remain: a replica still shutting down may finish a reconcile that adds the finalizer back. A Deployment that is
-// already gone has nothing to stop.
-func stopDeployment(ctx context.Context, c client.Client, key types.NamespacedName, out io.Writer) error {
+// restartTimeout bounds giving the replicas back after a failed run: the run's own deadline has passed by then, and
+// a pod told to stop has its grace period (30 s by default) left.
+const restartTimeout = 15 * time.Second
+
+// restartDeployment gives the Deployment its replicas back after a failed run.
+func restartDeployment(c client.Client, key types.NamespacedName, replicas int32, out io.Writer) error {
+	if replicas == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), restartTimeout)
+	defer cancel()
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	scale := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, replicas))
+	if err := c.SubResource("scale").Patch(ctx, d, scale); err != nil {
+		return fmt.Errorf("starting Deployment %s again (%d replicas): %w", key, replicas, err)
+	}
+	_, _ = fmt.Fprintf(out, "Scaled Deployment %s back to %d: the controller runs as before the uninstall\n", key, replicas)
+	return nil
+}
+
+// stopDeployment scales the Deployment to zero through its scale subresource and returns the replicas it had. A
+// Deployment that is already gone has nothing to stop (found is false).
+func stopDeployment(ctx context.Context, c client.Client, key types.NamespacedName, out io.Writer) (replicas int32, found bool, err error) {
 	var d appsv1.Deployment
 	if err := c.Get(ctx, key, &d); apierrors.IsNotFound(err) {
 		_, _ = fmt.Fprintf(out, "Deployment %s not found: no controller to stop\n", key)
-		return nil
+		return 0, false, nil
 	} else if err != nil {
+		return 0, false, fmt.Errorf("reading Deployment %s: %w", key, err)
+	}
+	replicas = ptr.Deref(d.Spec.Replicas, 1)
+	scale := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":0}}`))
+	if err := c.SubResource("scale").Patch(ctx, &d, scale); err != nil {
+		return 0, false, fmt.Errorf("scaling Deployment %s to 0: %w", key, err)
+	}
+	_, _ = fmt.Fprintf(out, "Scaled Deployment %s to 0 (from %d)\n", key, replicas)
+	return replicas, true, nil
+}
+
+// waitForPods waits until none of the Deployment's pods remain: a replica still shutting down may finish a
+// reconcile that adds the finalizer back.
+func waitForPods(ctx context.Context, c client.Client, key types.NamespacedName, out io.Writer) error {
+	var d appsv1.Deployment
+	if err := c.Get(ctx, key, &d); err != nil {
 		return fmt.Errorf("reading Deployment %s: %w", key, err)
 	}
 	selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
 	if err != nil {
 		return fmt.Errorf("the selector of Deployment %s: %w", key, err)
 	}
-	scale := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":0}}`))
-	if err := c.SubResource("scale").Patch(ctx, &d, scale); err != nil {
-		return fmt.Errorf("scaling Deployment %s to 0: %w", key, err)
-	}
-	_, _ = fmt.Fprintf(out, "Scaled Deployment %s to 0\n", key)
-
 	var left []string
 	err = wait.PollUntilContextCancel(ctx, releasePollInterval, true, func(ctx context.Context) (bool, error) {
 		var pods corev1.PodList
@@ -155,9 +202,10 @@ func releaseFinalizer(ctx context.Context, c client.Client, f Finalizer, out io.
 	return nil
 }
 
-// removeFinalizer takes name off obj with an update that carries the object's resourceVersion, so a concurrent
-// write is never overwritten: on a conflict it reads the object again and retries. It reports whether it removed
-// the finalizer (false when the object is gone or no longer has it).
+// removeFinalizer takes name off obj with a merge patch that carries the object's resourceVersion (the
+// controllers' roles grant patch, not update), so a concurrent write is never overwritten: on a conflict it reads
+// the object again and retries. It reports whether it removed the finalizer (false when the object is gone or no
+// longer has it).
 func removeFinalizer(ctx context.Context, c client.Client, obj *unstructured.Unstructured, name string) (bool, error) {
 	removed := false
 	first := true
@@ -172,8 +220,9 @@ func removeFinalizer(ctx context.Context, c client.Client, obj *unstructured.Uns
 		if !had {
 			return nil
 		}
+		base := obj.DeepCopy()
 		obj.SetFinalizers(keep)
-		if err := c.Update(ctx, obj); err != nil {
+		if err := c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			return err
 		}
 		removed = true
