@@ -155,7 +155,7 @@ func TestFaceDetectionPipeline(t *testing.T) {
 	for i, d := range deps.Items {
 		s.g.Expect(d.Name).To(Equal(fmt.Sprintf("face-detection-step-%d", i)))
 		s.g.Expect(d.Labels).To(HaveKeyWithValue("pipeline", "face-detection"))
-		s.g.Expect(d.Labels).To(HaveKeyWithValue("step", fmt.Sprint(i)))
+		s.g.Expect(d.Labels).To(HaveKeyWithValue("step", fmt.Sprintf("step-%d", i)))
 	}
 	var svcs corev1.ServiceList
 	s.g.Eventually(func() int {

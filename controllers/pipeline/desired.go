@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -18,10 +17,10 @@ import (
 
 // Labels and names of what the controller creates.
 const (
-	// PipelineNameLabel and StepIndexLabel are short labels for scripts and selectors typed by hand: the pipeline's
-	// name and the step's index.
+	// PipelineNameLabel and StepShortLabel are short labels for scripts and selectors typed by hand: the pipeline's
+	// name and the step's name.
 	PipelineNameLabel = "pipeline"
-	StepIndexLabel    = "step"
+	StepShortLabel    = "step"
 	managedByLabel    = "app.kubernetes.io/managed-by"
 	partOfLabel       = "app.kubernetes.io/part-of"
 	keelson           = "keelson"
@@ -128,11 +127,14 @@ func DesiredPVC(p *inferencev1alpha1.Pipeline) *corev1.PersistentVolumeClaim {
 	}
 }
 
-// stepLabels are a step's labels: the short pipeline name and step index, and Keelson's.
+// stepLabels are a step's labels, on its Deployment, its pods and its Service: the short pipeline and step labels,
+// and Keelson's. Each names the step by its name, never by its index: an index changes whenever another step is
+// added, removed or moved, and a changed label would roll the step (on its pods) or rewrite its Deployment.
 func stepLabels(p *inferencev1alpha1.Pipeline, i int) map[string]string {
 	l := pipelineLabels(p)
-	l[StepIndexLabel] = strconv.Itoa(i)
-	l[inferencev1alpha1.StepLabel] = pipelinespec.StepName(p.Spec.Steps, i)
+	name := pipelinespec.StepName(p.Spec.Steps, i)
+	l[StepShortLabel] = name
+	l[inferencev1alpha1.StepLabel] = name
 	return l
 }
 

@@ -61,7 +61,7 @@ func TestDesiredStep(t *testing.T) {
 	p := sample()
 	w, _ := pipelinespec.Wire(p.Spec.Steps)
 	d := DesiredDeployment(p, 0, w, ModelFetch{})
-	if d.Name != "face-detection-step-0" || d.Labels["pipeline"] != "face-detection" || d.Labels["step"] != "0" {
+	if d.Name != "face-detection-step-0" || d.Labels["pipeline"] != "face-detection" || d.Labels["step"] != "step-0" {
 		t.Fatalf("sample names and labels: %s %v", d.Name, d.Labels)
 	}
 	c := d.Spec.Template.Spec.Containers[0]
