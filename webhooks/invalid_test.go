@@ -177,15 +177,15 @@ var badInputs = []badInput{
 		containers: [{name: c, image: x}]}}, updateStrategy: {rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}}}`,
 		"spec.updateStrategy.rollingUpdate.maxSurge", false},
 	{kds, "selector with an unknown operator", `{spec: {image: null, selector: {matchExpressions: [{key: app, operator: Like, values: [a]}]},
-		template: {metadata: {labels: {app: a}}, spec: {containers: [{name: c, image: x}]}}}}`, "spec.selector", false},
+		template: {metadata: {labels: {app: a}}, spec: {containers: [{name: c, image: x}]}}}}`, "spec.selector", true},
 	{kds, "selector In without values", `{spec: {image: null, selector: {matchExpressions: [{key: app, operator: In}]},
-		template: {metadata: {labels: {app: a}}, spec: {containers: [{name: c, image: x}]}}}}`, "spec.selector", false},
+		template: {metadata: {labels: {app: a}}, spec: {containers: [{name: c, image: x}]}}}}`, "spec.selector", true},
 	{kds, "selector label value with a space", `{spec: {image: null, selector: {matchLabels: {app: "a b"}},
 		template: {metadata: {labels: {app: "a b"}}, spec: {containers: [{name: c, image: x}]}}}}`, "spec.selector", false},
 	{kds, "canary selector with an unknown operator", `{spec: {updateStrategy: {rollingUpdate: {selector: {
 		matchExpressions: [{key: zone, operator: Near, values: [a]}]}}}}}`, "spec.updateStrategy.rollingUpdate.selector", false},
 	{kds, "template labels empty under a selector", `{spec: {image: null, selector: {matchLabels: {app: a}},
-		template: {spec: {containers: [{name: c, image: x}]}}}}`, "spec.template.metadata.labels", false},
+		template: {spec: {containers: [{name: c, image: x}]}}}}`, "spec.template.metadata.labels", true},
 
 	// WorkloadSizer: the target, the resources and their bounds, the runtime, the budget, the Service and Ingress.
 	{wls, "name ending in a dash", `{metadata: {name: web-}}`, "metadata.name", true},

@@ -81,8 +81,8 @@ func TestCacheLag(t *testing.T) {
 		cached = append(cached, &cachedPods[i])
 	}
 	lag := cacheLag("ds", live, cached)
-	if lag.creations != 2 {
-		t.Errorf("creations = %d, want 2 (new, new-deleting)", lag.creations)
+	if len(lag.uncached) != 2 {
+		t.Errorf("uncached = %v, want 2 (new, new-deleting)", lag.uncached)
 	}
 	if want := []types.UID{"deleting", "gone"}; !cmp.Equal(lag.deletions, want) {
 		t.Errorf("deletions = %v, want %v", lag.deletions, want)

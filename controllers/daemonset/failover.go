@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,7 +35,11 @@ func (r *Reconciler) seedExpectations(ctx context.Context, ds *daemonsetv1alpha1
 		return err
 	}
 	lag := cacheLag(ds.UID, live.Items, cached)
-	r.expectations.ExpectCreations(key, lag.creations)
+	creations, err := r.stillThere(ctx, ds.Namespace, lag.uncached)
+	if err != nil {
+		return err
+	}
+	r.expectations.ExpectCreations(key, creations)
 	r.expectations.ExpectDeletions(key, lag.deletions...)
 	for uid, revision := range lag.updates {
 		r.expectations.ExpectUpdate(key, uid, revision)
@@ -51,10 +56,32 @@ func (r *Reconciler) liveReader() client.Reader {
 	return r.Client
 }
 
+// stillThere counts the pods of uncached that exist now, read live once more after the cache was read. A pod live
+// before the cache read and missing from it is either one whose creation the cache has yet to see, or one deleted
+// in between whose deletion the cache has already seen: only the first kind still exists after the cache read (a
+// pod that exists then existed at the read too, so the cache had not seen it yet), and only its creation event is
+// still to come. Expecting one for the second kind would hold every pass back until the expectations expire.
+func (r *Reconciler) stillThere(ctx context.Context, namespace string, uncached map[types.UID]string) (int, error) {
+	n := 0
+	for uid, name := range uncached {
+		var pod corev1.Pod
+		err := r.liveReader().Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &pod)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return 0, fmt.Errorf("reading pod %s past the cache: %w", name, err)
+		case pod.UID == uid:
+			n++
+		}
+	}
+	return n, nil
+}
+
 // lag is what the cache has yet to see of the DaemonSet's pods.
 type lag struct {
-	// creations is how many live pods the cache has yet to see created.
-	creations int
+	// uncached are the live pods missing from the cache (name by UID): creations it has yet to see, or pods gone
+	// since the live list (stillThere tells which).
+	uncached map[types.UID]string
 	// deletions are the cached pods it has yet to see deleted (gone from the live list, or being deleted there).
 	deletions []types.UID
 	// updates are the cached pods whose live revision label differs, with that label: updated in place.
@@ -63,7 +90,7 @@ type lag struct {
 
 // cacheLag compares a live list of pods with the cached pods the DaemonSet owner controls.
 func cacheLag(owner types.UID, live []corev1.Pod, cached []*corev1.Pod) lag {
-	out := lag{updates: map[types.UID]string{}}
+	out := lag{updates: map[types.UID]string{}, uncached: map[types.UID]string{}}
 	liveByUID := map[types.UID]*corev1.Pod{}
 	for i := range live {
 		pod := &live[i]
@@ -85,9 +112,9 @@ func cacheLag(owner types.UID, live []corev1.Pod, cached []*corev1.Pod) lag {
 			out.updates[pod.UID] = l.Labels[RevisionLabel]
 		}
 	}
-	for uid := range liveByUID {
+	for uid, pod := range liveByUID {
 		if !cachedUIDs[uid] {
-			out.creations++
+			out.uncached[uid] = pod.Name
 		}
 	}
 	return out

@@ -38,10 +38,12 @@ type world struct {
 	clock time.Time
 	key   types.NamespacedName
 
-	hidden       map[types.UID]bool
-	staleDS      *daemonsetv1alpha1.DaemonSet
-	onPodList    func()
-	statusWrites int
+	hidden    map[types.UID]bool
+	staleDS   *daemonsetv1alpha1.DaemonSet
+	onPodList func()
+	// beforePodList runs once, before the cache answers a pod list: a change the list then shows.
+	beforePodList func()
+	statusWrites  int
 	// delivered are the pods whose creation event the reconciler has had, as they were then.
 	delivered map[types.UID]*corev1.Pod
 	// step is how far the clock moves before each pass.
@@ -106,6 +108,11 @@ func (w *world) newReconciler() *Reconciler {
 			return c.Get(ctx, key, obj, opts...)
 		},
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*corev1.PodList); ok && w.beforePodList != nil {
+				hook := w.beforePodList
+				w.beforePodList = nil
+				hook()
+			}
 			if err := c.List(ctx, list, opts...); err != nil {
 				return err
 			}

@@ -32,7 +32,7 @@ func TestAFinalizerConflictIsARequeue(t *testing.T) {
 	}
 	wls := &sizerv1alpha1.WorkloadSizer{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns"}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(wls).WithInterceptorFuncs(interceptor.Funcs{
-		Update: func(context.Context, client.WithWatch, client.Object, ...client.UpdateOption) error {
+		Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
 			return apierrors.NewConflict(schema.GroupResource{Group: "sizer.keelson.dev", Resource: "workloadsizers"}, "s",
 				errors.New("the object has been modified"))
 		}}).Build()

@@ -1,0 +1,52 @@
+package daemonset
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// A new leader's first pass lists the pods live, then reads its cache. A pod being deleted that is gone between the
+// two reads (its deletion already in the cache) is not a creation the cache has yet to see: expecting one that never
+// comes would hold every pass back until the expectations expire, minutes later, with nothing created meanwhile.
+func TestAPodGoneBetweenTheLiveListAndTheCacheReadIsNotAwaited(t *testing.T) {
+	w := newWorld(t, "a")
+	w.mustReconcile()
+	w.settle()
+	doomed := w.podOn("a")
+	w.setPod(doomed, func(p *corev1.Pod) { p.Finalizers = []string{"example.com/hold"} })
+	var pod corev1.Pod
+	if err := w.live.Get(w.ctx, client.ObjectKey{Namespace: worldNamespace, Name: doomed}, &pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.live.Delete(w.ctx, &pod); err != nil { // terminating, held by its finalizer
+		t.Fatal(err)
+	}
+	w.settle()
+
+	w.r = w.newReconciler()    // a new leader
+	w.beforePodList = func() { // between its live list and its cache read, the pod goes for good
+		var p corev1.Pod
+		if err := w.live.Get(w.ctx, client.ObjectKey{Namespace: worldNamespace, Name: doomed}, &p); err != nil {
+			t.Fatal(err)
+		}
+		p.Finalizers = nil
+		if err := w.live.Update(w.ctx, &p); err != nil { // the last finalizer off a deleted pod: it is gone
+			t.Fatal(err)
+		}
+		w.settle()
+	}
+	if err := w.live.Create(w.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "b"},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}); err != nil {
+		t.Fatal(err)
+	}
+	w.mustReconcile()
+	w.settle()
+	w.mustReconcile()
+	if got, want := w.podsPerNode(), map[string]int{"a": 1, "b": 1}; !cmp.Equal(got, want) {
+		t.Fatalf("pods per node %v, want %v: the new leader waits for a pod that is gone", got, want)
+	}
+}
