@@ -146,6 +146,7 @@ func (r *Reconciler) syncChild(ctx context.Context, p *inferencev1alpha1.Pipelin
 		// Created, never applied: a forced apply would take over an object of that name made since the read above.
 		return r.create(ctx, desired)
 	}
+	keepShortStepLabel(existing, desired)
 	needed, err := needsApply(existing, desired)
 	if err != nil {
 		return &failure{inferencev1alpha1.ReasonApplyFailed, err.Error()}, err

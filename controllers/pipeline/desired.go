@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/internal/pipelinespec"
@@ -138,6 +140,23 @@ func stepLabels(p *inferencev1alpha1.Pipeline, i int) map[string]string {
 	return l
 }
 
+// keepShortStepLabel keeps the short step label an existing Deployment was created with, on it and on its pod
+// template: a pod template label changed rolls the step, and a Deployment's labels go into the hash it is applied
+// under. Deployments made before the label named the step carry the step's index at their creation; they keep
+// it, so upgrading restarts no step.
+func keepShortStepLabel(existing, desired client.Object) {
+	have, ok1 := existing.(*appsv1.Deployment)
+	want, ok2 := desired.(*appsv1.Deployment)
+	if !ok1 || !ok2 {
+		return
+	}
+	for _, pair := range [][2]map[string]string{{have.Labels, want.Labels}, {have.Spec.Template.Labels, want.Spec.Template.Labels}} {
+		if v, ok := pair[0][StepShortLabel]; ok && pair[1] != nil {
+			pair[1][StepShortLabel] = v
+		}
+	}
+}
+
 // DesiredDeployment is step i's Deployment: its image with sorted --key=value args, its model at /models (the
 // pipeline's storage or a claim of the namespace, mounted read-only with the model's path as sub-path, or a URI's
 // model fetched into the cache on its node by an init container: fetch), the wiring env, the step's readiness probe (StepReadinessProbe), and a
@@ -194,7 +213,7 @@ func DesiredDeployment(p *inferencev1alpha1.Pipeline, i int, w pipelinespec.Wiri
 			Replicas: ptr.To(ptr.Deref(s.Replicas, 1)),
 			Selector: &metav1.LabelSelector{MatchLabels: selector},
 			Strategy: DeploymentStrategy(s),
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: l}, Spec: pod},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(l)}, Spec: pod},
 		},
 	}
 }

@@ -163,3 +163,21 @@ func TestMIGCountsAsGPU(t *testing.T) {
 		t.Fatalf("a GPU request (not only a limit) is checked against the node, got %q", reason)
 	}
 }
+
+// A Deployment keeps the short step label it was created with, on itself and on its pods: one made when the label
+// held the step's index keeps that index, so an upgrade rolls no step; one without the label gets the step's name.
+func TestAStepKeepsTheShortLabelItWasCreatedWith(t *testing.T) {
+	p := sample()
+	existing := DesiredDeployment(p, 1, pipelinespec.Wiring{}, ModelFetch{})
+	existing.Labels[StepShortLabel], existing.Spec.Template.Labels[StepShortLabel] = "1", "1"
+	desired := DesiredDeployment(p, 1, pipelinespec.Wiring{}, ModelFetch{})
+	keepShortStepLabel(existing, desired)
+	if desired.Labels[StepShortLabel] != "1" || desired.Spec.Template.Labels[StepShortLabel] != "1" {
+		t.Fatalf("labels %v, pod labels %v: want the index the Deployment was created with", desired.Labels,
+			desired.Spec.Template.Labels)
+	}
+	fresh := DesiredDeployment(p, 1, pipelinespec.Wiring{}, ModelFetch{})
+	if want := pipelinespec.StepName(p.Spec.Steps, 1); fresh.Spec.Template.Labels[StepShortLabel] != want {
+		t.Fatalf("a new Deployment's pods carry step=%q, want %q", fresh.Spec.Template.Labels[StepShortLabel], want)
+	}
+}
