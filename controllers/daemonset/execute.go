@@ -27,14 +27,15 @@ import (
 // the cache has seen it. Successes make one event per pass ("Created pods of revision 5d8f9c7b6"), and the passes
 // of a rollout fold into one event series (recorder.Subject): an event per pod would double a rollout's writes on a
 // thousand nodes (each pod's name and node are in the debug log). Every failure keeps its own warning. A failed
-// update does not hold back the creations: a new node must not wait for another node's pod.
+// delete or update does not hold back the rest: a new node must not wait for another node's pod.
 func (r *Reconciler) execute(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, key string, p plan,
 	templates map[string]*corev1.PodTemplateSpec) error {
-	if err := r.deletePods(ctx, ds, key, p.deletes); err != nil {
-		return err
-	}
+	// A failed delete holds back nothing else: the planner never creates a pod on a node in the pass that deletes
+	// that node's pod, so the creations, updates and gates of other nodes stand on their own.
+	deleteErr := r.deletePods(ctx, ds, key, p.deletes)
 	updateErr := r.updatePods(ctx, ds, key, p.updates, templates)
-	return errors.Join(updateErr, r.createPods(ctx, ds, key, p.creates, templates), r.openGates(ctx, key, p.gatesReady))
+	return errors.Join(deleteErr, updateErr, r.createPods(ctx, ds, key, p.creates, templates),
+		r.openGates(ctx, key, p.gatesReady))
 }
 
 // updatePods updates pods in place to their new revision, all at once (the planner has kept them within

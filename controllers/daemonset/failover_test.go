@@ -1,6 +1,7 @@
 package daemonset
 
 import (
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -48,5 +49,27 @@ func TestAPodGoneBetweenTheLiveListAndTheCacheReadIsNotAwaited(t *testing.T) {
 	w.mustReconcile()
 	if got, want := w.podsPerNode(), map[string]int{"a": 1, "b": 1}; !cmp.Equal(got, want) {
 		t.Fatalf("pods per node %v, want %v: the new leader waits for a pod that is gone", got, want)
+	}
+}
+
+// A delete the apiserver fails does not end the pass: the creations on other nodes go ahead (a new node does not
+// wait for another node's old pod), and the failure is still returned, so the pass is retried.
+func TestAFailedDeleteDoesNotHoldBackTheRestOfThePass(t *testing.T) {
+	w := newWorld(t, "a")
+	w.mustReconcile()
+	w.settle()
+	if err := w.live.Delete(w.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}}); err != nil {
+		t.Fatal(err) // its pod is now misscheduled: to be deleted
+	}
+	if err := w.live.Create(w.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "b"},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}); err != nil {
+		t.Fatal(err)
+	}
+	w.deleteErr = apierrors.NewServiceUnavailable("etcd is slow")
+	if _, err := w.reconcile(); err == nil {
+		t.Fatal("the failed delete was not reported")
+	}
+	if got := w.podsPerNode()["b"]; got != 1 {
+		t.Fatalf("node b has %d pods: the failed delete held back its creation", got)
 	}
 }

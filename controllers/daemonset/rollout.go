@@ -360,12 +360,13 @@ func requeueForAvailability(nodes []nodeView, s strategy, now time.Time, p *plan
 	}
 }
 
-// countUnavailable counts the nodes that should run the pod, are up, and have no available pod; nodes that are
-// down are left out, so a dead node never uses up the budget.
-func countUnavailable(nodes []nodeView, kept map[string][]*corev1.Pod, s strategy, now time.Time, p *plan) int {
+// countUnavailable counts the nodes that should run the pod and have no available pod. A node that is down is
+// left out (a dead node never uses up the budget), unless it runs a pod of the update revision: the update reached
+// it before it went down, and the new pod may be what brought it down, so it counts (wentDownUpdated).
+func countUnavailable(nodes []nodeView, kept map[string][]*corev1.Pod, s strategy, updateHash string, now time.Time, p *plan) int {
 	n := 0
 	for _, node := range nodes {
-		if !node.shouldRun || node.down {
+		if !node.shouldRun || (node.down && !wentDownUpdated(kept[node.name], updateHash)) {
 			continue
 		}
 		available := false
@@ -386,7 +387,7 @@ func countUnavailable(nodes []nodeView, kept map[string][]*corev1.Pod, s strateg
 // replacements. A pod whose revision can be updated in place is patched instead of deleted, within the same
 // budget: it is unavailable until its containers run again.
 func planReplace(nodes []nodeView, kept map[string][]*corev1.Pod, targets map[string]bool, s strategy, updateHash string, now time.Time, p *plan) {
-	unavailable := countUnavailable(nodes, kept, s, now, p)
+	unavailable := countUnavailable(nodes, kept, s, updateHash, now, p)
 	var candidates []*corev1.Pod
 	for _, n := range nodes {
 		pods := kept[n.name]
@@ -422,8 +423,13 @@ func replace(pod *corev1.Pod, s strategy, updateHash string, p *plan) {
 // and delete the old pod once the new one is available. An old pod that is not available anyway is replaced
 // without surging: deleting it costs no availability.
 func planSurge(nodes []nodeView, kept map[string][]*corev1.Pod, targets map[string]bool, s strategy, updateHash string, now time.Time, p *plan) {
-	countUnavailable(nodes, kept, s, now, p) // only for its requeue: surge never lowers availability
+	countUnavailable(nodes, kept, s, updateHash, now, p) // for its requeue: surge itself never lowers availability
+	// Nodes that went down after their pod was updated stop new surges once they fill maxUnavailable (at least one):
+	// the update revision may be what brings nodes down, and a surge would take it to the next node.
 	surging := 0
+	if downAfterUpdate(nodes, kept, updateHash, s, now) >= max(s.maxUnavailable, 1) {
+		surging = s.maxSurge // every surge slot taken: no new pod beside an old one
+	}
 	for _, n := range nodes {
 		if len(kept[n.name]) == 2 {
 			surging++
@@ -461,4 +467,34 @@ func planSurge(nodes []nodeView, kept map[string][]*corev1.Pod, targets map[stri
 			}
 		}
 	}
+}
+
+// wentDownUpdated says whether a node that is down runs a pod of the update revision: the rollout reached it before
+// it went down.
+func wentDownUpdated(pods []*corev1.Pod, updateHash string) bool {
+	for _, pod := range pods {
+		if pod.Labels[RevisionLabel] == updateHash {
+			return true
+		}
+	}
+	return false
+}
+
+// downAfterUpdate counts the nodes that are down, run a pod of the update revision, and have no available pod.
+func downAfterUpdate(nodes []nodeView, kept map[string][]*corev1.Pod, updateHash string, s strategy, now time.Time) int {
+	n := 0
+	for _, node := range nodes {
+		if !node.shouldRun || !node.down || !wentDownUpdated(kept[node.name], updateHash) {
+			continue
+		}
+		available := false
+		for _, pod := range kept[node.name] {
+			ok, _ := availability(pod, s.minReadySeconds, now)
+			available = available || ok
+		}
+		if !available {
+			n++
+		}
+	}
+	return n
 }

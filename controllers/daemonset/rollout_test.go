@@ -157,6 +157,14 @@ func TestPlanNodes(t *testing.T) {
 			s:     rolling(1, 0),
 			want:  []string{"delete pb (Update)"},
 		},
+		"a node that went down after its pod was updated uses the budget": {
+			nodes: []nodeView{down(view("a", testPod("pa", newRev, starting))), view("b", testPod("pb", oldRev, available)), view("c", testPod("pc", oldRev, available))},
+			s:     rolling(1, 0),
+		},
+		"a node that went down after its pod was updated stops a surge too": {
+			nodes: []nodeView{down(view("a", testPod("pa", newRev, starting))), view("b", testPod("pb", oldRev, available))},
+			s:     rolling(1, 1),
+		},
 		"partition holds the last nodes by name": {
 			nodes: []nodeView{view("a", testPod("pa", newRev, available)), view("b", testPod("pb", oldRev, available)), view("c", testPod("pc", oldRev, available))},
 			s:     strategy{maxUnavailable: 3, partition: 2},

@@ -122,11 +122,17 @@ func computeStatus(old daemonsetv1alpha1.DaemonSetStatus, nodes []nodeView, in s
 		if ready {
 			st.NumberReady++
 		}
+		// A node down since before the rollout reached it is passed over; one that went down after its pod was
+		// updated counts, as the planner counts it against maxUnavailable.
+		wentDown := n.down && updated
 		if available {
 			st.NumberAvailable++
-		} else if !n.down {
+		} else if !n.down || wentDown {
 			unavailable[n.name] = problem
-			if problem == "" && len(n.pods) == 0 {
+			switch {
+			case wentDown:
+				unavailable[n.name] = "the node went down after its pod was updated"
+			case problem == "" && len(n.pods) == 0:
 				unavailable[n.name] = "no pod"
 			}
 		}
@@ -138,7 +144,10 @@ func computeStatus(old daemonsetv1alpha1.DaemonSetStatus, nodes []nodeView, in s
 			heldBack++
 		case targets[n.name] && !updatedAvailable:
 			pendingTargets++
-			if updated && problem != "" && !n.down {
+			switch {
+			case wentDown:
+				stuck[n.name] = unavailable[n.name]
+			case updated && problem != "" && !n.down:
 				stuck[n.name] = problem
 			}
 		}

@@ -52,6 +52,8 @@ type world struct {
 	// createErr, when set, is what the apiserver answers every create with; refusedCreates counts those answers.
 	createErr      error
 	refusedCreates int
+	// deleteErr, when set, is what the apiserver answers every delete of a pod with.
+	deleteErr error
 }
 
 const worldNamespace = "ns"
@@ -82,7 +84,12 @@ func newWorld(t *testing.T, nodes ...string) *world {
 		WithIndex(&appsv1.ControllerRevision{}, ownerIndex, ownerOf).
 		WithIndex(&corev1.Pod{}, orphanIndex, orphanOf).
 		WithIndex(&appsv1.ControllerRevision{}, orphanIndex, orphanOf).
-		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+		WithInterceptorFuncs(interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			if _, ok := obj.(*corev1.Pod); ok && w.deleteErr != nil {
+				return w.deleteErr
+			}
+			return c.Delete(ctx, obj, opts...)
+		}, Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			if w.createErr != nil {
 				w.refusedCreates++
 				return w.createErr
