@@ -158,7 +158,7 @@ envtest: $(ENVTEST_DIR)/.envtest-ready ## Install the pinned kube-apiserver, etc
 
 CHAINSAW := $(BIN)/chainsaw-$(CHAINSAW_VERSION)
 # Suites: e2e/<suite>/. The controller suites run against the installed chart; chart and upgrade reinstall it.
-E2E_SUITES ?= daemonset sizer pipeline chart upgrade
+E2E_SUITES ?= daemonset sizer pipeline lifecycle chart upgrade
 CHAINSAW_FLAGS ?=
 # The previous revision the upgrade suite starts from: the latest tag, else the first commit that builds images.
 PREVIOUS ?= $(shell git describe --tags --abbrev=0 2>/dev/null || git log --reverse --format=%H -- tools/image/main.go | head -1)
@@ -243,8 +243,8 @@ e2e-run: $(CHAINSAW) $(HELM)
 	$(if $(filter upgrade,$(E2E_SUITES)),$(call e2e_chainsaw,upgrade,e2e/upgrade))
 	$(E2E_ENV) $(HELM) --kubeconfig $(KUBECONFIG) upgrade --install $(RELEASE) charts/keelson -n $(RELEASE_NAMESPACE) \
 		--create-namespace $(LOCAL_IMAGE_VALUES) --wait --timeout 5m
-	$(if $(filter daemonset sizer pipeline,$(E2E_SUITES)),$(call e2e_chainsaw,controllers,\
-		$(addprefix e2e/,$(filter daemonset sizer pipeline,$(E2E_SUITES)))))
+	$(if $(filter daemonset sizer pipeline lifecycle,$(E2E_SUITES)),$(call e2e_chainsaw,controllers,\
+		$(addprefix e2e/,$(filter daemonset sizer pipeline lifecycle,$(E2E_SUITES)))))
 	$(if $(filter chart,$(E2E_SUITES)),$(call e2e_chainsaw,chart,e2e/chart))
 
 .PHONY: bench bench-quick
