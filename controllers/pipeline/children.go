@@ -147,6 +147,7 @@ func (r *Reconciler) syncChild(ctx context.Context, p *inferencev1alpha1.Pipelin
 		return r.create(ctx, desired)
 	}
 	keepShortStepLabel(existing, desired)
+	keepFetcher(existing, desired)
 	needed, err := needsApply(existing, desired)
 	if err != nil {
 		return &failure{inferencev1alpha1.ReasonApplyFailed, err.Error()}, err

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/keelson-dev/keelson/controllers/internal/apply"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"net/url"
 	"path"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"slices"
 	"sort"
 	"strings"
@@ -386,4 +389,39 @@ func truncateRunes(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// keepFetcher keeps the image and environment of the fetch and hold containers a step's Deployment runs, as long
+// as the rest of the step is what was last applied. They are the platform's settings (the controller's image, the
+// operators' proxy and CA bundle), not the step's: taking a new one would restart every model-fetching step of the
+// cluster on a helm upgrade. A step whose own spec changes rolls anyway, and takes the fetcher of the day with it.
+func keepFetcher(existing, desired client.Object) {
+	have, ok1 := existing.(*appsv1.Deployment)
+	want, ok2 := desired.(*appsv1.Deployment)
+	if !ok1 || !ok2 {
+		return
+	}
+	trial := want.DeepCopy()
+	kept := false
+	for i := range trial.Spec.Template.Spec.InitContainers {
+		c := &trial.Spec.Template.Spec.InitContainers[i]
+		if c.Name != FetchContainer && c.Name != HoldContainer {
+			continue
+		}
+		j := slices.IndexFunc(have.Spec.Template.Spec.InitContainers, func(o corev1.Container) bool { return o.Name == c.Name })
+		if j < 0 {
+			continue
+		}
+		old := have.Spec.Template.Spec.InitContainers[j]
+		if c.Image != old.Image || !equality.Semantic.DeepEqual(c.Env, old.Env) {
+			c.Image, c.Env = old.Image, slices.Clone(old.Env)
+			kept = true
+		}
+	}
+	if !kept {
+		return
+	}
+	if needed, err := apply.Needed(have, trial); err == nil && !needed {
+		*want = *trial
+	}
 }

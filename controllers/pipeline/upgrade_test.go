@@ -1,0 +1,77 @@
+package pipeline_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/pipeline"
+	"github.com/keelson-dev/keelson/internal/testenv"
+)
+
+// startFetching runs the controller as a release whose fetcher is image, reaching sources through proxy.
+func startFetching(t *testing.T, image, proxy string) (*testenv.Manager, *testenv.Counts) {
+	return env.StartCountedManager(t, pipeline.CacheOptions(), func(o client.Object) bool {
+		_, ok := o.(*inferencev1alpha1.Pipeline)
+		return ok
+	},
+		func(mgr ctrl.Manager, c client.Client) error {
+			return (&pipeline.Reconciler{Client: c, APIReader: mgr.GetAPIReader(), ModelFetch: pipeline.ModelFetch{
+				Image: image, CacheDir: "/data/models", MaxSize: resource.MustParse("10Gi"),
+				Env: []corev1.EnvVar{{Name: "HTTPS_PROXY", Value: proxy}}}}).SetupWithManager(mgr)
+		})
+}
+
+// fetcher is the image and proxy of the fetch and hold containers of a step's Deployment.
+func fetcher(s *scenario, name string) []string {
+	d := s.deployment(name)
+	if d == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range d.Spec.Template.Spec.InitContainers {
+		proxy := ""
+		for _, e := range c.Env {
+			if e.Name == "HTTPS_PROXY" {
+				proxy = e.Value
+			}
+		}
+		out = append(out, c.Name+" "+c.Image+" "+proxy)
+	}
+	return out
+}
+
+// The fetcher is the platform's, not the step's: a new controller image, proxy or CA bundle (a helm upgrade) leaves
+// every step's Deployment as it is, so no step restarts; a step whose own spec changes rolls anyway, and takes the
+// new fetcher then.
+func TestAnUpgradeRestartsNoModelFetchingStep(t *testing.T) {
+	s := newScenario(t)
+	old, _ := startFetching(t, "keelson/pipeline-controller:v1", "http://proxy-1:3128")
+	s.cachedPipeline("cached", "https://models.example/detect.tar.gz", nil)
+	s.g.Eventually(func() []string { return fetcher(s, "cached-a") }, timeout, poll).Should(Equal([]string{
+		pipeline.FetchContainer + " keelson/pipeline-controller:v1 http://proxy-1:3128",
+		pipeline.HoldContainer + " keelson/pipeline-controller:v1 "}))
+	generation := s.deployment("cached-a").Generation
+	old.Stop()
+
+	_, c := startFetching(t, "keelson/pipeline-controller:v2", "http://proxy-2:3128")
+	s.g.Eventually(func() int64 { return c.Gets.Load() }, timeout, poll).ShouldNot(BeZero(), "the new controller ran no pass")
+	quiet(s, c)
+	s.g.Expect(s.deployment("cached-a").Generation).To(Equal(generation), "the upgrade rewrote the step's Deployment")
+	s.g.Expect(fetcher(s, "cached-a")[0]).To(Equal(pipeline.FetchContainer + " keelson/pipeline-controller:v1 http://proxy-1:3128"))
+
+	// The step's own change rolls it, with the new fetcher.
+	s.g.Eventually(func() error {
+		p := s.get("cached")
+		p.Spec.Steps[0].Image = "server:v2"
+		return env.Client.Update(s.ctx, p)
+	}, timeout, poll).Should(Succeed())
+	s.g.Eventually(func() []string { return fetcher(s, "cached-a") }, timeout, poll).Should(Equal([]string{
+		pipeline.FetchContainer + " keelson/pipeline-controller:v2 http://proxy-2:3128",
+		pipeline.HoldContainer + " keelson/pipeline-controller:v2 "}))
+}
