@@ -9,7 +9,9 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -62,6 +64,15 @@ func (r *Reconciler) release(ctx context.Context, wls *sizerv1alpha1.WorkloadSiz
 		return err
 	}
 	if t != nil && !t.created {
+		dropped, err := r.dropDerived(ctx, wls, t)
+		if err != nil {
+			return err
+		}
+		if dropped {
+			if t, err = getTarget(ctx, r.APIReader, wls); err != nil || t == nil {
+				return err
+			}
+		}
 		managers := []string{workloadFieldOwner(wls)}
 		if c, err := r.anotherSizer(ctx, wls); err != nil {
 			return err
@@ -79,4 +90,26 @@ func (r *Reconciler) release(ctx context.Context, wls *sizerv1alpha1.WorkloadSiz
 	base := wls.DeepCopy()
 	controllerutil.RemoveFinalizer(wls, sizerv1alpha1.Finalizer)
 	return r.Patch(ctx, wls, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+}
+
+// dropDerived removes the runtime variables the sizer derived on a workload it did not create, as the sizer goes:
+// every other field it owns is handed over first, with its value, and an apply that holds nothing then removes what
+// only the sizer still owns (derivedEnv says why they do not stay). It reports whether it wrote anything.
+func (r *Reconciler) dropDerived(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, t *target) (bool, error) {
+	owner := workloadFieldOwner(wls)
+	if derivedEnv(ownedFields(t.obj, owner)).empty() {
+		return false, nil
+	}
+	if err := r.handOverFields(ctx, wls, owner, fieldSet{}, false); err != nil {
+		return false, err
+	}
+	ref := wls.Target()
+	var nothing runtime.ApplyConfiguration = appsv1ac.Deployment(ref.Name, wls.Namespace)
+	if ref.Kind == "StatefulSet" {
+		nothing = appsv1ac.StatefulSet(ref.Name, wls.Namespace)
+	}
+	if err := r.Apply(ctx, nothing, client.FieldOwner(owner)); err != nil && !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("removing the runtime variables the sizer derived on %s %s: %w", ref.Kind, ref.Name, err)
+	}
+	return true, nil
 }

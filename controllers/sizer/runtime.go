@@ -59,6 +59,25 @@ func runtimeVariables(rt *sizerv1alpha1.RuntimeSpec) []string {
 	return out
 }
 
+// derivedVariables are every variable the sizer may derive from a limit, whatever the languages.
+var derivedVariables = map[string]bool{envGoMaxProcs: true, envGoMemLimit: true, envJavaToolOpts: true, envJDKJavaOpts: true,
+	envNodeOptions: true, envPythonCPUCount: true}
+
+// derivedEnv is the part of set that is derived runtime variables. The sizer never hands those over when it stops
+// writing them: a value derived from a limit is true only while it follows the limit, so it leaves with the
+// derivation (the apply that leaves it out removes it) rather than stay as a number no one keeps true.
+func derivedEnv(set fieldSet) fieldSet {
+	var out fieldSet
+	for c, names := range set.env {
+		for n := range names {
+			if derivedVariables[n] {
+				out.addEnv(c, n)
+			}
+		}
+	}
+	return out
+}
+
 // ourFlags are the option prefixes the sizer writes into options variables.
 var ourFlags = []string{"-XX:ActiveProcessorCount=", "-XX:MaxRAMPercentage=", "--max-old-space-size="}
 

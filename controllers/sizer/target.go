@@ -204,7 +204,11 @@ func (r *Reconciler) writeTarget(ctx context.Context, wls *sizerv1alpha1.Workloa
 		// writes: when this apply leaves out fields a sizer commonly gives up (replicas, or all of the template's),
 		// the hand-over decides from the apiserver's copy.
 		unsure := !seen && (!applying.replicas || (countLeaves(applying.resources) == 0 && countLeaves(applying.env) == 0))
-		if released := owned.minus(applying); !released.empty() || legacy || unsure {
+		released := owned.minus(applying)
+		if !derivedEnv(released).empty() {
+			w.needed = true // the apply that leaves them out removes the variables the sizer no longer derives
+		}
+		if !released.empty() || legacy || unsure {
 			if err := r.handOverFields(ctx, wls, w.owner, applying, true); err != nil {
 				return err
 			}
@@ -256,6 +260,7 @@ func (r *Reconciler) handOverFields(ctx context.Context, wls *sizerv1alpha1.Work
 		legacy = []string{FieldOwner}
 	}
 	released := ownedFields(live.obj, append([]string{owner}, legacy...)...).minus(applying)
+	released = released.minus(derivedEnv(released)) // kept the sizer's, for the apply to remove
 	entries, changed := handOver(live.obj.GetManagedFields(), owner, legacy, released)
 	if !changed || len(entries) == 0 {
 		// Nothing to rewrite; or nothing would be left, which a patch cannot say (an empty list leaves
