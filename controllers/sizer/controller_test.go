@@ -118,7 +118,7 @@ func TestResourcesAndRuntimeOnAnExistingDeployment(t *testing.T) {
 	s.sizer("api", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("api"), ForceOwnership: true,
 		Resources: []sizerv1alpha1.ContainerResources{{ContainerName: "app", Requests: rl("cpu", "500m", "memory", "512Mi"),
 			Limits: rl("cpu", "2", "memory", "1Gi"), ControlledValues: sizerv1alpha1.RequestsAndLimits}},
-		Runtime: &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{"go", "java"}, MemoryHeadroomPercent: 10}})
+		Runtime: &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{"go", "java"}, MemoryHeadroomPercent: ptr.To[int32](10)}})
 
 	s.g.Eventually(s.condition("api", sizerv1alpha1.ConditionSized), timeout, poll).Should(Equal("True/" + sizerv1alpha1.ReasonApplied))
 	d := s.getDeployment("api")
@@ -261,7 +261,7 @@ func TestSteadyStateWritesNothing(t *testing.T) {
 	c := startController(t)
 	s.sizer("calm", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("calm"), Image: "nginx", Size: ptr.To[int32](2),
 		Resources:  []sizerv1alpha1.ContainerResources{{ContainerName: "*", Requests: rl("cpu", "100m"), Limits: rl("cpu", "1", "memory", "256Mi")}},
-		Runtime:    &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{"go"}, MemoryHeadroomPercent: 10},
+		Runtime:    &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{"go"}, MemoryHeadroomPercent: ptr.To[int32](10)},
 		Disruption: &sizerv1alpha1.DisruptionSpec{Profile: sizerv1alpha1.ProfileQuorum},
 		Expose:     &sizerv1alpha1.ExposeSpec{Service: &sizerv1alpha1.ServiceExpose{Enabled: true, Port: 80, TargetPort: 80, Type: corev1.ServiceTypeClusterIP}}})
 	s.g.Eventually(s.condition("calm", sizerv1alpha1.ConditionSized), timeout, poll).Should(Equal("True/" + sizerv1alpha1.ReasonApplied))

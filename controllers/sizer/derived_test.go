@@ -24,7 +24,7 @@ func TestDerivedVariablesLeaveWithTheirSource(t *testing.T) {
 		return []sizerv1alpha1.ContainerResources{{ContainerName: "app", Limits: rl("cpu", "1", "memory", mem),
 			ControlledValues: sizerv1alpha1.RequestsAndLimits}}
 	}
-	goRuntime := &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{"go"}, MemoryHeadroomPercent: 10}
+	goRuntime := &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{"go"}, MemoryHeadroomPercent: ptr.To[int32](10)}
 	s.sizer("api", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("api"), ForceOwnership: true, Resources: limits("1Gi"),
 		Runtime: goRuntime})
 	envOf := func() map[string]string {

@@ -222,7 +222,7 @@ func TestLeavingRollingModeKeepsTheTemplate(t *testing.T) {
 			s.sizer("svc", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("svc"), ForceOwnership: true,
 				Resources: []sizerv1alpha1.ContainerResources{{ContainerName: "app", Requests: rl("cpu", "250m"),
 					Limits: rl("cpu", "1", "memory", "512Mi"), ControlledValues: sizerv1alpha1.RequestsAndLimits}},
-				Runtime: &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{"go"}, MemoryHeadroomPercent: 10}})
+				Runtime: &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{"go"}, MemoryHeadroomPercent: ptr.To[int32](10)}})
 			s.g.Eventually(s.condition("svc", sizerv1alpha1.ConditionSized), timeout, poll).Should(Equal("True/" + sizerv1alpha1.ReasonApplied))
 			before := s.getDeployment("svc").Spec.Template
 			s.g.Expect(before.Spec.Containers[0].Env).NotTo(BeEmpty())
@@ -383,7 +383,7 @@ func TestReturningToRollingTakesItsVariablesBack(t *testing.T) {
 		return out
 	}
 	s.sizer("back", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("back"), ForceOwnership: true, Resources: res("1Gi"),
-		Runtime: &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{"go"}, MemoryHeadroomPercent: 10}})
+		Runtime: &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{"go"}, MemoryHeadroomPercent: ptr.To[int32](10)}})
 	s.g.Eventually(envOf, timeout, poll).Should(Equal(map[string]string{"GOMAXPROCS": "16", "GOMEMLIMIT": "921MiB"}),
 		"the user's GOMAXPROCS stays theirs")
 	s.update("back", func(w *sizerv1alpha1.WorkloadSizer) { w.Spec.UpdateMode = sizerv1alpha1.UpdateModeOff })

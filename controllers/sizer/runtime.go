@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
 )
@@ -113,7 +114,7 @@ func runtimeEnv(rt *sizerv1alpha1.RuntimeSpec, limits corev1.ResourceList, curre
 			theirs[e.Name] = e
 		}
 	}
-	headroom := float64(rt.MemoryHeadroomPercent)
+	headroom := float64(ptr.Deref(rt.MemoryHeadroomPercent, sizerv1alpha1.DefaultMemoryHeadroomPercent))
 	cpus := cpuCount(limits)
 	// A negative limit (refused in a pod; a sizer admitted while its webhook was down can ask for one) sets no
 	// memory target: Quantity.Value wraps large negative binary quantities round to positive numbers.

@@ -1,6 +1,7 @@
 package sizer
 
 import (
+	"k8s.io/utils/ptr"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -31,7 +32,7 @@ func env(kv ...string) []corev1.EnvVar {
 
 func TestRuntimeEnv(t *testing.T) {
 	rt := func(headroom int32, langs ...sizerv1alpha1.Language) *sizerv1alpha1.RuntimeSpec {
-		return &sizerv1alpha1.RuntimeSpec{Languages: langs, MemoryHeadroomPercent: headroom}
+		return &sizerv1alpha1.RuntimeSpec{Languages: langs, MemoryHeadroomPercent: ptr.To(headroom)}
 	}
 	for name, tc := range map[string]struct {
 		rt      *sizerv1alpha1.RuntimeSpec

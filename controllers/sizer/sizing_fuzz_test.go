@@ -2,6 +2,7 @@ package sizer
 
 import (
 	"fmt"
+	"k8s.io/utils/ptr"
 	"regexp"
 	"slices"
 	"strconv"
@@ -153,7 +154,7 @@ func FuzzRuntimeEnv(f *testing.F) {
 		in := fuzzinput.New(data)
 		var rt *sizerv1alpha1.RuntimeSpec
 		if in.Intn(8) != 0 {
-			rt = &sizerv1alpha1.RuntimeSpec{MemoryHeadroomPercent: int32(in.Intn(91))}
+			rt = &sizerv1alpha1.RuntimeSpec{MemoryHeadroomPercent: ptr.To(int32(in.Intn(91)))}
 			for _, lang := range []sizerv1alpha1.Language{sizerv1alpha1.LanguageGo, sizerv1alpha1.LanguageJava,
 				sizerv1alpha1.LanguageNode, sizerv1alpha1.LanguagePython} {
 				if in.Bool() {

@@ -2,6 +2,7 @@ package sizer_test
 
 import (
 	"context"
+	"k8s.io/utils/ptr"
 	"regexp"
 	"strings"
 	"testing"
@@ -61,7 +62,7 @@ func fuzzSizer(in *fuzzinput.Source) *sizerv1alpha1.WorkloadSizer {
 	s.UpdateMode = sizerv1alpha1.UpdateMode(in.Pick("", "Rolling", "InPlace", "Off"))
 	if in.Intn(3) == 0 {
 		s.Runtime = &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{sizerv1alpha1.Language(in.Pick("go", "java"))},
-			MemoryHeadroomPercent: int32(in.SmallInt(95))}
+			MemoryHeadroomPercent: ptr.To(int32(in.SmallInt(95)))}
 	}
 	if in.Intn(3) == 0 {
 		s.Disruption = &sizerv1alpha1.DisruptionSpec{

@@ -2,6 +2,7 @@ package sizer
 
 import (
 	"fmt"
+	"k8s.io/utils/ptr"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -27,8 +28,8 @@ func Default(w *sizerv1alpha1.WorkloadSizer) {
 			s.Resources[i].ControlledValues = sizerv1alpha1.RequestsAndLimits
 		}
 	}
-	if s.Runtime != nil && s.Runtime.MemoryHeadroomPercent == 0 {
-		s.Runtime.MemoryHeadroomPercent = 10
+	if s.Runtime != nil && s.Runtime.MemoryHeadroomPercent == nil {
+		s.Runtime.MemoryHeadroomPercent = ptr.To[int32](sizerv1alpha1.DefaultMemoryHeadroomPercent)
 	}
 	if s.Disruption != nil && s.Disruption.Profile == "" {
 		s.Disruption.Profile = sizerv1alpha1.ProfileStateless

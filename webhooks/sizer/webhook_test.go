@@ -2,6 +2,7 @@ package sizer_test
 
 import (
 	"context"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,7 +70,7 @@ func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 			w.Spec.Runtime = &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{"cobol"}}
 		}, "spec.runtime.languages[0]", "spec.runtime.languages[0]"},
 		"headroom above 90%": {func(w *sizerv1alpha1.WorkloadSizer) {
-			w.Spec.Runtime = &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{"go"}, MemoryHeadroomPercent: 95}
+			w.Spec.Runtime = &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{"go"}, MemoryHeadroomPercent: ptr.To[int32](95)}
 		}, "spec.runtime.memoryHeadroomPercent", "spec.runtime.memoryHeadroomPercent"},
 		"unknown profile": {func(w *sizerv1alpha1.WorkloadSizer) {
 			w.Spec.Disruption = &sizerv1alpha1.DisruptionSpec{Profile: "Best"}
@@ -204,6 +205,30 @@ func TestSamplesAreValid(t *testing.T) {
 			if err := env.Client.Create(context.Background(), &w); err != nil {
 				t.Errorf("%s rejected: %v", filepath.Base(f), err)
 			}
+		}
+	}
+}
+
+// A headroom of 0 is a value, not an absence: it is stored as 0, with the webhook and without it; a runtime
+// without one gets 10.
+func TestAZeroHeadroomIsKept(t *testing.T) {
+	serveWebhooks(t)
+	for _, e := range []*testenv.Env{withWebhook, withoutWebhook} {
+		g := NewWithT(t)
+		for name, headroom := range map[string]any{"zero": int64(0), "unset": nil} {
+			u := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "sizer.keelson.dev/v1alpha1", "kind": "WorkloadSizer",
+				"metadata": map[string]any{"name": "headroom-" + name, "namespace": namespace(t, e)},
+				"spec": map[string]any{"targetRef": map[string]any{"kind": "Deployment", "name": "headroom-" + name},
+					"runtime": map[string]any{"languages": []any{"go"}}},
+			}}
+			if headroom != nil {
+				u.Object["spec"].(map[string]any)["runtime"].(map[string]any)["memoryHeadroomPercent"] = headroom
+			}
+			g.Expect(e.Client.Create(context.Background(), u)).To(Succeed())
+			got, _, _ := unstructured.NestedInt64(u.Object, "spec", "runtime", "memoryHeadroomPercent")
+			want := map[string]int64{"zero": 0, "unset": 10}[name]
+			g.Expect(got).To(Equal(want), "%s headroom", name)
 		}
 	}
 }

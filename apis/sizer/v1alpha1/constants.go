@@ -10,3 +10,6 @@ const (
 	// Finalizer lets the sizer release the fields it owns on a target it did not create before the sizer goes.
 	Finalizer = "sizer.keelson.dev/release"
 )
+
+// DefaultMemoryHeadroomPercent is the memory headroom of a runtime spec that sets none.
+const DefaultMemoryHeadroomPercent = 10

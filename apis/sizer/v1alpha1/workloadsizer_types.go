@@ -97,12 +97,13 @@ type RuntimeSpec struct {
 	// +kubebuilder:validation:MaxItems=4
 	// +listType=set
 	Languages []Language `json:"languages"`
-	// MemoryHeadroomPercent of the memory limit is kept free of the runtime's heap target. Defaults to 10.
+	// MemoryHeadroomPercent of the memory limit is kept free of the runtime's heap target. Defaults to 10; 0 is a
+	// value (the whole limit), kept as written.
 	// +optional
 	// +kubebuilder:default=10
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=90
-	MemoryHeadroomPercent int32 `json:"memoryHeadroomPercent,omitempty"`
+	MemoryHeadroomPercent *int32 `json:"memoryHeadroomPercent,omitempty"`
 }
 
 // DisruptionProfile picks a PodDisruptionBudget shape.
