@@ -364,7 +364,9 @@ func (r *Reconciler) size(ctx context.Context, p *pass, t *target) error {
 		}
 		return err
 	}
-	switch {
+	switch unknown := unknownContainers(wls.Spec.Resources, t.template.Spec.Containers); {
+	case unknown != "":
+		setCondition(st, g, sizerv1alpha1.ConditionSized, false, sizerv1alpha1.ReasonContainerNotFound, unknown)
 	case mode == sizerv1alpha1.UpdateModeOff && !t.created:
 		setCondition(st, g, sizerv1alpha1.ConditionSized, true, sizerv1alpha1.ReasonModeOff, "replicas applied; resources are reported, not written (updateMode Off leaves running pods alone)")
 	case resize.fallback != "":

@@ -1,7 +1,10 @@
 package sizer
 
 import (
+	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -76,6 +79,25 @@ func desiredResources(policies []sizerv1alpha1.ContainerResources, containers []
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ContainerName < out[j].ContainerName })
 	return out
+}
+
+// unknownContainers says which resources entries name no container of the workload ("" when all do): such an
+// entry sizes nothing, which the sizer must say rather than report its resources applied.
+func unknownContainers(policies []sizerv1alpha1.ContainerResources, containers []corev1.Container) string {
+	var names, unknown []string
+	for _, c := range containers {
+		names = append(names, c.Name)
+	}
+	for i, p := range policies {
+		if p.ContainerName != AllContainers && !slices.Contains(names, p.ContainerName) {
+			unknown = append(unknown, fmt.Sprintf("spec.resources[%d].containerName: %q", i, p.ContainerName))
+		}
+	}
+	if len(unknown) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s names no container of the workload (its containers: %s); those entries size nothing",
+		strings.Join(unknown, ", "), strings.Join(names, ", "))
 }
 
 // effectiveLimits are the limits a container will run with: those the sizer writes, else its current ones.

@@ -19,9 +19,11 @@ const (
 	ReasonResizing        = "ResizingInPlace"
 	ReasonInPlaceFallback = "InPlaceInfeasible"
 	ReasonModeOff         = "UpdateModeOff"
-	ReasonNoConflict      = "NoConflict"
-	ReasonReady           = "Ready"
-	ReasonNotReady        = "NotReady"
+	// ReasonContainerNotFound: a resources entry names no container of the workload.
+	ReasonContainerNotFound = "ContainerNotFound"
+	ReasonNoConflict        = "NoConflict"
+	ReasonReady             = "Ready"
+	ReasonNotReady          = "NotReady"
 	// ReasonReplicaFailure: the workload cannot create its pods (a quota, an admission webhook, a policy).
 	ReasonReplicaFailure = "ReplicaFailure"
 	// ReasonProgressDeadline: the workload's rollout stopped making progress.
