@@ -2,6 +2,7 @@ package daemonset
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,6 +55,9 @@ func inPlaceImages(from, to *corev1.PodTemplateSpec) (map[string]string, bool) {
 			return nil, false
 		}
 		if patched.Containers[i].Image != c.Image {
+			if c.ImagePullPolicy == "" && defaultPullPolicy(patched.Containers[i].Image) != defaultPullPolicy(c.Image) {
+				return nil, false // the pod keeps the pull policy defaulted from its old image: a new pod is needed
+			}
 			images[c.Name] = c.Image
 			patched.Containers[i].Image = c.Image
 		}
@@ -62,6 +66,24 @@ func inPlaceImages(from, to *corev1.PodTemplateSpec) (map[string]string, bool) {
 		return nil, false
 	}
 	return images, true
+}
+
+// defaultPullPolicy is the imagePullPolicy the apiserver gives a container that sets none: Always for an image
+// tagged latest or not tagged at all, IfNotPresent for any other tag or a digest. A pod's pull policy cannot change
+// after its creation.
+func defaultPullPolicy(image string) corev1.PullPolicy {
+	if strings.Contains(image, "@") {
+		return corev1.PullIfNotPresent
+	}
+	name := image[strings.LastIndex(image, "/")+1:] // a registry's port is before the last slash, a tag after it
+	tag := ""
+	if i := strings.LastIndex(name, ":"); i >= 0 {
+		tag = name[i+1:]
+	}
+	if tag == "" || tag == "latest" {
+		return corev1.PullAlways
+	}
+	return corev1.PullIfNotPresent
 }
 
 // inPlaceFrom lists the revisions whose pods can be updated in place to updateHash, among the recorded templates.

@@ -3,6 +3,7 @@ package daemonset
 import (
 	"encoding/json"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,12 +61,23 @@ func TestInPlaceImages(t *testing.T) {
 			t.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "i"}}
 		}},
 		"a node selector": {to: func(t *corev1.PodTemplateSpec) { t.Spec.NodeSelector = map[string]string{"a": "b"} }},
+		// A pod's imagePullPolicy cannot change, and the apiserver defaults it from the tag: Always for :latest (or
+		// no tag), IfNotPresent otherwise. A move between the two would keep the old policy in place.
+		"an image moved to latest": {to: func(t *corev1.PodTemplateSpec) { t.Spec.Containers[0].Image = "a:latest" }},
+		"an image moved to no tag": {to: func(t *corev1.PodTemplateSpec) { t.Spec.Containers[0].Image = "registry:5000/a" }},
+		"an image moved to a digest": {to: func(t *corev1.PodTemplateSpec) {
+			t.Spec.Containers[0].Image = "a@sha256:" + strings.Repeat("0", 64)
+		}, images: map[string]string{"app": "a@sha256:" + strings.Repeat("0", 64)}, ok: true},
+		"an image moved to latest, its pull policy set": {to: func(t *corev1.PodTemplateSpec) {
+			t.Spec.Containers[1].Image = "b:latest"
+		}, images: map[string]string{"sidecar": "b:latest"}, ok: true},
 		"an image and a command": {to: func(t *corev1.PodTemplateSpec) {
 			t.Spec.Containers[0].Image = "a:2"
 			t.Spec.Containers[0].Command = []string{"x"}
 		}},
 	} {
 		from := testTemplate("a:1", "b:1")
+		from.Spec.Containers[1].ImagePullPolicy = corev1.PullAlways
 		to := from.DeepCopy()
 		tc.to(to)
 		images, ok := inPlaceImages(from, to)

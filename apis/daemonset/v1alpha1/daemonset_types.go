@@ -118,7 +118,8 @@ type RollingUpdateDaemonSet struct {
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 
 	// InPlace says whether a pod may be updated in place rather than replaced. With IfPossible, a pod whose
-	// revision differs from the new one only in container images and pod labels and annotations is patched: it
+	// revision differs from the new one only in container images and pod labels is patched (an image whose default
+	// pull policy differs, such as a move to :latest, or a changed annotation replaces the pod): it
 	// keeps its name, UID, IP, volumes and node, and the kubelet restarts the changed containers with their new
 	// images. The pod counts as unavailable (within maxUnavailable) until every changed container runs again and
 	// the pod is ready. Any other difference replaces the pod, as Never (the default) always does. IfPossible
@@ -151,7 +152,7 @@ const (
 type InPlacePolicy string
 
 const (
-	// InPlaceIfPossible updates a pod in place when only container images and pod labels and annotations change.
+	// InPlaceIfPossible updates a pod in place when only container images and pod labels change.
 	InPlaceIfPossible InPlacePolicy = "IfPossible"
 	// InPlaceNever always replaces a pod with a new one.
 	InPlaceNever InPlacePolicy = "Never"
