@@ -67,22 +67,24 @@ func releaseFinalizers(ctx context.Context, b Binary, opts Options, out io.Write
 
 	key := types.NamespacedName{Namespace: namespace, Name: opts.ReleaseFinalizers}
 	replicas, found, err := stopDeployment(runCtx, c, key, out)
-	if err != nil || !found {
+	if err != nil {
 		return err
 	}
-	defer func() {
-		if err == nil {
-			return
+	if found {
+		defer func() {
+			if err == nil {
+				return
+			}
+			if replicas == 0 {
+				replicas = int32(opts.ReleaseFinalizersReplicas) //nolint:gosec // a replica count, validated non-negative
+			}
+			if rerr := restartDeployment(c, key, replicas, out); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+		}()
+		if err := waitForPods(runCtx, c, key, out); err != nil {
+			return err
 		}
-		if replicas == 0 {
-			replicas = int32(opts.ReleaseFinalizersReplicas) //nolint:gosec // a replica count, validated non-negative
-		}
-		if rerr := restartDeployment(c, key, replicas, out); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
-	}()
-	if err := waitForPods(runCtx, c, key, out); err != nil {
-		return err
 	}
 	for _, f := range b.Finalizers {
 		if err := releaseFinalizer(runCtx, c, f, out); err != nil {

@@ -147,3 +147,18 @@ func TestAFailedReleaseStartsTheControllerAgain(t *testing.T) {
 	g.Expect(env.Client.Get(context.Background(), key, d)).To(Succeed())
 	g.Expect(d.Spec.Replicas).To(HaveValue(BeEquivalentTo(3)), out)
 }
+
+// With the controller's Deployment already gone (a GitOps tool deleted the release before its hook ran), there is
+// nothing to stop, and the finalizers are released all the same.
+func TestReleaseFinalizersWithTheControllerAlreadyGone(t *testing.T) {
+	g := NewWithT(t)
+	ns := releaseNamespace(t, "release-gone")
+	obj := workloadSizer(t, ns, "left", sizerFinalizer)
+	t.Cleanup(func() {
+		_ = env.Client.Patch(context.Background(), obj, client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`)))
+	})
+	out, code := releaseFinalizers(ns, "--release-finalizers=keelson-workload-sizer", "--release-finalizers-timeout=30s")
+	g.Expect(code).To(Equal(0), out)
+	g.Expect(out).To(ContainSubstring("no controller to stop"))
+	g.Expect(finalizersOf(g, obj)).To(BeEmpty(), out)
+}
