@@ -2,6 +2,7 @@ package charts_test
 
 import (
 	"fmt"
+	"k8s.io/apimachinery/pkg/runtime"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -152,4 +153,50 @@ func TestWebhooksSkipTheControllersOwnWrites(t *testing.T) {
 		}
 	}
 	g.Expect(n).To(BeNumerically(">=", 6))
+}
+
+// Under Argo CD, which runs no Helm pre-delete hook, the Job is a PostDelete hook: it runs once the application's
+// objects are gone, as a ServiceAccount made with it and allowed what the release mode does, and nothing of it is
+// a Helm hook (Argo CD would skip it).
+func TestUninstallHookUnderArgoCD(t *testing.T) {
+	g := NewWithT(t)
+	objs := mustRender(t, map[string]any{"crds": map[string]any{"argocdPostDeleteHook": true}})
+	hook := func(o *unstructured.Unstructured) bool {
+		return o.GetAnnotations()["argocd.argoproj.io/hook"] == "PostDelete"
+	}
+	for _, c := range finalizerControllers {
+		name := "keelson-" + c + "-release-finalizers"
+		kinds := map[string]*unstructured.Unstructured{}
+		for _, o := range objs {
+			if o.GetName() == name {
+				kinds[o.GetKind()] = o
+			}
+		}
+		g.Expect(kinds).To(HaveKey("Job"))
+		for _, kind := range []string{"Job", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} {
+			g.Expect(kinds).To(HaveKey(kind), "%s: no %s", c, kind)
+			g.Expect(hook(kinds[kind])).To(BeTrue(), "%s %s is no PostDelete hook", c, kind)
+			g.Expect(kinds[kind].GetAnnotations()).NotTo(HaveKey("helm.sh/hook"))
+		}
+		j := uninstallJobsAny(t, objs)[name]
+		g.Expect(j.Spec.Template.Spec.ServiceAccountName).To(Equal(name))
+		var role rbacv1.ClusterRole
+		g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(kinds["ClusterRole"].Object, &role)).To(Succeed())
+		g.Expect(role.Rules).To(HaveLen(1))
+		g.Expect(role.Rules[0].Verbs).To(ConsistOf("get", "list", "patch"))
+	}
+	// Without the value, nothing is an Argo CD hook.
+	for _, o := range mustRender(t, nil) {
+		g.Expect(hook(o)).To(BeFalse(), "%s %s", o.GetKind(), o.GetName())
+	}
+}
+
+// uninstallJobsAny maps every Job by name.
+func uninstallJobsAny(t *testing.T, objs []*unstructured.Unstructured) map[string]*batchv1.Job {
+	t.Helper()
+	out := map[string]*batchv1.Job{}
+	for _, j := range ofKind[batchv1.Job](t, objs, "Job") {
+		out[j.Name] = j
+	}
+	return out
 }

@@ -42,6 +42,13 @@ the enabled ones.
 {{- if and .c.finalizers .root.Values.crds.releaseFinalizersOnUninstall -}}true{{- end -}}
 {{- end }}
 
+{{/* keelson.argocdPostDelete: the annotations of an object Argo CD makes for its PostDelete hook, and removes once
+the hook succeeded (or before it runs again). */}}
+{{- define "keelson.argocdPostDelete" -}}
+argocd.argoproj.io/hook: PostDelete
+argocd.argoproj.io/hook-delete-policy: BeforeHookCreation,HookSucceeded
+{{- end }}
+
 {{/* keelson.config: global merged with a controller's overrides (dict root, key). */}}
 {{- define "keelson.config" -}}
 {{- $block := index .root.Values .key -}}
