@@ -1,9 +1,9 @@
 package sizer_test
 
 import (
-	. "github.com/onsi/gomega"
 	"testing"
 
+	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
