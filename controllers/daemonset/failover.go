@@ -25,6 +25,10 @@ func (r *Reconciler) seedExpectations(ctx context.Context, ds *daemonsetv1alpha1
 	if r.seeded.has(key, ds.UID) {
 		return nil
 	}
+	// A first pass for this UID: whatever is remembered under the name (expectations, back-off, pacing) belongs to
+	// an earlier DaemonSet of that name, deleted and created again faster than this process saw it go. Its
+	// expected creations may never be seen (their owner is gone) and would hold this one back until they expire.
+	r.forget(key)
 	var live corev1.PodList
 	if err := r.liveReader().List(ctx, &live, client.InNamespace(ds.Namespace), client.MatchingLabels{daemonsetv1alpha1.NameLabel: ds.Name}); err != nil {
 		return fmt.Errorf("reading pods past the cache: %w", err)

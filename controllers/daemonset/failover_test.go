@@ -8,6 +8,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 )
 
 // A new leader's first pass lists the pods live, then reads its cache. A pod being deleted that is gone between the
@@ -71,5 +73,32 @@ func TestAFailedDeleteDoesNotHoldBackTheRestOfThePass(t *testing.T) {
 	}
 	if got := w.podsPerNode()["b"]; got != 1 {
 		t.Fatalf("node b has %d pods: the failed delete held back its creation", got)
+	}
+}
+
+// A DaemonSet deleted and created again under the same name, faster than this process saw the deletion, is a new
+// one: what was expected of the old one's pods (creations whose events may never come, their owner gone) does not
+// hold its passes back for the expectations' five minutes.
+func TestADaemonSetCreatedAgainDoesNotInheritExpectations(t *testing.T) {
+	w := newWorld(t, "a", "b")
+	w.mustReconcile() // creations expected; their events are not delivered
+	old := w.ds()
+	if err := w.live.Delete(w.ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	fresh := &daemonsetv1alpha1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: old.Name, Namespace: old.Namespace, UID: "ds-uid-2",
+		Generation: 1}, Spec: old.Spec}
+	if err := w.live.Create(w.ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	w.mustReconcile()
+	n := 0
+	for _, p := range w.pods() {
+		if metav1.IsControlledBy(&p, fresh) {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Fatalf("the new DaemonSet has %d pods, want 2: it waits on the old one's expectations", n)
 	}
 }

@@ -410,3 +410,21 @@ func TestModelCacheSection(t *testing.T) {
 		t.Fatalf("kept %q", kept)
 	}
 }
+
+// A trial far slower than its peers fails the run, named, whatever the median says: one convergence of 599 s among
+// three of 8.5 s is a stall, not noise.
+func TestAStalledTrialIsNamed(t *testing.T) {
+	conv := func(impl string, n, rep int, secs float64) trial {
+		return trial{Bench: benchConvergence, Impl: impl, Nodes: n, Rep: rep, Duration: time.Duration(secs * float64(time.Second))}
+	}
+	trials := []trial{conv(implKeelson, 500, 0, 8.5), conv(implKeelson, 500, 1, 599.1), conv(implKeelson, 500, 2, 8.4),
+		conv(implKeelson, 500, 3, 8.6), conv(implBuiltin, 500, 0, 20), conv(implBuiltin, 500, 1, 21),
+		conv(implKeelson, 100, 0, 2), conv(implKeelson, 100, 1, 5.9)}
+	got := stalledTrials(trials)
+	if len(got) != 1 || !strings.Contains(got[0], "N=500 trial 1 took 9m59.1s") {
+		t.Fatalf("stalled trials %q: want the N=500 trial 1 alone", got)
+	}
+	if got := stalledTrials(trials[2:]); len(got) != 0 {
+		t.Fatalf("no stall, yet %q", got)
+	}
+}

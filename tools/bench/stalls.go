@@ -1,0 +1,46 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// stallFactor is how many times slower than the median of its peers a trial may be before it is a stall. A median
+// alone hides one trial of ten minutes among three of ten seconds; the run must not.
+const stallFactor = 3
+
+// stalledTrials names every trial slower than stallFactor times the median of its peers: the other trials of the
+// same benchmark, implementation and node count. A trial without peers is judged against nothing.
+func stalledTrials(trials []trial) []string {
+	type key struct {
+		bench, impl string
+		nodes       int
+	}
+	groups := map[key][]trial{}
+	for _, t := range trials {
+		k := key{t.Bench, t.Impl, t.Nodes}
+		groups[k] = append(groups[k], t)
+	}
+	var out []string
+	for k, ts := range groups {
+		for i, t := range ts {
+			var peers []float64
+			for j, p := range ts {
+				if j != i {
+					peers = append(peers, p.Duration.Seconds())
+				}
+			}
+			if len(peers) == 0 {
+				continue
+			}
+			if m := median(peers); m > 0 && t.Duration.Seconds() > stallFactor*m {
+				out = append(out, fmt.Sprintf("%s %s N=%d trial %d took %s, over %d× the median of its peers (%s)",
+					k.bench, k.impl, k.nodes, t.Rep, t.Duration.Round(time.Millisecond), stallFactor,
+					time.Duration(m*float64(time.Second)).Round(time.Millisecond)))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
