@@ -251,11 +251,20 @@ func inPlaceGated(ds *daemonsetv1alpha1.DaemonSet) bool {
 // gatePatch is the strategic merge patch of a pod's status that sets its InPlaceReadyCondition, guarded by the
 // resourceVersion read (a pod changed since is read again).
 func gatePatch(pod *corev1.Pod, status corev1.ConditionStatus, reason, message string, now time.Time) ([]byte, error) {
+	at := now.UTC().Format(time.RFC3339)
+	conditions := []map[string]any{{
+		"type": InPlaceReadyCondition, "status": status, "reason": reason, "message": message, "lastTransitionTime": at,
+	}}
+	if status == corev1.ConditionFalse {
+		// Out of its Services in this very write: the endpoints controllers follow Ready, which the kubelet would
+		// turn False only at its next status sync, perhaps after it began stopping the containers.
+		conditions = append(conditions, map[string]any{
+			"type": corev1.PodReady, "status": corev1.ConditionFalse, "reason": "ReadinessGatesNotReady",
+			"message": "the pod is being updated in place", "lastTransitionTime": at,
+		})
+	}
 	return json.Marshal(map[string]any{
 		"metadata": map[string]any{"resourceVersion": pod.ResourceVersion},
-		"status": map[string]any{"conditions": []map[string]any{{
-			"type": InPlaceReadyCondition, "status": status, "reason": reason, "message": message,
-			"lastTransitionTime": now.UTC().Format(time.RFC3339),
-		}}},
+		"status":   map[string]any{"conditions": conditions},
 	})
 }

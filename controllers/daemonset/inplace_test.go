@@ -351,3 +351,37 @@ func updating(pod *corev1.Pod) *corev1.Pod {
 	pod.Annotations = map[string]string{InPlaceUpdateAnnotation: `{"revision":"` + pod.Labels[RevisionLabel] + `","containers":{"app":{"id":"","image":"x"}}}`}
 	return pod
 }
+
+// Closing the gate takes the pod out of its Services in the same write: Ready turns False with the gate's
+// condition, as Kruise does, rather than when the kubelet next syncs the pod's status, by which time it may already
+// be stopping the containers the update changed. Opening it leaves Ready to the kubelet, which knows whether the
+// containers are ready.
+func TestClosingTheGateTurnsReadyFalseAtOnce(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "7"}}
+	conditions := func(status corev1.ConditionStatus) map[string]string {
+		body, err := gatePatch(pod, status, "UpdatingInPlace", "", now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var patch struct {
+			Status struct {
+				Conditions []struct{ Type, Status string } `json:"conditions"`
+			} `json:"status"`
+		}
+		if err := json.Unmarshal(body, &patch); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, c := range patch.Status.Conditions {
+			out[c.Type] = c.Status
+		}
+		return out
+	}
+	if got, want := conditions(corev1.ConditionFalse), map[string]string{string(InPlaceReadyCondition): "False",
+		string(corev1.PodReady): "False"}; !cmp.Equal(got, want) {
+		t.Fatalf("closing: %v, want %v", got, want)
+	}
+	if got, want := conditions(corev1.ConditionTrue), map[string]string{string(InPlaceReadyCondition): "True"}; !cmp.Equal(got, want) {
+		t.Fatalf("opening: %v, want %v", got, want)
+	}
+}
