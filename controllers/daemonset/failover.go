@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,11 +38,11 @@ func (r *Reconciler) seedExpectations(ctx context.Context, ds *daemonsetv1alpha1
 		return err
 	}
 	lag := cacheLag(ds.UID, live.Items, cached)
-	creations, err := r.stillThere(ctx, ds.Namespace, lag.uncached)
-	if err != nil {
+	// Expected before the second look, so that a creation event landing meanwhile counts against them.
+	r.expectations.ExpectCreations(key, len(lag.uncached))
+	if err := r.forgetTheGone(ctx, ds, key, lag.uncached); err != nil {
 		return err
 	}
-	r.expectations.ExpectCreations(key, creations)
 	r.expectations.ExpectDeletions(key, lag.deletions...)
 	for uid, revision := range lag.updates {
 		r.expectations.ExpectUpdate(key, uid, revision)
@@ -60,31 +59,36 @@ func (r *Reconciler) liveReader() client.Reader {
 	return r.Client
 }
 
-// stillThere counts the pods of uncached that exist now, read live once more after the cache was read. A pod live
-// before the cache read and missing from it is either one whose creation the cache has yet to see, or one deleted
-// in between whose deletion the cache has already seen: only the first kind still exists after the cache read (a
-// pod that exists then existed at the read too, so the cache had not seen it yet), and only its creation event is
-// still to come. Expecting one for the second kind would hold every pass back until the expectations expire.
-func (r *Reconciler) stillThere(ctx context.Context, namespace string, uncached map[types.UID]string) (int, error) {
-	n := 0
-	for uid, name := range uncached {
-		var pod corev1.Pod
-		err := r.liveReader().Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &pod)
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return 0, fmt.Errorf("reading pod %s past the cache: %w", name, err)
-		case pod.UID == uid:
-			n++
+// forgetTheGone settles the expected creation of each pod of uncached that a second live list, after the cache
+// read, no longer shows. A pod live before the cache read and missing from it is either one whose creation the
+// cache has yet to see, or one deleted in between whose deletion the cache has already seen; only the first kind's
+// creation event is still to come. Expecting one for the second kind would hold every pass back until the
+// expectations expire. One list, not a read per pod: the window in which events land stays short.
+func (r *Reconciler) forgetTheGone(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, key string, uncached map[types.UID]string) error {
+	if len(uncached) == 0 {
+		return nil
+	}
+	var again corev1.PodList
+	if err := r.liveReader().List(ctx, &again, client.InNamespace(ds.Namespace), client.MatchingLabels{daemonsetv1alpha1.NameLabel: ds.Name}); err != nil {
+		r.expectations.Forget(key) // the pass fails and seeds again: nothing half-set may stay
+		return fmt.Errorf("reading pods past the cache: %w", err)
+	}
+	there := map[types.UID]bool{}
+	for _, p := range again.Items {
+		there[p.UID] = true
+	}
+	for uid := range uncached {
+		if !there[uid] {
+			r.expectations.CreationObserved(key)
 		}
 	}
-	return n, nil
+	return nil
 }
 
 // lag is what the cache has yet to see of the DaemonSet's pods.
 type lag struct {
 	// uncached are the live pods missing from the cache (name by UID): creations it has yet to see, or pods gone
-	// since the live list (stillThere tells which).
+	// since the live list (forgetTheGone tells which).
 	uncached map[types.UID]string
 	// deletions are the cached pods it has yet to see deleted (gone from the live list, or being deleted there).
 	deletions []types.UID

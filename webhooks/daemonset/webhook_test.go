@@ -5,13 +5,16 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -275,4 +278,48 @@ func TestHostNetworkSurgeRatchets(t *testing.T) {
 	if _, err := (webhook.Validator{}).ValidateCreate(context.Background(), surging(intstr.FromInt32(1))); err == nil {
 		t.Error("a new hostNetwork surge was admitted")
 	}
+}
+
+// A DaemonSet stored before the selector policy (or while it was not installed) keeps taking the writes that leave
+// its spec alone: the garbage collector's finalizer patches (an orphan or foreground delete would hang otherwise),
+// labels. A write of its spec is judged.
+func TestTheSelectorPolicyJudgesOnlySpecWrites(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	e := withoutWebhook
+	var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	g.Expect(e.Client.Get(ctx, client.ObjectKey{Name: "keelson-daemonset-selector"}, &binding)).To(Succeed())
+	stored := binding.DeepCopy()
+	g.Expect(e.Client.Delete(ctx, &binding)).To(Succeed())
+	restored := false
+	restore := func() {
+		if !restored {
+			fresh := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: stored.Name}, Spec: stored.Spec}
+			g.Expect(e.Client.Create(ctx, fresh)).To(Succeed())
+			restored = true
+		}
+	}
+	t.Cleanup(restore)
+	ns := namespace(t, e)
+	mismatched := func(name string) *daemonsetv1alpha1.DaemonSet {
+		ds := valid(name)
+		ds.Namespace = ns
+		withContainer(ds, corev1.Container{Name: "c", Image: "x"})
+		ds.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}}
+		ds.Spec.Template.Labels = map[string]string{"app": "agnet"}
+		return ds
+	}
+	old := mismatched("stored")
+	g.Eventually(func() error { return e.Client.Create(ctx, old.DeepCopy()) }, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	restore()
+	g.Eventually(func() error { return e.Client.Create(ctx, mismatched("new"), client.DryRunAll) }, 30*time.Second, 100*time.Millisecond).
+		Should(MatchError(ContainSubstring("spec.template.metadata.labels")), "the policy is back")
+
+	patch := func(body string) error {
+		return e.Client.Patch(ctx, mismatched("stored"), client.RawPatch(types.MergePatchType, []byte(body)))
+	}
+	g.Expect(patch(`{"metadata":{"finalizers":["orphan"]}}`)).To(Succeed(), "an orphan delete's finalizer")
+	g.Expect(patch(`{"metadata":{"finalizers":null,"labels":{"team":"infra"}}}`)).To(Succeed(), "a label")
+	g.Expect(patch(`{"spec":{"minReadySeconds":5}}`)).To(MatchError(ContainSubstring("spec.template.metadata.labels")),
+		"a spec write is judged")
 }
