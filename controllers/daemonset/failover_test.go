@@ -102,3 +102,26 @@ func TestADaemonSetCreatedAgainDoesNotInheritExpectations(t *testing.T) {
 		t.Fatalf("the new DaemonSet has %d pods, want 2: it waits on the old one's expectations", n)
 	}
 }
+
+// The controller creates no pod it would not select on its next pass: its pods carry its own labels over the
+// template's, so a selector on one of those with another value (or on the revision hash) matches none of them.
+func TestASelectorMustSelectThePodsAsTheControllerLabelsThem(t *testing.T) {
+	ds := &daemonsetv1alpha1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent"}}
+	for name, tc := range map[string]struct {
+		selector map[string]string
+		labels   map[string]string
+		mismatch bool
+	}{
+		"the template's own label":        {map[string]string{"app": "agent"}, map[string]string{"app": "agent"}, false},
+		"a typo":                          {map[string]string{"app": "agent"}, map[string]string{"app": "agnet"}, true},
+		"a label the controller rewrites": {map[string]string{PartOfLabel: "myplatform"}, map[string]string{PartOfLabel: "myplatform"}, true},
+		"the name label":                  {map[string]string{daemonsetv1alpha1.NameLabel: "agent"}, map[string]string{daemonsetv1alpha1.NameLabel: "agent"}, false},
+		"the revision hash":               {map[string]string{RevisionLabel: "a"}, map[string]string{RevisionLabel: "a"}, true},
+	} {
+		ds.Spec.Selector = &metav1.LabelSelector{MatchLabels: tc.selector}
+		ds.Spec.Template.Labels = tc.labels
+		if got := selectorMismatch(ds, EffectiveTemplate(ds)); (got != "") != tc.mismatch {
+			t.Errorf("%s: mismatch %q, want one: %v", name, got, tc.mismatch)
+		}
+	}
+}

@@ -242,6 +242,15 @@ func selectorMismatch(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTempl
 	if !selector.Matches(labels.Set(template.Labels)) {
 		return fmt.Sprintf("spec.selector %s does not select spec.template.metadata.labels %v", selector, template.Labels)
 	}
+	// The pods carry the controller's own labels over the template's (podLabels), and a revision hash that changes
+	// with every template: the selector must select them as they are, at any revision.
+	for _, hash := range []string{"a", "b"} {
+		if l := podLabels(ds, template, hash); !selector.Matches(labels.Set(l)) {
+			return fmt.Sprintf("spec.selector %s does not select the labels the controller gives every pod (%s=%s, %s "+
+				"and %s=%s, %s for the revision)", selector, daemonsetv1alpha1.NameLabel, ds.Name, ManagedByLabel, PartOfLabel,
+				keelson, RevisionLabel)
+		}
+	}
 	return ""
 }
 

@@ -2,7 +2,9 @@ package daemonset
 
 import (
 	"fmt"
+	"maps"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -115,6 +117,22 @@ func validateSelector(ds *daemonsetv1alpha1.DaemonSet, p *field.Path) field.Erro
 	if !sel.Empty() && !sel.Matches(labels.Set(ds.Spec.Template.Labels)) {
 		return field.ErrorList{field.Invalid(p.Child("template", "metadata", "labels"), ds.Spec.Template.Labels,
 			fmt.Sprintf("must match spec.selector %s, or the DaemonSet could not find its own pods", sel))}
+	}
+	// The controller gives every pod these labels over the template's: a selector must select them as it sets them.
+	pod := maps.Clone(ds.Spec.Template.Labels)
+	if pod == nil {
+		pod = map[string]string{}
+	}
+	maps.Copy(pod, map[string]string{daemonsetv1alpha1.NameLabel: ds.Name, "app.kubernetes.io/managed-by": "keelson",
+		"app.kubernetes.io/part-of": "keelson"})
+	for _, hash := range []string{"a", "b"} {
+		pod[appsv1.DefaultDaemonSetUniqueLabelKey] = hash
+		if !sel.Empty() && !sel.Matches(labels.Set(pod)) {
+			return field.ErrorList{field.Invalid(p.Child("selector"), ds.Spec.Selector, "selects on a label the "+
+				"controller sets on every pod with another value (daemonset.keelson.dev/name is the DaemonSet's name, "+
+				"app.kubernetes.io/managed-by and app.kubernetes.io/part-of are keelson, controller-revision-hash changes "+
+				"with each revision): the DaemonSet would not select its own pods")}
+		}
 	}
 	return nil
 }

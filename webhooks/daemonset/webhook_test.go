@@ -155,6 +155,16 @@ func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 				{Key: "debug", Operator: metav1.LabelSelectorOpDoesNotExist}}}
 			ds.Spec.Template.Labels = map[string]string{"app": "agent", "team": "infra"}
 		}, "", ""},
+		"a selector on a label the controller overwrites": {func(ds *daemonsetv1alpha1.DaemonSet) {
+			withContainer(ds, corev1.Container{Name: "c", Image: "x"})
+			ds.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/part-of": "myplatform"}}
+			ds.Spec.Template.Labels = map[string]string{"app.kubernetes.io/part-of": "myplatform"}
+		}, "spec.selector: Invalid value", "spec.selector: Invalid value"},
+		"a selector on the revision hash": {func(ds *daemonsetv1alpha1.DaemonSet) {
+			withContainer(ds, corev1.Container{Name: "c", Image: "x"})
+			ds.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "controller-revision-hash", Operator: metav1.LabelSelectorOpDoesNotExist}}}
+		}, "spec.selector: Invalid value", "spec.selector: Invalid value"},
 		// What the apiserver refuses in a Pod, refused in the template with the DaemonSet (a server-side dry run).
 		"invalid container name": {func(ds *daemonsetv1alpha1.DaemonSet) {
 			withContainer(ds, corev1.Container{Name: "Bad_Name", Image: "x"})
