@@ -14,7 +14,8 @@ import (
 type nodeView struct {
 	name string
 	eligibility
-	// down: NotReady or unreachable. A rollout passes over it and it never uses up the maxUnavailable budget.
+	// down: NotReady or unreachable. A rollout passes over it, unless the update may have brought it down
+	// (brokenByUpdate): then it uses up the maxUnavailable budget.
 	down bool
 	// canary: matches rollingUpdate.selector (true when there is none).
 	canary bool
@@ -279,10 +280,11 @@ func planPods(nodes []nodeView, s strategy, updateHash, currentHash string, now 
 		requeueForAvailability(nodes, s, now, &p)
 		return p
 	}
+	broken := brokenByUpdate(nodes, updateHash, currentHash, s, now)
 	if s.maxSurge > 0 {
-		planSurge(nodes, kept, targets, s, updateHash, now, &p)
+		planSurge(nodes, kept, targets, s, updateHash, broken, now, &p)
 	} else {
-		planReplace(nodes, kept, targets, s, updateHash, now, &p)
+		planReplace(nodes, kept, targets, s, updateHash, broken, now, &p)
 	}
 	return p
 }
@@ -360,13 +362,13 @@ func requeueForAvailability(nodes []nodeView, s strategy, now time.Time, p *plan
 	}
 }
 
-// countUnavailable counts the nodes that should run the pod and have no available pod. A node that is down is
-// left out (a dead node never uses up the budget), unless it runs a pod of the update revision: the update reached
-// it before it went down, and the new pod may be what brought it down, so it counts (wentDownUpdated).
-func countUnavailable(nodes []nodeView, kept map[string][]*corev1.Pod, s strategy, updateHash string, now time.Time, p *plan) int {
-	n := 0
+// countUnavailable counts the nodes that should run the pod, are up, and have no available pod, and the nodes the
+// update may have brought down (broken): a node down since before the rollout reached it never uses up the budget,
+// one that went down after its pod was updated does.
+func countUnavailable(nodes []nodeView, kept map[string][]*corev1.Pod, s strategy, broken map[string]bool, now time.Time, p *plan) int {
+	n := len(broken)
 	for _, node := range nodes {
-		if !node.shouldRun || (node.down && !wentDownUpdated(kept[node.name], updateHash)) {
+		if !node.shouldRun || node.down {
 			continue
 		}
 		available := false
@@ -386,8 +388,9 @@ func countUnavailable(nodes []nodeView, kept map[string][]*corev1.Pod, s strateg
 // nothing) while no more than maxUnavailable nodes are without an available pod; the next pass creates their
 // replacements. A pod whose revision can be updated in place is patched instead of deleted, within the same
 // budget: it is unavailable until its containers run again.
-func planReplace(nodes []nodeView, kept map[string][]*corev1.Pod, targets map[string]bool, s strategy, updateHash string, now time.Time, p *plan) {
-	unavailable := countUnavailable(nodes, kept, s, updateHash, now, p)
+func planReplace(nodes []nodeView, kept map[string][]*corev1.Pod, targets map[string]bool, s strategy, updateHash string,
+	broken map[string]bool, now time.Time, p *plan) {
+	unavailable := countUnavailable(nodes, kept, s, broken, now, p)
 	var candidates []*corev1.Pod
 	for _, n := range nodes {
 		pods := kept[n.name]
@@ -422,12 +425,13 @@ func replace(pod *corev1.Pod, s strategy, updateHash string, p *plan) {
 // planSurge is the rolling update with surge: start a new pod beside the old one on up to maxSurge nodes at a time,
 // and delete the old pod once the new one is available. An old pod that is not available anyway is replaced
 // without surging: deleting it costs no availability.
-func planSurge(nodes []nodeView, kept map[string][]*corev1.Pod, targets map[string]bool, s strategy, updateHash string, now time.Time, p *plan) {
-	countUnavailable(nodes, kept, s, updateHash, now, p) // for its requeue: surge itself never lowers availability
+func planSurge(nodes []nodeView, kept map[string][]*corev1.Pod, targets map[string]bool, s strategy, updateHash string,
+	broken map[string]bool, now time.Time, p *plan) {
+	countUnavailable(nodes, kept, s, broken, now, p) // for its requeue: surge itself never lowers availability
 	// Nodes that went down after their pod was updated stop new surges once they fill maxUnavailable (at least one):
 	// the update revision may be what brings nodes down, and a surge would take it to the next node.
 	surging := 0
-	if downAfterUpdate(nodes, kept, updateHash, s, now) >= max(s.maxUnavailable, 1) {
+	if len(broken) >= max(s.maxUnavailable, 1) {
 		surging = s.maxSurge // every surge slot taken: no new pod beside an old one
 	}
 	for _, n := range nodes {
@@ -469,32 +473,30 @@ func planSurge(nodes []nodeView, kept map[string][]*corev1.Pod, targets map[stri
 	}
 }
 
-// wentDownUpdated says whether a node that is down runs a pod of the update revision: the rollout reached it before
-// it went down.
-func wentDownUpdated(pods []*corev1.Pod, updateHash string) bool {
-	for _, pod := range pods {
-		if pod.Labels[RevisionLabel] == updateHash {
-			return true
-		}
+// brokenByUpdate are the nodes the update revision may have brought down: while a rollout is under way (the
+// update revision is not the current one), a node that is down, may keep its pod (the node lifecycle controller's
+// not-ready and unreachable taints are NoSchedule: the pod stays), and runs a pod of the update revision that had
+// started there, with no available pod. A node that was down before the rollout reached it runs an old pod, or an
+// update pod that never started (a down node's kubelet starts nothing), and is passed over; so is every down node
+// once the rollout is done.
+func brokenByUpdate(nodes []nodeView, updateHash, currentHash string, s strategy, now time.Time) map[string]bool {
+	out := map[string]bool{}
+	if updateHash == currentHash {
+		return out
 	}
-	return false
-}
-
-// downAfterUpdate counts the nodes that are down, run a pod of the update revision, and have no available pod.
-func downAfterUpdate(nodes []nodeView, kept map[string][]*corev1.Pod, updateHash string, s strategy, now time.Time) int {
-	n := 0
-	for _, node := range nodes {
-		if !node.shouldRun || !node.down || !wentDownUpdated(kept[node.name], updateHash) {
+	for _, n := range nodes {
+		if !n.down || !(n.shouldRun || n.shouldContinueRunning) {
 			continue
 		}
-		available := false
-		for _, pod := range kept[node.name] {
+		started, available := false, false
+		for _, pod := range n.pods {
 			ok, _ := availability(pod, s.minReadySeconds, now)
 			available = available || ok
+			started = started || (pod.Labels[RevisionLabel] == updateHash && pod.Status.StartTime != nil)
 		}
-		if !available {
-			n++
+		if started && !available {
+			out[n.name] = true
 		}
 	}
-	return n
+	return out
 }

@@ -69,6 +69,14 @@ func rolling(maxUnavailable, maxSurge int) strategy {
 
 func TestPlanNodes(t *testing.T) {
 	down := func(v nodeView) nodeView { v.down = true; return v }
+	tainted := func(v nodeView) nodeView {
+		v.eligibility = eligibility{shouldRun: false, shouldContinueRunning: true}
+		return v
+	}
+	started := func(p *corev1.Pod) *corev1.Pod {
+		p.Status.StartTime = &metav1.Time{Time: now.Add(-time.Minute)}
+		return p
+	}
 	notCanary := func(v nodeView) nodeView { v.canary = false; return v }
 	for name, tc := range map[string]struct {
 		nodes   []nodeView
@@ -157,13 +165,21 @@ func TestPlanNodes(t *testing.T) {
 			s:     rolling(1, 0),
 			want:  []string{"delete pb (Update)"},
 		},
+		// Down, a node carries the node lifecycle controller's NoSchedule taint: no new pod, but its pod stays.
 		"a node that went down after its pod was updated uses the budget": {
-			nodes: []nodeView{down(view("a", testPod("pa", newRev, starting))), view("b", testPod("pb", oldRev, available)), view("c", testPod("pc", oldRev, available))},
-			s:     rolling(1, 0),
+			nodes: []nodeView{tainted(down(view("a", started(testPod("pa", newRev, starting))))), view("b", testPod("pb", oldRev, available)),
+				view("c", testPod("pc", oldRev, available))},
+			s: rolling(1, 0),
 		},
 		"a node that went down after its pod was updated stops a surge too": {
-			nodes: []nodeView{down(view("a", testPod("pa", newRev, starting))), view("b", testPod("pb", oldRev, available))},
+			nodes: []nodeView{tainted(down(view("a", started(testPod("pa", newRev, starting))))), view("b", testPod("pb", oldRev, available))},
 			s:     rolling(1, 1),
+		},
+		"a node down before its update pod could start is passed over": {
+			nodes: []nodeView{tainted(down(view("a", testPod("pa", newRev, starting)))), view("b", testPod("pb", oldRev, available)),
+				view("c", testPod("pc", oldRev, available))},
+			s:    rolling(1, 0),
+			want: []string{"delete pb (Update)"},
 		},
 		"partition holds the last nodes by name": {
 			nodes: []nodeView{view("a", testPod("pa", newRev, available)), view("b", testPod("pb", oldRev, available)), view("c", testPod("pc", oldRev, available))},

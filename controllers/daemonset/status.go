@@ -122,17 +122,11 @@ func computeStatus(old daemonsetv1alpha1.DaemonSetStatus, nodes []nodeView, in s
 		if ready {
 			st.NumberReady++
 		}
-		// A node down since before the rollout reached it is passed over; one that went down after its pod was
-		// updated counts, as the planner counts it against maxUnavailable.
-		wentDown := n.down && updated
 		if available {
 			st.NumberAvailable++
-		} else if !n.down || wentDown {
+		} else if !n.down {
 			unavailable[n.name] = problem
-			switch {
-			case wentDown:
-				unavailable[n.name] = "the node went down after its pod was updated"
-			case problem == "" && len(n.pods) == 0:
+			if problem == "" && len(n.pods) == 0 {
 				unavailable[n.name] = "no pod"
 			}
 		}
@@ -144,15 +138,18 @@ func computeStatus(old daemonsetv1alpha1.DaemonSetStatus, nodes []nodeView, in s
 			heldBack++
 		case targets[n.name] && !updatedAvailable:
 			pendingTargets++
-			switch {
-			case wentDown:
-				stuck[n.name] = unavailable[n.name]
-			case updated && problem != "" && !n.down:
+			if updated && problem != "" && !n.down {
 				stuck[n.name] = problem
 			}
 		}
 	}
 	st.NumberUnavailable = st.DesiredNumberScheduled - st.NumberAvailable
+	// A node down since before the rollout reached it is passed over; one the update may have brought down counts,
+	// as the planner counts it against maxUnavailable (brokenByUpdate).
+	for name := range brokenByUpdate(nodes, in.updateHash, in.currentHash, in.strategy, in.now) {
+		unavailable[name] = "the node went down after its pod was updated"
+		stuck[name] = unavailable[name]
+	}
 
 	setAvailable(&st, unavailable, in)
 	setProgressing(&st, stuck, pendingTargets, heldBack, in)
