@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -96,4 +97,37 @@ func TestAnOrphanDeleteCompletesAndTheRecreatedDaemonSetAdoptsEverything(t *test
 		s.g.Expect(podUIDs).To(HaveKey(p.UID), "pod %s is new", p.Name)
 	}
 	s.g.Expect(revisionsOf(s, "agent")).To(HaveLen(1))
+}
+
+// A revision an earlier version wrote with its data in a struct's field order, under a DaemonSet deleted with
+// --cascade=orphan: the garbage collector's patch is refused for it, so the controller takes its own owner
+// reference off, keeping the data as it is, and the delete can complete.
+func TestAnOrphanDeleteCompletesOverARevisionOfAnEarlierVersion(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	ds := s.daemonSet("legacy", "agent:v1")
+	// As an earlier version wrote it: the template's JSON in field order, not sorted.
+	data := `{"spec":{"template":{"metadata":{"labels":{"daemonset.keelson.dev/name":"legacy"}},"spec":{"containers":[{"name":"app","image":"agent:v0","resources":{}}]}}}}`
+	old := &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{Name: "legacy-old", Namespace: s.ns,
+			Labels:          map[string]string{daemonsetv1alpha1.NameLabel: "legacy", "controller-revision-hash": "old"},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ds, daemonsetv1alpha1.GroupVersion.WithKind("DaemonSet"))}},
+		Data: runtime.RawExtension{Raw: []byte(data)}, Revision: 1,
+	}
+	s.g.Expect(env.Client.Create(s.ctx, old)).To(Succeed())
+	s.g.Expect(orphanAsTheGarbageCollectorDoes(s, old.DeepCopy(), ds.UID)).NotTo(Succeed(),
+		"the apiserver admits the collector's patch of such a revision: the test proves nothing")
+
+	s.g.Expect(env.Client.Delete(s.ctx, ds, client.PropagationPolicy(metav1.DeletePropagationOrphan))).To(Succeed())
+	s.g.Eventually(func() []metav1.OwnerReference {
+		var rev appsv1.ControllerRevision
+		s.g.Expect(env.Client.Get(s.ctx, client.ObjectKeyFromObject(old), &rev)).To(Succeed())
+		return rev.OwnerReferences
+	}, timeout, poll).Should(BeEmpty(), "the revision still names the DaemonSet being deleted")
+	var rev appsv1.ControllerRevision
+	s.g.Expect(env.Client.Get(s.ctx, client.ObjectKeyFromObject(old), &rev)).To(Succeed())
+	s.g.Expect(string(rev.Data.Raw)).To(Equal(data), "the revision's data changed")
+	// What is left of the collector's part (the finalizer) no longer needs the revision: take it off as it would.
+	s.g.Expect(env.Client.Patch(s.ctx, s.get("legacy"), client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"finalizers":null}}`)))).To(Succeed())
 }

@@ -96,8 +96,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if ds.DeletionTimestamp != nil {
 		r.forget(req.String())
 		// The garbage collector removes the pods and revisions it owns, or, for an orphan delete, takes its owner
-		// reference off them: a revision an earlier version wrote would refuse that patch (rewriteRevisions).
-		return ctrl.Result{}, r.rewriteOwnedRevisions(ctx, ds)
+		// reference off them: a revision an earlier version wrote would refuse its patch (orphanOldRevisions).
+		return ctrl.Result{}, r.orphanOldRevisions(ctx, ds)
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("daemonset", klog.KObj(ds)))
 	// The status this process last wrote is newer than a cache that has not caught up with it: a pass starts from
@@ -196,9 +196,6 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 		return ctrl.Result{}, nil, err
 	}
 	revList.Items = append(revList.Items, adopted...)
-	if err := r.rewriteRevisions(ctx, revList.Items); err != nil {
-		return ctrl.Result{}, nil, err
-	}
 
 	template := EffectiveTemplate(ds)
 	history, err := r.syncRevisions(ctx, ds, template, revList.Items, pods)

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -233,39 +232,13 @@ func (r *Reconciler) liveAndStaying(ctx context.Context, ds *daemonsetv1alpha1.D
 	return fresh.UID == ds.UID && fresh.DeletionTimestamp == nil, nil
 }
 
-// rewriteRevisions replaces each revision whose data is not in the form the apiserver's round trip keeps
-// (revisionData): a revision written so by an earlier version of the controller makes every patch of its metadata
-// fail, the garbage collector's included, and an orphan delete of its DaemonSet hang. Its data being immutable, the
-// revision is deleted (only that object, by UID) and made again with the same name, number, labels and owners.
-func (r *Reconciler) rewriteRevisions(ctx context.Context, revs []appsv1.ControllerRevision) error {
-	for i := range revs {
-		rev := &revs[i]
-		canonical := canonicalJSON(rev.Data.Raw)
-		if string(canonical) == string(rev.Data.Raw) {
-			continue
-		}
-		uid := rev.UID
-		if err := r.Delete(ctx, rev, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting revision %s to rewrite its data: %w", rev.Name, err)
-		}
-		fresh := &appsv1.ControllerRevision{
-			ObjectMeta: metav1.ObjectMeta{Name: rev.Name, Namespace: rev.Namespace, Labels: rev.Labels,
-				Annotations: rev.Annotations, OwnerReferences: rev.OwnerReferences},
-			Data:     runtime.RawExtension{Raw: canonical},
-			Revision: rev.Revision,
-		}
-		if err := r.Create(ctx, fresh); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("re-creating revision %s with its data rewritten: %w", rev.Name, err)
-		}
-		log.FromContext(ctx).Info("Rewrote revision so its metadata can be patched", "revision", rev.Name)
-		*rev = *fresh
-	}
-	return nil
-}
-
-// rewriteOwnedRevisions rewrites the revisions of a DaemonSet being deleted (see rewriteRevisions), so that an
-// orphan delete the garbage collector could not finish completes.
-func (r *Reconciler) rewriteOwnedRevisions(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet) error {
+// orphanOldRevisions does the garbage collector's part of an orphan delete for the revisions of ds whose data an
+// earlier version of the controller wrote in another form than revisionData: the collector takes an owner
+// reference off with a strategic merge patch, which passes the revision through unstructured form and reads such
+// data as changed, so the apiserver refuses it (data is immutable) and the orphan finalizer stays for good. A merge
+// patch keeps data as it is, byte for byte: the controller takes its own owner reference off that way, under the
+// revision's resourceVersion, and the collector then finds nothing to do and lets the DaemonSet go.
+func (r *Reconciler) orphanOldRevisions(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet) error {
 	if !slices.Contains(ds.Finalizers, metav1.FinalizerOrphanDependents) {
 		return nil
 	}
@@ -273,5 +246,19 @@ func (r *Reconciler) rewriteOwnedRevisions(ctx context.Context, ds *daemonsetv1a
 	if err := r.List(ctx, &list, client.InNamespace(ds.Namespace), client.MatchingFields{ownerIndex: string(ds.UID)}); err != nil {
 		return fmt.Errorf("listing revisions: %w", err)
 	}
-	return r.rewriteRevisions(ctx, list.Items)
+	for i := range list.Items {
+		rev := &list.Items[i]
+		if string(canonicalJSON(rev.Data.Raw)) == string(rev.Data.Raw) {
+			continue // the collector's own patch goes through
+		}
+		base := rev.DeepCopy()
+		rev.OwnerReferences = slices.DeleteFunc(slices.Clone(rev.OwnerReferences),
+			func(ref metav1.OwnerReference) bool { return ref.UID == ds.UID })
+		err := r.Patch(ctx, rev, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("orphaning revision %s: %w", rev.Name, err)
+		}
+		log.FromContext(ctx).Info("Orphaned revision the garbage collector cannot patch", "revision", rev.Name)
+	}
+	return nil
 }
