@@ -142,12 +142,12 @@ func (r *Reconciler) syncChild(ctx context.Context, p *inferencev1alpha1.Pipelin
 	if existing != nil && !ownedBy(existing, p) {
 		return nameTakenFailure(desired), nil
 	}
+	keepShortStepLabel(existing, desired)
+	keepFetcher(existing, desired)
 	if existing == nil {
 		// Created, never applied: a forced apply would take over an object of that name made since the read above.
 		return r.create(ctx, desired)
 	}
-	keepShortStepLabel(existing, desired)
-	keepFetcher(existing, desired)
 	needed, err := needsApply(existing, desired)
 	if err != nil {
 		return &failure{inferencev1alpha1.ReasonApplyFailed, err.Error()}, err

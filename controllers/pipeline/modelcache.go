@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -391,14 +393,26 @@ func truncateRunes(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// keepFetcher keeps the image and environment of the fetch and hold containers a step's Deployment runs, as long
-// as the rest of the step is what was last applied. They are the platform's settings (the controller's image, the
+// StepTemplateAnnotation holds, on a step's Deployment, the hash of its pod template as the step's spec made it:
+// without the image and environment of the fetch and hold containers, which are the platform's (stepTemplateHash).
+const StepTemplateAnnotation = "inference.keelson.dev/step-template"
+
+// keepFetcher keeps the image and environment of the fetch and hold containers a step's Deployment runs for as
+// long as the step's own pod template is unchanged. They are the platform's settings (the controller's image, the
 // operators' proxy and CA bundle), not the step's: taking a new one would restart every model-fetching step of the
-// cluster on a helm upgrade. A step whose own spec changes rolls anyway, and takes the fetcher of the day with it.
+// cluster on a helm upgrade. A step whose own template changes rolls anyway, and takes the fetcher of the day with
+// it; a change outside the template (replicas) keeps it. It also stamps desired with StepTemplateAnnotation.
 func keepFetcher(existing, desired client.Object) {
-	have, ok1 := existing.(*appsv1.Deployment)
-	want, ok2 := desired.(*appsv1.Deployment)
-	if !ok1 || !ok2 {
+	want, ok := desired.(*appsv1.Deployment)
+	if !ok {
+		return
+	}
+	if want.Annotations == nil {
+		want.Annotations = map[string]string{}
+	}
+	want.Annotations[StepTemplateAnnotation] = stepTemplateHash(want.Spec.Template)
+	have, ok := existing.(*appsv1.Deployment)
+	if !ok {
 		return
 	}
 	trial := want.DeepCopy()
@@ -421,7 +435,29 @@ func keepFetcher(existing, desired client.Object) {
 	if !kept {
 		return
 	}
-	if needed, err := apply.Needed(have, trial); err == nil && !needed {
+	unchanged := have.Annotations[StepTemplateAnnotation] == want.Annotations[StepTemplateAnnotation]
+	if _, stamped := have.Annotations[StepTemplateAnnotation]; !stamped {
+		// Written by a version that did not stamp it: unchanged when keeping the fetcher makes the whole Deployment
+		// what was last applied, stamp aside.
+		delete(trial.Annotations, StepTemplateAnnotation)
+		needed, err := apply.Needed(have, trial)
+		unchanged = err == nil && !needed
+		trial.Annotations[StepTemplateAnnotation] = want.Annotations[StepTemplateAnnotation]
+	}
+	if unchanged {
 		*want = *trial
 	}
+}
+
+// stepTemplateHash fingerprints a step's pod template without the fetch and hold containers' image and environment.
+func stepTemplateHash(t corev1.PodTemplateSpec) string {
+	c := t.DeepCopy()
+	for i := range c.Spec.InitContainers {
+		if n := c.Spec.InitContainers[i].Name; n == FetchContainer || n == HoldContainer {
+			c.Spec.InitContainers[i].Image, c.Spec.InitContainers[i].Env = "", nil
+		}
+	}
+	b, _ := json.Marshal(c) // a PodTemplateSpec always marshals
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:10])
 }

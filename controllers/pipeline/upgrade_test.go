@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -64,6 +65,16 @@ func TestAnUpgradeRestartsNoModelFetchingStep(t *testing.T) {
 	quiet(s, c)
 	s.g.Expect(s.deployment("cached-a").Generation).To(Equal(generation), "the upgrade rewrote the step's Deployment")
 	s.g.Expect(fetcher(s, "cached-a")[0]).To(Equal(pipeline.FetchContainer + " keelson/pipeline-controller:v1 http://proxy-1:3128"))
+
+	// A change outside the step's pod template (its replicas) keeps the fetcher: scaling restarts nothing.
+	s.g.Eventually(func() error {
+		p := s.get("cached")
+		p.Spec.Steps[0].Replicas = ptr.To[int32](2)
+		return env.Client.Update(s.ctx, p)
+	}, timeout, poll).Should(Succeed())
+	s.g.Eventually(func() int32 { return *s.deployment("cached-a").Spec.Replicas }, timeout, poll).Should(Equal(int32(2)))
+	s.g.Expect(fetcher(s, "cached-a")[0]).To(Equal(pipeline.FetchContainer+" keelson/pipeline-controller:v1 http://proxy-1:3128"),
+		"scaling the step took the new fetcher: its pods rolled")
 
 	// The step's own change rolls it, with the new fetcher.
 	s.g.Eventually(func() error {
