@@ -75,6 +75,7 @@ func TestUninstallHookReleasesFinalizers(t *testing.T) {
 		g.Expect(ctr.Resources.Limits).To(HaveKey(corev1.ResourceCPU))
 		g.Expect(ctr.Resources.Limits).To(HaveKey(corev1.ResourceMemory))
 		g.Expect(j.Spec.Template.Annotations).To(HaveKeyWithValue("sidecar.istio.io/inject", "false"))
+		g.Expect(j.Spec.Template.Labels).To(HaveKeyWithValue("sidecar.istio.io/inject", "false"), "Istio reads the label first")
 	}
 }
 

@@ -45,10 +45,19 @@ func (r *Reconciler) releaseWorkload(ctx context.Context, wls *sizerv1alpha1.Wor
 	if err != nil {
 		return err
 	}
-	if t != nil && !t.created && !ownedFields(t.obj, workloadFieldOwner(wls)).empty() {
-		return r.handOverFields(ctx, wls, workloadFieldOwner(wls), fieldSet{}, false)
+	if t == nil || t.created || ownedFields(t.obj, workloadFieldOwner(wls)).empty() {
+		return nil
 	}
-	return nil
+	// Read live: the hand-over needs the apiserver's managedFields, which the cache keeps only for the sizers.
+	live, err := getTarget(ctx, r.APIReader, wls)
+	if err != nil || live == nil {
+		return err
+	}
+	// Derived variables go (dropDerived hands the rest over first); with none, the rest is handed over.
+	if dropped, err := r.dropDerived(ctx, wls, live); err != nil || dropped {
+		return err
+	}
+	return r.handOverFields(ctx, wls, workloadFieldOwner(wls), fieldSet{}, false)
 }
 
 // release runs when the sizer is deleted: a target it created goes with it (garbage collection); on a target it

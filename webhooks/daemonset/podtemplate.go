@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -14,6 +15,9 @@ import (
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 )
+
+// dryRunTimeout bounds the pod template's dry run.
+const dryRunTimeout = 3 * time.Second
 
 // templatePath is where a DaemonSet holds its pod template.
 var templatePath = field.NewPath("spec", "template")
@@ -41,6 +45,11 @@ func templateNeedsCheck(ds, old *daemonsetv1alpha1.DaemonSet) bool {
 // copying it. Only a refusal of the pod as invalid counts: a Pod Security or quota refusal concerns the pods' future
 // creation, not the DaemonSet, and an apiserver that cannot answer is no reason to refuse.
 func checkTemplate(ctx context.Context, c client.Client, ds *daemonsetv1alpha1.DaemonSet) field.ErrorList {
+	// Bounded well within the webhook's own timeout: the pod's admission may call other webhooks, and a slow one
+	// must not make this webhook refuse the DaemonSet (the check is then skipped, as when the apiserver cannot
+	// answer).
+	ctx, cancel := context.WithTimeout(ctx, dryRunTimeout)
+	defer cancel()
 	err := c.Create(ctx, podOfTemplate(ds), client.DryRunAll)
 	if !apierrors.IsInvalid(err) {
 		return nil
