@@ -67,6 +67,10 @@ type Options struct {
 	// ReleaseFinalizersReplicas is how many replicas a failed --release-finalizers run gives the Deployment back
 	// when it found it at 0 (an earlier try stopped it and was killed before it could give them back).
 	ReleaseFinalizersReplicas int
+	// ReleaseFinalizersAlso names the other controllers' Deployments whose hooks run beside this one, as
+	// name=replicas: a failed run gives each it finds at 0 its replicas back too, since their hooks may have
+	// stopped them already, and an uninstall that stops leaves every controller running.
+	ReleaseFinalizersAlso string
 
 	// LogLevel is debug, info, error, or a number (higher is more verbose).
 	LogLevel string
@@ -173,6 +177,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"How long --release-finalizers may take before it gives up.")
 	fs.IntVar(&o.ReleaseFinalizersReplicas, "release-finalizers-replicas", o.ReleaseFinalizersReplicas,
 		"Replicas a failed --release-finalizers run gives back to a Deployment it found at 0.")
+	fs.StringVar(&o.ReleaseFinalizersAlso, "release-finalizers-also", o.ReleaseFinalizersAlso,
+		"Other controllers' Deployments (name=replicas,...) a failed --release-finalizers run starts again when at 0.")
 
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "Log level: debug, info, error, or a verbosity number (2 = more).")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format: json or console.")
@@ -213,6 +219,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ReleaseFinalizersReplicas < 0 {
 		errs = append(errs, errors.New("--release-finalizers-replicas must not be negative"))
+	}
+	if _, err := parseAlso(o.ReleaseFinalizersAlso); err != nil {
+		errs = append(errs, fmt.Errorf("--release-finalizers-also: %w", err))
 	}
 	if o.MetricsWebhookCert && o.MetricsCertDir != "" {
 		errs = append(errs, errMetricsCertConflict)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -81,6 +83,13 @@ func releaseFinalizers(ctx context.Context, b Binary, opts Options, out io.Write
 			if rerr := restartDeployment(c, key, replicas, out); rerr != nil {
 				err = errors.Join(err, rerr)
 			}
+			also, _ := parseAlso(opts.ReleaseFinalizersAlso) // validated with the flags
+			for name, n := range also {
+				other := types.NamespacedName{Namespace: namespace, Name: name}
+				if rerr := restartStopped(c, other, n, out); rerr != nil {
+					err = errors.Join(err, rerr)
+				}
+			}
 		}()
 		if err := waitForPods(runCtx, c, key, out); err != nil {
 			return err
@@ -112,6 +121,40 @@ func restartDeployment(c client.Client, key types.NamespacedName, replicas int32
 	}
 	_, _ = fmt.Fprintf(out, "Scaled Deployment %s back to %d: the controller runs as before the uninstall\n", key, replicas)
 	return nil
+}
+
+// restartStopped gives another controller's Deployment its replicas back when it is at 0: its own hook ran before
+// this one and stopped it. One at more than 0 (its hook has not run, or failed and restarted it) is left alone.
+func restartStopped(c client.Client, key types.NamespacedName, replicas int32, out io.Writer) error {
+	ctx, cancel := context.WithTimeout(context.Background(), restartTimeout)
+	defer cancel()
+	var d appsv1.Deployment
+	if err := c.Get(ctx, key, &d); apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("reading Deployment %s: %w", key, err)
+	}
+	if ptr.Deref(d.Spec.Replicas, 1) > 0 {
+		return nil
+	}
+	return restartDeployment(c, key, replicas, out)
+}
+
+// parseAlso reads --release-finalizers-also: name=replicas pairs, comma-separated.
+func parseAlso(value string) (map[string]int32, error) {
+	out := map[string]int32{}
+	for _, pair := range strings.Split(value, ",") {
+		if pair = strings.TrimSpace(pair); pair == "" {
+			continue
+		}
+		name, count, ok := strings.Cut(pair, "=")
+		n, err := strconv.ParseInt(count, 10, 32)
+		if !ok || name == "" || err != nil || n < 0 {
+			return nil, fmt.Errorf("%q is not name=replicas", pair)
+		}
+		out[name] = int32(n)
+	}
+	return out, nil
 }
 
 // stopDeployment scales the Deployment to zero through its scale subresource and returns the replicas it had. A

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -161,4 +162,28 @@ func TestReleaseFinalizersWithTheControllerAlreadyGone(t *testing.T) {
 	g.Expect(code).To(Equal(0), out)
 	g.Expect(out).To(ContainSubstring("no controller to stop"))
 	g.Expect(finalizersOf(g, obj)).To(BeEmpty(), out)
+}
+
+// The controllers' hooks run one after the other: when a later one fails, the earlier one has stopped its
+// controller already. The failed hook starts every such controller again (one still running is left alone), so a
+// stopped uninstall leaves the whole platform running.
+func TestAFailedReleaseStartsTheOtherStoppedControllersToo(t *testing.T) {
+	g := NewWithT(t)
+	ns := releaseNamespace(t, "release-others")
+	d := controllerDeployment(t, ns, "keelson-workload-sizer")
+	pod(t, ns, "keelson-workload-sizer-abc", map[string]string{"app": d.Name}) // never goes: the hook fails
+	stopped := controllerDeployment(t, ns, "keelson-pipeline-controller")
+	g.Expect(env.Client.SubResource("scale").Patch(context.Background(), stopped.DeepCopy(),
+		client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"replicas":0}}`)))).To(Succeed())
+	running := controllerDeployment(t, ns, "keelson-other")
+
+	out, code := releaseFinalizers(ns, "--release-finalizers="+d.Name, "--release-finalizers-timeout=2s",
+		"--release-finalizers-also=keelson-pipeline-controller=2,keelson-other=5")
+	g.Expect(code).To(Equal(1), out)
+	for name, want := range map[string]int32{"keelson-pipeline-controller": 2, "keelson-other": 2, d.Name: 2} {
+		var got appsv1.Deployment
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &got)).To(Succeed())
+		g.Expect(got.Spec.Replicas).To(HaveValue(Equal(want)), "%s:\n%s", name, out)
+	}
+	_ = running
 }
