@@ -30,6 +30,9 @@ type Options struct {
 	S3 S3Config
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+
+	// testClient, in tests, replaces the http(s) client's transport (a test server's own TLS client).
+	testClient *http.Client
 }
 
 // Fetch makes the model at uri available in the cache and returns where, and how it got there. A failed fetch
@@ -139,6 +142,10 @@ func remoteFor(src Source, o Options) (remote, error) {
 	case SchemeS3:
 		return newS3Remote(o.S3, src, transport(o))
 	default:
-		return httpRemote{client: &http.Client{Transport: transport(o)}, src: src}, nil
+		client := &http.Client{Transport: transport(o), CheckRedirect: checkRedirect}
+		if o.testClient != nil {
+			client.Transport = o.testClient.Transport
+		}
+		return httpRemote{client: client, src: src}, nil
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"hash"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,6 +53,15 @@ func (h httpRemote) fetch(ctx context.Context, cached *entry, dir string, limit 
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
+		// The error names the URL it failed at: after a redirect, a presigned URL whose signature must show
+		// nowhere (status, events, logs, the termination message). It names the model's own URI instead.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = h.src.URI
+		}
+		if errors.Is(err, errDowngrade) {
+			return false, download{}, failed(ReasonFailed, err)
+		}
 		return false, download{}, err // ReasonOf tells a network down from a certificate refused
 	}
 	defer func() { _ = resp.Body.Close() }()
@@ -101,6 +111,24 @@ func (h httpRemote) fetch(ctx context.Context, cached *entry, dir string, limit 
 		v["last-modified"] = lm
 	}
 	return false, download{digest: digest, validators: v}, nil
+}
+
+// errDowngrade is a redirect from https to plain http, refused.
+var errDowngrade = errors.New("a redirect from https to http was refused: the model would cross the network unprotected")
+
+// maxRedirects is how many redirects a fetch follows, as Go's client does by default.
+const maxRedirects = 10
+
+// checkRedirect follows up to maxRedirects redirects, never from https to http. Its errors name no URL: the one
+// redirected to may carry a presigned URL's signature.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
+		return errDowngrade
+	}
+	return nil
 }
 
 // checkPin refuses content whose digest is not the one the URI pins, before it is unpacked or installed.

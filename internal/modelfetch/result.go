@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -66,8 +67,6 @@ func failed(reason string, err error) error { return &fetchError{reason: reason,
 // (a full disk, a network that does not answer, an unsafe or corrupt archive).
 func ReasonOf(err error) string {
 	var fe *fetchError
-	var ne net.Error
-	var op *net.OpError
 	switch {
 	case err == nil:
 		return ""
@@ -89,10 +88,27 @@ func ReasonOf(err error) string {
 		// Before the network errors: a certificate no root vouches for is a configuration to fix, not a source
 		// down, and the cached copy must not paper over it.
 		return ReasonTLS
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &op), errors.As(err, &ne):
+	case unreachable(err):
 		return ReasonUnreachable
 	}
 	return ReasonFailed
+}
+
+// unreachable reports whether err is a source that could not be reached: a connection refused, reset or timed
+// out, a name that does not resolve. An answer that came but was wrong (not HTTP, a redirect refused) is not: the
+// cached copy must not hide it. Go's client wraps every failure in a *url.Error, itself a net.Error whatever it
+// wraps, so only what it wraps tells.
+func unreachable(err error) bool {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err != nil && unreachable(ue.Err)
+	}
+	var op *net.OpError
+	var dns *net.DNSError
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.As(err, &op) || errors.As(err, &dns) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // proxyFailure reports whether err is a proxy that refused to connect the fetch to its source: a CONNECT answered

@@ -111,7 +111,8 @@ func (s Source) entryName(endpoint, digest string) string {
 // signatureParams are query parameters that carry a presigned URL's credentials: they would show in the pod
 // spec, the status and the cache, and expire.
 var signatureParams = []string{"x-amz-signature", "x-amz-credential", "x-amz-security-token", "x-goog-signature",
-	"x-goog-credential", "signature", "sig", "token"}
+	"x-goog-credential", "signature", "sig", "token", "access_token", "private_token", "api_key", "apikey", "api-key",
+	"x-api-key", "password", "secret", "client_secret"}
 
 // name is the file a single downloaded file is stored as: the last segment of its path, unescaped unless that
 // would make it a path of its own ("%2F", "..").
