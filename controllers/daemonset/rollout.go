@@ -485,7 +485,7 @@ func brokenByUpdate(nodes []nodeView, updateHash, currentHash string, s strategy
 		return out
 	}
 	for _, n := range nodes {
-		if !n.down || !(n.shouldRun || n.shouldContinueRunning) {
+		if !n.down || (!n.shouldRun && !n.shouldContinueRunning) {
 			continue
 		}
 		started, available := false, false

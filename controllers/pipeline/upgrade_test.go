@@ -28,9 +28,9 @@ func startFetching(t *testing.T, image, proxy string) (*testenv.Manager, *testen
 		})
 }
 
-// fetcher is the image and proxy of the fetch and hold containers of a step's Deployment.
-func fetcher(s *scenario, name string) []string {
-	d := s.deployment(name)
+// fetcher is the image and proxy of the fetch and hold containers of step a's Deployment.
+func fetcher(s *scenario) []string {
+	d := s.deployment("cached-a")
 	if d == nil {
 		return nil
 	}
@@ -54,7 +54,7 @@ func TestAnUpgradeRestartsNoModelFetchingStep(t *testing.T) {
 	s := newScenario(t)
 	old, _ := startFetching(t, "keelson/pipeline-controller:v1", "http://proxy-1:3128")
 	s.cachedPipeline("cached", "https://models.example/detect.tar.gz", nil)
-	s.g.Eventually(func() []string { return fetcher(s, "cached-a") }, timeout, poll).Should(Equal([]string{
+	s.g.Eventually(func() []string { return fetcher(s) }, timeout, poll).Should(Equal([]string{
 		pipeline.FetchContainer + " keelson/pipeline-controller:v1 http://proxy-1:3128",
 		pipeline.HoldContainer + " keelson/pipeline-controller:v1 "}))
 	generation := s.deployment("cached-a").Generation
@@ -64,7 +64,7 @@ func TestAnUpgradeRestartsNoModelFetchingStep(t *testing.T) {
 	s.g.Eventually(func() int64 { return c.Gets.Load() }, timeout, poll).ShouldNot(BeZero(), "the new controller ran no pass")
 	quiet(s, c)
 	s.g.Expect(s.deployment("cached-a").Generation).To(Equal(generation), "the upgrade rewrote the step's Deployment")
-	s.g.Expect(fetcher(s, "cached-a")[0]).To(Equal(pipeline.FetchContainer + " keelson/pipeline-controller:v1 http://proxy-1:3128"))
+	s.g.Expect(fetcher(s)[0]).To(Equal(pipeline.FetchContainer + " keelson/pipeline-controller:v1 http://proxy-1:3128"))
 
 	// A change outside the step's pod template (its replicas) keeps the fetcher: scaling restarts nothing.
 	s.g.Eventually(func() error {
@@ -73,7 +73,7 @@ func TestAnUpgradeRestartsNoModelFetchingStep(t *testing.T) {
 		return env.Client.Update(s.ctx, p)
 	}, timeout, poll).Should(Succeed())
 	s.g.Eventually(func() int32 { return *s.deployment("cached-a").Spec.Replicas }, timeout, poll).Should(Equal(int32(2)))
-	s.g.Expect(fetcher(s, "cached-a")[0]).To(Equal(pipeline.FetchContainer+" keelson/pipeline-controller:v1 http://proxy-1:3128"),
+	s.g.Expect(fetcher(s)[0]).To(Equal(pipeline.FetchContainer+" keelson/pipeline-controller:v1 http://proxy-1:3128"),
 		"scaling the step took the new fetcher: its pods rolled")
 
 	// The step's own change rolls it, with the new fetcher.
@@ -82,7 +82,7 @@ func TestAnUpgradeRestartsNoModelFetchingStep(t *testing.T) {
 		p.Spec.Steps[0].Image = "server:v2"
 		return env.Client.Update(s.ctx, p)
 	}, timeout, poll).Should(Succeed())
-	s.g.Eventually(func() []string { return fetcher(s, "cached-a") }, timeout, poll).Should(Equal([]string{
+	s.g.Eventually(func() []string { return fetcher(s) }, timeout, poll).Should(Equal([]string{
 		pipeline.FetchContainer + " keelson/pipeline-controller:v2 http://proxy-2:3128",
 		pipeline.HoldContainer + " keelson/pipeline-controller:v2 "}))
 }
