@@ -27,13 +27,7 @@ func TestDerivedVariablesLeaveWithTheirSource(t *testing.T) {
 	goRuntime := &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{"go"}, MemoryHeadroomPercent: ptr.To[int32](10)}
 	s.sizer("api", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("api"), ForceOwnership: true, Resources: limits("1Gi"),
 		Runtime: goRuntime})
-	envOf := func() map[string]string {
-		out := map[string]string{}
-		for _, e := range s.getDeployment("api").Spec.Template.Spec.Containers[0].Env {
-			out[e.Name] = e.Value
-		}
-		return out
-	}
+	envOf := s.envOf("api")
 	memoryLimit := func() string {
 		return s.getDeployment("api").Spec.Template.Spec.Containers[0].Resources.Limits.Memory().String()
 	}

@@ -375,13 +375,7 @@ func TestReturningToRollingTakesItsVariablesBack(t *testing.T) {
 		return []sizerv1alpha1.ContainerResources{{ContainerName: "app", Limits: rl("cpu", "1", "memory", mem),
 			ControlledValues: sizerv1alpha1.RequestsAndLimits}}
 	}
-	envOf := func() map[string]string {
-		out := map[string]string{}
-		for _, e := range s.getDeployment("back").Spec.Template.Spec.Containers[0].Env {
-			out[e.Name] = e.Value
-		}
-		return out
-	}
+	envOf := s.envOf("back")
 	s.sizer("back", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("back"), ForceOwnership: true, Resources: res("1Gi"),
 		Runtime: &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{"go"}, MemoryHeadroomPercent: ptr.To[int32](10)}})
 	s.g.Eventually(envOf, timeout, poll).Should(Equal(map[string]string{"GOMAXPROCS": "16", "GOMEMLIMIT": "921MiB"}),

@@ -84,6 +84,17 @@ func (s *scenario) getDeployment(name string) *appsv1.Deployment {
 	return &d
 }
 
+// envOf is the environment of the first container of the Deployment name, by variable.
+func (s *scenario) envOf(name string) func() map[string]string {
+	return func() map[string]string {
+		out := map[string]string{}
+		for _, e := range s.getDeployment(name).Spec.Template.Spec.Containers[0].Env {
+			out[e.Name] = e.Value
+		}
+		return out
+	}
+}
+
 func (s *scenario) update(name string, mutate func(*sizerv1alpha1.WorkloadSizer)) {
 	s.g.Eventually(func() error {
 		w := s.get(name)

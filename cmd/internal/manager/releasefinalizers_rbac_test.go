@@ -106,9 +106,7 @@ func TestReleaseFinalizersWithTheChartsPermissions(t *testing.T) {
 			users := releaseNamespace(t, "rbac-users-"+tc.binary)
 			d := controllerDeployment(t, ns, "keelson-"+tc.binary)
 			obj := tc.object(t, users, "present", tc.finalizer, otherFinalizer)
-			t.Cleanup(func() {
-				_ = env.Client.Patch(context.Background(), obj, client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`)))
-			})
+			clearFinalizersAtEnd(t, obj)
 			kubeconfig := grantAsTheChartDoes(t, tc.binary, ns, d.Name)
 
 			out, code := runReleaseAs(tc.binary, kubeconfig, ns, "--release-finalizers="+d.Name, "--release-finalizers-timeout=30s")
@@ -126,9 +124,7 @@ func TestAFailedReleaseStartsTheControllerAgain(t *testing.T) {
 	d := controllerDeployment(t, ns, "keelson-workload-sizer")
 	pod(t, ns, "keelson-workload-sizer-abc", map[string]string{"app": d.Name})
 	held := workloadSizer(t, ns, "held", sizerFinalizer)
-	t.Cleanup(func() {
-		_ = env.Client.Patch(context.Background(), held, client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`)))
-	})
+	clearFinalizersAtEnd(t, held)
 
 	out, code := releaseFinalizers(ns, "--release-finalizers="+d.Name, "--release-finalizers-timeout=2s")
 	g.Expect(code).To(Equal(1), out)
@@ -155,9 +151,7 @@ func TestReleaseFinalizersWithTheControllerAlreadyGone(t *testing.T) {
 	g := NewWithT(t)
 	ns := releaseNamespace(t, "release-gone")
 	obj := workloadSizer(t, ns, "left", sizerFinalizer)
-	t.Cleanup(func() {
-		_ = env.Client.Patch(context.Background(), obj, client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`)))
-	})
+	clearFinalizersAtEnd(t, obj)
 	out, code := releaseFinalizers(ns, "--release-finalizers=keelson-workload-sizer", "--release-finalizers-timeout=30s")
 	g.Expect(code).To(Equal(0), out)
 	g.Expect(out).To(ContainSubstring("no controller to stop"))
