@@ -119,18 +119,20 @@ func (r *Reconciler) adoptAndRelease(ctx context.Context, ds *daemonsetv1alpha1.
 	return h, nil
 }
 
-// patchOwners sets the pod's owner references, guarded by its resourceVersion, and reports whether it did. A pod
-// gone or changed meanwhile is not an error (done is false): a later pass sees it as it is now.
-func (r *Reconciler) patchOwners(ctx context.Context, pod *corev1.Pod, refs []metav1.OwnerReference) (done bool, err error) {
-	base := pod.DeepCopy()
-	pod.OwnerReferences = refs
-	err = r.Patch(ctx, pod, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+// patchOwners sets obj's owner references (a pod's, a revision's), guarded by its resourceVersion, and reports
+// whether it did. An object gone or changed meanwhile is not an error (done is false): a later pass sees it as it
+// is now.
+func (r *Reconciler) patchOwners(ctx context.Context, obj client.Object, refs []metav1.OwnerReference) (done bool, err error) {
+	before := obj.GetOwnerReferences()
+	base := obj.DeepCopyObject().(client.Object)
+	obj.SetOwnerReferences(refs)
+	err = r.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 	switch {
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-		*pod = *base
+		obj.SetOwnerReferences(before)
 		return false, nil
 	case err != nil:
-		*pod = *base
+		obj.SetOwnerReferences(before)
 		return false, err
 	}
 	return true, nil

@@ -167,8 +167,10 @@ func (r *Reconciler) createRevision(ctx context.Context, ds *daemonsetv1alpha1.D
 		if metav1.GetControllerOf(&existing) != nil || existing.Labels[daemonsetv1alpha1.NameLabel] != ds.Name {
 			return true, nil
 		}
-		if err := r.adoptRevision(ctx, ds, &existing); err != nil {
+		if done, err := r.adoptRevision(ctx, ds, &existing); err != nil {
 			return false, err
+		} else if !done {
+			return false, fmt.Errorf("revision %s changed while it was being adopted", rev.Name)
 		}
 		return false, nil
 	default:
@@ -197,26 +199,26 @@ func (r *Reconciler) adoptRevisions(ctx context.Context, ds *daemonsetv1alpha1.D
 		if metav1.GetControllerOf(rev) != nil {
 			continue
 		}
-		if err := r.adoptRevision(ctx, ds, rev); apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			continue // changed or gone meanwhile: a later pass sees it as it is
-		} else if err != nil {
+		if done, err := r.adoptRevision(ctx, ds, rev); err != nil {
 			return nil, err
+		} else if !done {
+			continue // changed or gone meanwhile: a later pass sees it as it is
 		}
 		adopted = append(adopted, *rev)
 	}
 	return adopted, nil
 }
 
-// adoptRevision adds ds as the controller of rev, guarded by rev's resourceVersion.
-func (r *Reconciler) adoptRevision(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, rev *appsv1.ControllerRevision) error {
-	base := rev.DeepCopy()
-	rev.OwnerReferences = append(append([]metav1.OwnerReference(nil), rev.OwnerReferences...), ownerReference(ds))
-	if err := r.Patch(ctx, rev, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		*rev = *base
-		return fmt.Errorf("adopting revision %s: %w", rev.Name, err)
+// adoptRevision adds ds as the controller of rev, guarded by rev's resourceVersion (patchOwners).
+func (r *Reconciler) adoptRevision(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, rev *appsv1.ControllerRevision) (bool, error) {
+	done, err := r.patchOwners(ctx, rev, append(slices.Clone(rev.OwnerReferences), ownerReference(ds)))
+	if err != nil {
+		return false, fmt.Errorf("adopting revision %s: %w", rev.Name, err)
 	}
-	log.FromContext(ctx).Info("Adopted orphaned revision", "revision", rev.Name)
-	return nil
+	if done {
+		log.FromContext(ctx).Info("Adopted orphaned revision", "revision", rev.Name)
+	}
+	return done, nil
 }
 
 // liveAndStaying reads ds past the cache: whether it still exists, as the same object, and is not being deleted.
@@ -251,14 +253,13 @@ func (r *Reconciler) orphanOldRevisions(ctx context.Context, ds *daemonsetv1alph
 		if string(canonicalJSON(rev.Data.Raw)) == string(rev.Data.Raw) {
 			continue // the collector's own patch goes through
 		}
-		base := rev.DeepCopy()
-		rev.OwnerReferences = slices.DeleteFunc(slices.Clone(rev.OwnerReferences),
-			func(ref metav1.OwnerReference) bool { return ref.UID == ds.UID })
-		err := r.Patch(ctx, rev, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
-		if client.IgnoreNotFound(err) != nil {
+		done, err := r.patchOwners(ctx, rev, withoutOwner(rev.OwnerReferences, ds))
+		if err != nil {
 			return fmt.Errorf("orphaning revision %s: %w", rev.Name, err)
 		}
-		log.FromContext(ctx).Info("Orphaned revision the garbage collector cannot patch", "revision", rev.Name)
+		if done { // else changed or gone meanwhile: its update brings another pass
+			log.FromContext(ctx).Info("Orphaned revision the garbage collector cannot patch", "revision", rev.Name)
+		}
 	}
 	return nil
 }
