@@ -61,8 +61,15 @@ func runtimeVariables(rt *sizerv1alpha1.RuntimeSpec) []string {
 }
 
 // derivedVariables are every variable the sizer may derive from a limit, whatever the languages.
-var derivedVariables = map[string]bool{envGoMaxProcs: true, envGoMemLimit: true, envJavaToolOpts: true, envJDKJavaOpts: true,
-	envNodeOptions: true, envPythonCPUCount: true}
+var derivedVariables = func() map[string]bool {
+	all := &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{sizerv1alpha1.LanguageGo,
+		sizerv1alpha1.LanguageJava, sizerv1alpha1.LanguageNode, sizerv1alpha1.LanguagePython}}
+	out := map[string]bool{}
+	for _, name := range runtimeVariables(all) {
+		out[name] = true
+	}
+	return out
+}()
 
 // derivedEnv is the part of set that is derived runtime variables. The sizer never hands those over when it stops
 // writing them: a value derived from a limit is true only while it follows the limit, so it leaves with the
