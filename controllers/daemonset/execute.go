@@ -98,7 +98,11 @@ func (r *Reconciler) updatePod(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 		return fmt.Errorf("no recorded template to update pod %s in place", u.pod.Name)
 	}
 	pod := u.pod.DeepCopy()
-	if hasInPlaceGate(pod) && inPlaceGateStatus(pod) != corev1.ConditionFalse {
+	// A change the kubelet restarts no container for (the template's labels alone) leaves the pod in its Services:
+	// closing the gate would take it out and put it back for nothing.
+	images, _ := inPlaceImages(from, to)
+	restarts := len(inPlaceRestarts(pod, images)) > 0
+	if restarts && hasInPlaceGate(pod) && inPlaceGateStatus(pod) != corev1.ConditionFalse {
 		body, err := gatePatch(pod, corev1.ConditionFalse, "UpdatingInPlace",
 			"the pod is being updated in place to revision "+u.hash, r.now())
 		if err != nil {

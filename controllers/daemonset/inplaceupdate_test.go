@@ -180,3 +180,47 @@ func TestInPlaceWithoutTheReadinessGate(t *testing.T) {
 	s.g.Expect(writes() - writesBefore).To(BeNumerically(">=", 2))
 	s.g.Expect(writes() - writesBefore).To(BeNumerically("<=", 4))
 }
+
+// A change of the template's labels alone restarts no container: the pods are patched with their new labels, keep
+// their readiness gate open (they never leave their Services) and cost one write each.
+func TestLabelOnlyChangeKeepsTheGateOpen(t *testing.T) {
+	s := newScenario(t)
+	c := startController(t)
+	s.node("a", nil)
+	s.node("b", nil)
+	s.daemonSet(agent, "agent:v1", inPlace)
+	s.kubelet(agent)
+	s.g.Eventually(s.rolledOut, timeout, poll).Should(BeTrue())
+	before := s.podsByNode()
+	gateSince := map[string]string{}
+	for _, p := range s.pods(agent) {
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == daemonset.InPlaceReadyCondition {
+				gateSince[p.Name] = cond.LastTransitionTime.String()
+			}
+		}
+	}
+	s.g.Expect(gateSince).To(HaveLen(2))
+	writes := func() int64 {
+		var n int64
+		for _, p := range s.pods(agent) {
+			n += c.WritesTo(p.Name)
+		}
+		return n
+	}
+	writesBefore := writes()
+
+	s.update(agent, func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.Template.Labels = map[string]string{"team": "net"} })
+	s.g.Eventually(s.rolledOut, timeout, poll).Should(BeTrue())
+	s.g.Expect(s.podsByNode()).To(Equal(before), "pods were replaced, not updated in place")
+	for _, p := range s.pods(agent) {
+		s.g.Expect(p.Labels).To(HaveKeyWithValue("team", "net"))
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == daemonset.InPlaceReadyCondition {
+				s.g.Expect(cond.Status).To(Equal(corev1.ConditionTrue))
+				s.g.Expect(cond.LastTransitionTime.String()).To(Equal(gateSince[p.Name]), "the gate of pod %s closed and opened again", p.Name)
+			}
+		}
+	}
+	s.g.Expect(writes()-writesBefore).To(BeNumerically("<=", 2+1), "one patch per pod (and at most one conflict)")
+}
