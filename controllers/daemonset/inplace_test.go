@@ -318,6 +318,20 @@ func TestPlanUpdatesInPlace(t *testing.T) {
 			s:    inPlace(2),
 			want: []string{"update pb@new"},
 		},
+		// A node tainted NoSchedule after its pod started admits no new pod: in place is its only way to the update.
+		"a node that admits no new pod is updated in place": {
+			nodes: []nodeView{tainted(view("a", testPod("pa", oldRev, available))), view("b", testPod("pb", newRev, available))},
+			s:     inPlace(1),
+			want:  []string{"update pa@new"},
+		},
+		"a node that admits no new pod uses the budget while it updates in place": {
+			nodes: []nodeView{tainted(view("a", updating(testPod("pa", newRev, available)))), view("b", testPod("pb", oldRev, available))},
+			s:     inPlace(1),
+		},
+		"a node that admits no new pod keeps a pod that cannot be patched": {
+			nodes: []nodeView{tainted(view("a", testPod("pa", "other", available))), view("b", testPod("pb", newRev, available))},
+			s:     inPlace(1),
+		},
 	} {
 		p := planNodes(tc.nodes, tc.s, newRev, oldRev, now)
 		got := summary(p)

@@ -368,7 +368,9 @@ func requeueForAvailability(nodes []nodeView, s strategy, now time.Time, p *plan
 func countUnavailable(nodes []nodeView, kept map[string][]*corev1.Pod, s strategy, broken map[string]bool, now time.Time, p *plan) int {
 	n := len(broken)
 	for _, node := range nodes {
-		if !node.shouldRun || node.down {
+		// A node that admits no new pod counts while its pod is updated in place: that pod is out of service too.
+		inPlaceOnly := admitsNoNewPod(node) && len(kept[node.name]) > 0
+		if (!node.shouldRun && !inPlaceOnly) || node.down {
 			continue
 		}
 		available := false
@@ -394,7 +396,10 @@ func planReplace(nodes []nodeView, kept map[string][]*corev1.Pod, targets map[st
 	var candidates []*corev1.Pod
 	for _, n := range nodes {
 		pods := kept[n.name]
-		if !targets[n.name] || n.down || len(pods) != 1 || pods[0].Labels[RevisionLabel] == updateHash {
+		if n.down || len(pods) != 1 || pods[0].Labels[RevisionLabel] == updateHash {
+			continue
+		}
+		if !targets[n.name] && !updatableInPlaceOnly(n, pods[0], s) {
 			continue
 		}
 		if ok, _ := availability(pods[0], s.minReadySeconds, now); !ok {
@@ -410,6 +415,18 @@ func planReplace(nodes []nodeView, kept map[string][]*corev1.Pod, targets map[st
 		replace(pod, s, updateHash, p)
 		unavailable++
 	}
+}
+
+// admitsNoNewPod reports whether the node runs the DaemonSet's pod but would not admit a new one: an untolerated
+// NoSchedule taint came after the pod. The pod stays (apps/v1 keeps it too); a new pod in its place would never be
+// scheduled, so the node's daemon would be gone.
+func admitsNoNewPod(n nodeView) bool { return !n.shouldRun && n.shouldContinueRunning }
+
+// updatableInPlaceOnly reports whether pod, on a node that admits no new pod, can still move to the update revision:
+// only in place (nothing is scheduled), and only on a node the canary selector picks. Such a node is not among the
+// eligible nodes the partition counts.
+func updatableInPlaceOnly(n nodeView, pod *corev1.Pod, s strategy) bool {
+	return admitsNoNewPod(n) && n.canary && s.inPlace && s.inPlaceFrom[pod.Labels[RevisionLabel]]
 }
 
 // replace plans an old pod's move to the update revision: a patch when its revision can be updated in place, else

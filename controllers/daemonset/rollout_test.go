@@ -67,12 +67,14 @@ func rolling(maxUnavailable, maxSurge int) strategy {
 	return strategy{maxUnavailable: maxUnavailable, maxSurge: maxSurge}
 }
 
+// tainted makes a node admit no new pod while its pods stay (an untolerated NoSchedule taint).
+func tainted(v nodeView) nodeView {
+	v.eligibility = eligibility{shouldRun: false, shouldContinueRunning: true}
+	return v
+}
+
 func TestPlanNodes(t *testing.T) {
 	down := func(v nodeView) nodeView { v.down = true; return v }
-	tainted := func(v nodeView) nodeView {
-		v.eligibility = eligibility{shouldRun: false, shouldContinueRunning: true}
-		return v
-	}
 	started := func(p *corev1.Pod) *corev1.Pod {
 		p.Status.StartTime = &metav1.Time{Time: now.Add(-time.Minute)}
 		return p
@@ -103,6 +105,10 @@ func TestPlanNodes(t *testing.T) {
 			nodes: []nodeView{{name: "a", eligibility: eligibility{shouldContinueRunning: true}, pods: []*corev1.Pod{testPod("pa", newRev, available)}},
 				{name: "b", eligibility: eligibility{shouldContinueRunning: true}}},
 			s: rolling(1, 0),
+		},
+		"NoSchedule taint: an old pod is neither deleted nor replaced by a rollout": {
+			nodes: []nodeView{tainted(view("a", testPod("pa", oldRev, available))), view("b", testPod("pb", newRev, available))},
+			s:     rolling(1, 0),
 		},
 		"failed pod is deleted; the replacement waits for the next pass": {
 			nodes:  []nodeView{view("a", testPod("pa", newRev, failed))},

@@ -87,11 +87,18 @@ func computeStatus(old daemonsetv1alpha1.DaemonSetStatus, nodes []nodeView, in s
 	targets := updateTargets(nodes, in.strategy)
 	unavailable := map[string]string{} // up nodes without an available pod, with what is wrong
 	stuck := map[string]string{}       // target nodes whose update-revision pod will not become available by itself
+	kept := map[string]string{} // nodes that admit no new pod and keep an old one, which no pass will update
 	pendingTargets, heldBack := 0, 0
 	for _, n := range nodes {
 		if !n.shouldRun {
 			if len(n.pods) > 0 {
 				st.NumberMisscheduled++
+			}
+			switch keptOld(n, in) {
+			case keptPending:
+				pendingTargets++
+			case keptForGood:
+				kept[n.name] = ""
 			}
 			continue
 		}
@@ -101,14 +108,20 @@ func computeStatus(old daemonsetv1alpha1.DaemonSetStatus, nodes []nodeView, in s
 		}
 		// updatedAvailable, not available, says whether the node is done: with surge an old pod keeps the node
 		// available while the new one starts (or fails) beside it, and that must not look like a finished update.
-		ready, available, updated, updatedAvailable := false, false, false, false
-		problem := ""
+		// A node is updated once every pod on it is of the update revision: with surge, a node whose new pod starts
+		// beside the old one is not yet (apps/v1 counts a node by its oldest pod, which is the old one), or tools that
+		// wait for updatedNumberScheduled and numberAvailable to reach desiredNumberScheduled would call a rollout
+		// done while old pods serve every node.
+		ready, available, updated, updatedAvailable := false, false, len(n.pods) > 0, false
+		hasUpdatePod, problem := false, ""
 		for _, pod := range n.pods {
 			ready = ready || isReady(pod)
 			ok, _ := availability(pod, in.strategy.minReadySeconds, in.now)
 			available = available || ok
-			if pod.Labels[RevisionLabel] == in.updateHash {
-				updated = true
+			if pod.Labels[RevisionLabel] != in.updateHash {
+				updated = false
+			} else {
+				hasUpdatePod = true
 				updatedAvailable = updatedAvailable || ok
 				if !ok && problem == "" {
 					problem = podProblem(pod)
@@ -138,7 +151,7 @@ func computeStatus(old daemonsetv1alpha1.DaemonSetStatus, nodes []nodeView, in s
 			heldBack++
 		case targets[n.name] && !updatedAvailable:
 			pendingTargets++
-			if updated && problem != "" && !n.down {
+			if hasUpdatePod && problem != "" && !n.down {
 				stuck[n.name] = problem
 			}
 		}
@@ -153,6 +166,9 @@ func computeStatus(old daemonsetv1alpha1.DaemonSetStatus, nodes []nodeView, in s
 
 	setAvailable(&st, unavailable, in)
 	setProgressing(&st, stuck, pendingTargets, heldBack, in)
+	if len(kept) > 0 && pendingTargets == 0 && !in.strategy.onDelete {
+		setKeptOld(&st, kept, in)
+	}
 	setReady(&st, unavailable, pendingTargets)
 	return st
 }
@@ -199,6 +215,47 @@ func setProgressing(st *daemonsetv1alpha1.DaemonSetStatus, stuck map[string]stri
 			st.UpdatedNumberScheduled, st.DesiredNumberScheduled, in.updateHash, held)
 	}
 	conditions.Set(&st.Conditions, c)
+}
+
+// How a node that admits no new pod stands in a rollout (see admitsNoNewPod).
+const (
+	keptNone    = iota // no pod, or its pods are of the update revision and available
+	keptPending        // its pod is being, or will be, updated in place
+	keptForGood        // its pod is of an old revision and cannot be updated in place
+)
+
+// keptOld says how a node that admits no new pod stands in the rollout: its old pod can move to the update revision
+// in place only (updatableInPlaceOnly); otherwise it stays on its old revision until someone acts.
+func keptOld(n nodeView, in statusInput) int {
+	if !admitsNoNewPod(n) || len(n.pods) == 0 {
+		return keptNone
+	}
+	for _, pod := range n.pods {
+		if pod.Labels[RevisionLabel] == in.updateHash {
+			continue
+		}
+		if updatableInPlaceOnly(n, pod, in.strategy) && !in.strategy.paused {
+			return keptPending
+		}
+		return keptForGood
+	}
+	for _, pod := range n.pods {
+		if ok, _ := availability(pod, in.strategy.minReadySeconds, in.now); !ok && !n.down {
+			return keptPending // updated in place, its containers not running again yet
+		}
+	}
+	return keptNone
+}
+
+// setKeptOld says, on a rollout otherwise done, that some nodes keep a pod of an old revision because they admit no
+// new pod: the rollout is not complete, and no pass will complete it.
+func setKeptOld(st *daemonsetv1alpha1.DaemonSetStatus, kept map[string]string, in statusInput) {
+	conditions.Set(&st.Conditions, metav1.Condition{Type: daemonsetv1alpha1.ConditionProgressing,
+		Status: metav1.ConditionFalse, Reason: daemonsetv1alpha1.ReasonOldPodsKept, ObservedGeneration: in.generation,
+		Message: conditions.Message(fmt.Sprintf("%d nodes keep a pod of an old revision: an untolerated NoSchedule taint "+
+			"came after the pod, so a new pod would not be scheduled there and the old one is not deleted: %s; tolerate "+
+			"the taint, set spec.updateStrategy.rollingUpdate.inPlace to IfPossible (an image change is then made in "+
+			"place), or delete the pods to leave those nodes without one", len(kept), listNodes(kept)))})
 }
 
 // budget is how many nodes may be mid-update at once: maxSurge when surging, else maxUnavailable.

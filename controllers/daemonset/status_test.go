@@ -84,7 +84,8 @@ func TestComputeStatusWithSurgeWaitsForTheUpdatedPod(t *testing.T) {
 		view("b", testPod("pb", newRev, available)),
 	}
 	st := computeStatus(daemonsetv1alpha1.DaemonSetStatus{}, nodes, in)
-	if st.NumberAvailable != 2 || st.UpdatedNumberScheduled != 2 {
+	// a runs its old pod still: updated only once that is gone (apps/v1 counts a node by its oldest pod).
+	if st.NumberAvailable != 2 || st.UpdatedNumberScheduled != 1 {
 		t.Fatalf("counts: %+v", st)
 	}
 	if c := meta.FindStatusCondition(st.Conditions, daemonsetv1alpha1.ConditionProgressing); c.Reason != daemonsetv1alpha1.ReasonRollingUpdate {
@@ -107,5 +108,37 @@ func TestComputeStatusWithSurgeWaitsForTheUpdatedPod(t *testing.T) {
 	st = computeStatus(st, nodes, in)
 	if c := meta.FindStatusCondition(st.Conditions, daemonsetv1alpha1.ConditionReady); c.Status != "True" {
 		t.Errorf("Ready = %s %s once every new pod is available, want True", c.Status, c.Reason)
+	}
+}
+
+// A node tainted NoSchedule after its pod started keeps that pod through a rollout: the status must not call the
+// rollout complete while it runs an old revision, and says why and what to do; with in place allowed it is pending.
+func TestComputeStatusTellsOfOldPodsOnNodesThatAdmitNoNewPod(t *testing.T) {
+	tainted := nodeView{name: "a", eligibility: eligibility{shouldContinueRunning: true}, canary: true, pods: []*corev1.Pod{testPod("pa", oldRev, available)}}
+	nodes := []nodeView{tainted, view("b", testPod("pb", newRev, available))}
+	in := statusInput{generation: 2, updateHash: newRev, currentHash: oldRev, strategy: strategy{maxUnavailable: 1}, now: now}
+	st := computeStatus(daemonsetv1alpha1.DaemonSetStatus{}, nodes, in)
+	if st.DesiredNumberScheduled != 1 || st.UpdatedNumberScheduled != 1 || st.NumberMisscheduled != 1 {
+		t.Fatalf("counts: %+v", st)
+	}
+	c := meta.FindStatusCondition(st.Conditions, daemonsetv1alpha1.ConditionProgressing)
+	if c.Status != "False" || c.Reason != daemonsetv1alpha1.ReasonOldPodsKept || !strings.Contains(c.Message, "1 nodes keep a pod of an old revision") ||
+		!strings.Contains(c.Message, ": a;") {
+		t.Errorf("Progressing = %s %s (%s), want False %s naming node a", c.Status, c.Reason, c.Message, daemonsetv1alpha1.ReasonOldPodsKept)
+	}
+
+	in.strategy = strategy{maxUnavailable: 1, inPlace: true, inPlaceFrom: map[string]bool{oldRev: true}}
+	st = computeStatus(st, nodes, in)
+	if c := meta.FindStatusCondition(st.Conditions, daemonsetv1alpha1.ConditionProgressing); c.Reason != daemonsetv1alpha1.ReasonRollingUpdate {
+		t.Errorf("with in place, Progressing = %s (%s), want %s", c.Reason, c.Message, daemonsetv1alpha1.ReasonRollingUpdate)
+	}
+	if c := meta.FindStatusCondition(st.Conditions, daemonsetv1alpha1.ConditionReady); c.Reason != daemonsetv1alpha1.ReasonUpdatePending {
+		t.Errorf("with in place, Ready = %s (%s), want %s", c.Reason, c.Message, daemonsetv1alpha1.ReasonUpdatePending)
+	}
+
+	nodes[0].pods = []*corev1.Pod{testPod("pa", newRev, available)}
+	st = computeStatus(st, nodes, in)
+	if c := meta.FindStatusCondition(st.Conditions, daemonsetv1alpha1.ConditionProgressing); c.Reason != daemonsetv1alpha1.ReasonComplete {
+		t.Errorf("once updated, Progressing = %s (%s), want %s", c.Reason, c.Message, daemonsetv1alpha1.ReasonComplete)
 	}
 }

@@ -20,4 +20,5 @@ const (
 	ReasonOnDelete           = "WaitingForPodDeletion"
 	ReasonRolloutStuck       = "RolloutStuck"
 	ReasonSelectorMismatch   = "SelectorMismatch"
+	ReasonOldPodsKept        = "OldPodsKept"
 )

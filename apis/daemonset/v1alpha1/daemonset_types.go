@@ -78,7 +78,9 @@ type DaemonSetUpdateStrategy struct {
 
 // RollingUpdateDaemonSet tunes a rolling update. Beyond apps/v1 it can hold some nodes back (partition), pause,
 // and update only the nodes a selector picks (a canary). Pods on NotReady or unreachable nodes never use up the
-// maxUnavailable budget, so a dead node does not stall the rollout everywhere else.
+// maxUnavailable budget, so a dead node does not stall the rollout everywhere else. A pod on a node tainted
+// NoSchedule after it started is kept (a new one could not be scheduled there): it is updated in place when inPlace
+// allows it, and otherwise stays on its revision, which the Progressing condition reports (OldPodsKept).
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.maxUnavailable) || !has(self.maxSurge) || !(self.maxUnavailable == 0 || self.maxUnavailable == '0%') || !(self.maxSurge == 0 || self.maxSurge == '0%')",reason="FieldValueInvalid",message="maxUnavailable and maxSurge cannot both be 0: the rollout could never replace a pod"
 // +kubebuilder:validation:XValidation:rule="!has(self.inPlace) || self.inPlace != 'IfPossible' || !has(self.maxSurge) || self.maxSurge == 0 || self.maxSurge == '0%'",fieldPath=".inPlace",reason="FieldValueForbidden",message="IfPossible requires maxSurge 0: a pod updated in place has no second pod beside it, so the update is paced by maxUnavailable"
@@ -197,7 +199,9 @@ type DaemonSetStatus struct {
 	// Conditions: Ready (every eligible node runs an available pod, and every node the rollout may update, that
 	// is not held back by the partition or the canary selector, runs the update revision), Available (no more
 	// nodes unavailable than maxUnavailable allows) and Progressing (reason RolloutStuck names the nodes and pods
-	// that keep the update from going on, and why).
+	// that keep the update from going on, and why; reason OldPodsKept names the nodes that keep a pod of an old
+	// revision because an untolerated NoSchedule taint came after it: no new pod could be scheduled there, so the old
+	// one is neither deleted nor replaced, only updated in place when inPlace allows it).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
