@@ -170,23 +170,46 @@ func isReady(pod *corev1.Pod) bool {
 }
 
 // updateTargets marks which nodes the rollout may update: nodes that should run the pod, match the canary selector
-// and are not among the last `partition` such nodes by name.
-func updateTargets(nodes []nodeView, s strategy) map[string]bool {
-	var eligible []string
-	for _, n := range nodes {
-		if n.shouldRun {
-			eligible = append(eligible, n.name)
-		}
+// and are not among the `partition` nodes held back. The nodes held back are, first, nodes that run a pod of another
+// revision than the update one, then nodes without a pod, then nodes already updated, each group from the last name
+// down: at the start of a rollout that is the last `partition` nodes by name, and a node joining or leaving later
+// moves no other node in or out (were it the last `partition` names whatever the pods, a new node named last would
+// take a held node's place and that node would be updated, a held node leaving would hand its place to an updated
+// one, and the number of old pods would drift from the partition). An updated pod is never taken back.
+func updateTargets(nodes []nodeView, s strategy, updateHash string) map[string]bool {
+	type ranked struct {
+		name  string
+		group int // 0: another revision, 1: no pod, 2: updated
 	}
-	sort.Strings(eligible)
-	byName := map[string]bool{}
+	var eligible []ranked
 	for _, n := range nodes {
-		byName[n.name] = n.canary
+		if !n.shouldRun {
+			continue
+		}
+		group := 1
+		for _, pod := range n.pods {
+			if pod.Labels[RevisionLabel] != updateHash {
+				group = 0
+				break
+			}
+			group = 2
+		}
+		eligible = append(eligible, ranked{n.name, group})
+	}
+	sort.Slice(eligible, func(i, j int) bool {
+		if eligible[i].group != eligible[j].group {
+			return eligible[i].group < eligible[j].group
+		}
+		return eligible[i].name > eligible[j].name
+	})
+	held := map[string]bool{}
+	for _, e := range eligible[:min(max(s.partition, 0), len(eligible))] {
+		held[e.name] = true
 	}
 	targets := map[string]bool{}
-	for i, name := range eligible {
-		if i < len(eligible)-s.partition && byName[name] {
-			targets[name] = true
+	for _, n := range nodes {
+		if n.shouldRun && n.canary && !held[n.name] {
+			targets[n.name] = true
 		}
 	}
 	return targets
@@ -228,7 +251,7 @@ func planGates(nodes []nodeView, p *plan) {
 // planPods decides which pods to create, delete and update in place.
 func planPods(nodes []nodeView, s strategy, updateHash, currentHash string, now time.Time) plan {
 	var p plan
-	targets := updateTargets(nodes, s)
+	targets := updateTargets(nodes, s, updateHash)
 	kept := map[string][]*corev1.Pod{} // per node, the live pods the rollout step may act on
 
 	for _, n := range nodes {

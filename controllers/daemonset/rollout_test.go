@@ -196,6 +196,18 @@ func TestPlanNodes(t *testing.T) {
 			s:     strategy{maxUnavailable: 3, partition: 1},
 			want:  []string{"delete pa (Update)", "delete pb (Update)"},
 		},
+		// d joins after the rollout held c and b: it is updated, and c and b stay held (by name alone, d would be held,
+		// and b updated).
+		"partition: a node joining last by name takes no held node's place": {
+			nodes: []nodeView{view("a", testPod("pa", newRev, available)), view("b", testPod("pb", oldRev, available)),
+				view("c", testPod("pc", oldRev, available)), view("d")},
+			s:    strategy{maxUnavailable: 3, partition: 2},
+			want: []string{"create d@new"},
+		},
+		"partition: a held node leaving updates no other": {
+			nodes: []nodeView{view("a", testPod("pa", newRev, available)), view("b", testPod("pb", oldRev, available))},
+			s:     strategy{maxUnavailable: 3, partition: 2},
+		},
 		"a held-back node gets the current revision when its pod is replaced": {
 			nodes: []nodeView{view("a", testPod("pa", newRev, available)), view("b")},
 			s:     strategy{maxUnavailable: 1, partition: 1},

@@ -84,7 +84,7 @@ func computeStatus(old daemonsetv1alpha1.DaemonSetStatus, nodes []nodeView, in s
 		CollisionCount:     in.collisionCount,
 		Conditions:         append([]metav1.Condition(nil), old.Conditions...),
 	}
-	targets := updateTargets(nodes, in.strategy)
+	targets := updateTargets(nodes, in.strategy, in.updateHash)
 	unavailable := map[string]string{} // up nodes without an available pod, with what is wrong
 	stuck := map[string]string{}       // target nodes whose update-revision pod will not become available by itself
 	kept := map[string]string{} // nodes that admit no new pod and keep an old one, which no pass will update

@@ -105,7 +105,10 @@ type RollingUpdateDaemonSet struct {
 	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`
 
 	// Partition is how many eligible nodes keep the old revision. Nodes are updated in order of their names; the
-	// last partition nodes in that order wait. 0 (default) updates every node.
+	// last partition nodes in that order wait. Nodes that join or leave later move no other node in or out: the
+	// nodes held are those that still run an old pod first (from the last name down), then nodes without a pod,
+	// and an updated pod is never taken back, so a new node gets the update revision while partition nodes still
+	// run the old one. 0 (default) updates every node.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Partition *int32 `json:"partition,omitempty"`
