@@ -51,7 +51,7 @@ func TestOnePodPerEligibleNode(t *testing.T) {
 	s.kubelet("agent")
 	s.g.Eventually(func() daemonsetv1alpha1.DaemonSetStatus {
 		st := s.get("agent").Status
-		st.Conditions, st.UpdateRevision, st.CurrentRevision = nil, "", ""
+		st.Conditions, st.UpdateRevision, st.CurrentRevision, st.StableRevision = nil, "", "", ""
 		return st
 	}, timeout, poll).Should(Equal(daemonsetv1alpha1.DaemonSetStatus{
 		ObservedGeneration: 1, DesiredNumberScheduled: 3, CurrentNumberScheduled: 3, NumberReady: 3,

@@ -23,6 +23,8 @@ const (
 	eventFailedUpdate    = "FailedUpdateInPlace"
 	eventRolloutComplete = "RolloutComplete"
 	eventRolloutStuck    = "RolloutStuck"
+	eventRolloutPaused   = "RolloutPaused"
+	eventRolledBack      = "RolledBack"
 )
 
 // rolloutTransition is what a status write says happened to the rollout since the status before it.
@@ -77,6 +79,17 @@ func (r *Reconciler) reportRollout(ctx context.Context, ds *daemonsetv1alpha1.Da
 	case t.stuck:
 		r.record(ctx, ds, recorder.Event{Type: corev1.EventTypeWarning, Reason: eventRolloutStuck, Action: "Rollout", Note: t.message})
 	}
+}
+
+// reportFailure records the event of a failure the failure policy has just declared.
+func (r *Reconciler) reportFailure(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, f *daemonsetv1alpha1.RolloutFailure) {
+	e := recorder.Event{Type: corev1.EventTypeWarning, Reason: eventRolloutPaused, Action: "Rollout",
+		Note: fmt.Sprintf("Rollout of revision %s paused: %s", f.Revision, f.Message)}
+	if f.Action == daemonsetv1alpha1.RolloutFailureRollback {
+		e.Reason = eventRolledBack
+		e.Note = fmt.Sprintf("Rolling back from revision %s to %s: %s", f.Revision, f.RolledBackTo, f.Message)
+	}
+	r.record(ctx, ds, e)
 }
 
 // record records an event about ds (recorder.Record).

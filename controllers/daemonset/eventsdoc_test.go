@@ -12,7 +12,8 @@ func TestEventReasonsAreDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range []string{eventCreated, eventDeleted, eventFailedCreate, eventFailedDelete, eventUpdated, eventFailedUpdate, eventRolloutComplete, eventRolloutStuck} {
+	for _, r := range []string{eventCreated, eventDeleted, eventFailedCreate, eventFailedDelete, eventUpdated, eventFailedUpdate, eventRolloutComplete, eventRolloutStuck,
+		eventRolloutPaused, eventRolledBack} {
 		if !strings.Contains(string(doc), "| daemonset-controller | `"+r+"` |") {
 			t.Errorf("docs/operations.md does not list the event %s", r)
 		}

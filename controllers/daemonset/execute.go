@@ -114,7 +114,7 @@ func (r *Reconciler) updatePod(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 			return err
 		}
 	}
-	body, err := inPlacePatch(ds, pod, from, to, u.hash)
+	body, err := inPlacePatch(ds, pod, from, to, u.hash, r.now())
 	if err != nil {
 		return err
 	}

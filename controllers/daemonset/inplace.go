@@ -28,6 +28,8 @@ type inPlaceState struct {
 	Revision string `json:"revision"`
 	// Containers are the containers the kubelet must restart, by name.
 	Containers map[string]runningContainer `json:"containers"`
+	// Started is when the update was made (RFC 3339): a failure policy's progress deadline runs from then.
+	Started string `json:"started,omitempty"`
 }
 
 // runningContainer is a container as it ran before an update in place.
@@ -134,14 +136,15 @@ func inPlaceRestarts(pod *corev1.Pod, images map[string]string) map[string]runni
 }
 
 // inPlacePatch is the strategic merge patch that moves pod of ds from its revision's template from to revision hash
-// of template to: the changed images; the pod's labels as the new revision's pods have them (keys the old
+// of template to, at now: the changed images; the pod's labels as the new revision's pods have them (keys the old
 // revision's pods had and the new one's do not are removed; keys others added are left alone; the controller's
 // own labels are never removed); and the annotation recording the containers that must restart. It carries the
 // pod's resourceVersion: the containers it records must be the ones running now, so a pod that changed since it was
 // read is refused with a conflict, and read again.
-func inPlacePatch(ds *daemonsetv1alpha1.DaemonSet, pod *corev1.Pod, from, to *corev1.PodTemplateSpec, hash string) ([]byte, error) {
+func inPlacePatch(ds *daemonsetv1alpha1.DaemonSet, pod *corev1.Pod, from, to *corev1.PodTemplateSpec, hash string,
+	now time.Time) ([]byte, error) {
 	images, _ := inPlaceImages(from, to)
-	state := inPlaceState{Revision: hash, Containers: inPlaceRestarts(pod, images)}
+	state := inPlaceState{Revision: hash, Containers: inPlaceRestarts(pod, images), Started: now.UTC().Format(time.RFC3339)}
 	recorded, err := json.Marshal(state)
 	if err != nil {
 		return nil, err
@@ -267,4 +270,14 @@ func gatePatch(pod *corev1.Pod, status corev1.ConditionStatus, reason, message s
 		"metadata": map[string]any{"resourceVersion": pod.ResourceVersion},
 		"status":   map[string]any{"conditions": conditions},
 	})
+}
+
+// updateStarted is when pod began running its revision: when it was updated in place to it, else when it was created.
+func updateStarted(pod *corev1.Pod) time.Time {
+	if st, ok := inPlaceStateOf(pod); ok {
+		if at, err := time.Parse(time.RFC3339, st.Started); err == nil {
+			return at
+		}
+	}
+	return pod.CreationTimestamp.Time
 }

@@ -177,7 +177,7 @@ func TestInPlaceRestarts(t *testing.T) {
 // inPlacePatchOf is inPlacePatch's body, or the test's end.
 func inPlacePatchOf(t *testing.T, ds *daemonsetv1alpha1.DaemonSet, pod *corev1.Pod, from, to *corev1.PodTemplateSpec, hash string) []byte {
 	t.Helper()
-	body, err := inPlacePatch(ds, pod, from, to, hash)
+	body, err := inPlacePatch(ds, pod, from, to, hash, now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -210,6 +210,12 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 	if s.inPlace {
 		s.inPlaceFrom = inPlaceFrom(history.templates, history.updateHash)
 	}
+	verdict := decideFailure(views, failureInput{policy: failurePolicy(ds), generation: ds.Generation,
+		updateHash: history.updateHash, currentHash: history.currentHash, stableHash: ds.Status.StableRevision,
+		recorded: ds.Status.RolloutFailure, known: history.templates, strategy: s, now: now})
+	// Under a failure the pass plans with the revision it keeps or rolls back to, and so does the status.
+	s, updateHash, currentHash := underFailure(verdict.failure, s, history.updateHash, history.currentHash,
+		ds.Status.StableRevision, history.templates)
 
 	var result ctrl.Result
 	var actErr error
@@ -219,7 +225,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 		// have every pod made for it go unseen on the next pass, and a new one made in its place, without end.
 		log.FromContext(ctx).Info("Creating no pod: the selector does not match the template", "mismatch", mismatch)
 	} else if satisfied {
-		p := planNodes(views, s, history.updateHash, history.currentHash, now)
+		p := planNodes(views, s, updateHash, currentHash, now)
 		progressing := len(p.creates)+len(p.deletes)+len(p.updates) > 0
 		log.FromContext(ctx).V(1).Info("Planned", "nodes", len(nodes.Items), "pods", len(pods),
 			"creates", len(p.creates), "deletes", len(p.deletes), "updates", len(p.updates), "requeueAfter", p.requeueAfter)
@@ -227,7 +233,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 			r.backoff.failed(backoffKey(ds, history.updateHash, node), now)
 		}
 		actErr = r.execute(ctx, ds, key, p, history.templates)
-		result.RequeueAfter = p.requeueAfter
+		result.RequeueAfter = sooner(p.requeueAfter, verdict.recheck)
 		if actErr == nil && !progressing {
 			actErr = r.pruneRevisions(ctx, ds, revList.Items, pods, history)
 		}
@@ -240,9 +246,15 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 		result.RequeueAfter = sooner(result.RequeueAfter, statusConflictRequeue)
 	}
 	status := computeStatus(ds.Status, views, statusInput{
-		generation: ds.Generation, updateHash: history.updateHash, currentHash: history.currentHash,
+		generation: ds.Generation, updateHash: updateHash, currentHash: currentHash,
 		collisionCount: history.collisionCount, strategy: s, now: now,
 	})
+	if verdict.failure != nil {
+		markFailure(&status, verdict.failure)
+		if verdict.declared {
+			r.reportFailure(ctx, ds, verdict.failure)
+		}
+	}
 	if mismatch != "" {
 		markSelectorMismatch(&status, mismatch)
 	}

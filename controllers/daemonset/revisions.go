@@ -130,8 +130,9 @@ func revisionsToPrune(revs []appsv1.ControllerRevision, pods []*corev1.Pod, keep
 // pruneRevisions deletes the revisions beyond the history limit.
 func (r *Reconciler) pruneRevisions(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, revs []appsv1.ControllerRevision,
 	pods []*corev1.Pod, h revisions) error {
-	for _, rev := range revisionsToPrune(revs, pods, map[string]bool{h.updateHash: true, h.currentHash: true},
-		revisionHistoryLimit(ds)) {
+	// The stable revision is what a failure policy rolls back to: kept whatever the history limit.
+	keep := map[string]bool{h.updateHash: true, h.currentHash: true, ds.Status.StableRevision: true}
+	for _, rev := range revisionsToPrune(revs, pods, keep, revisionHistoryLimit(ds)) {
 		if err := r.Delete(ctx, rev); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting old revision %s: %w", rev.Name, err)
 		}

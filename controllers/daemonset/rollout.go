@@ -39,6 +39,9 @@ type strategy struct {
 	// whose pods can be patched to the update revision rather than replaced.
 	inPlace     bool
 	inPlaceFrom map[string]bool
+	// newPodsAt, when set, is the revision of every pod created (a rollout paused by its failure policy gives nodes
+	// that join or lose their pod the revision that ran everywhere, not the failed one).
+	newPodsAt string
 }
 
 // podCreate asks for a pod of revision hash on node.
@@ -287,7 +290,10 @@ func planPods(nodes []nodeView, s strategy, updateHash, currentHash string, now 
 		if len(live) == 0 {
 			if n.shouldRun && n.terminating == 0 && !waitingFailed && !deletingFailed(p, n.name) {
 				hash := updateHash
-				if !s.onDelete && !targets[n.name] && currentHash != "" {
+				switch {
+				case s.newPodsAt != "":
+					hash = s.newPodsAt
+				case !s.onDelete && !targets[n.name] && currentHash != "":
 					hash = currentHash
 				}
 				p.creates = append(p.creates, podCreate{node: n.name, hash: hash})

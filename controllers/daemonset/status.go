@@ -82,12 +82,13 @@ func computeStatus(old daemonsetv1alpha1.DaemonSetStatus, nodes []nodeView, in s
 		UpdateRevision:     in.updateHash,
 		CurrentRevision:    in.currentHash,
 		CollisionCount:     in.collisionCount,
+		StableRevision:     old.StableRevision,
 		Conditions:         append([]metav1.Condition(nil), old.Conditions...),
 	}
 	targets := updateTargets(nodes, in.strategy, in.updateHash)
 	unavailable := map[string]string{} // up nodes without an available pod, with what is wrong
 	stuck := map[string]string{}       // target nodes whose update-revision pod will not become available by itself
-	kept := map[string]string{} // nodes that admit no new pod and keep an old one, which no pass will update
+	kept := map[string]string{}        // nodes that admit no new pod and keep an old one, which no pass will update
 	pendingTargets, heldBack := 0, 0
 	for _, n := range nodes {
 		if !n.shouldRun {
@@ -164,6 +165,10 @@ func computeStatus(old daemonsetv1alpha1.DaemonSetStatus, nodes []nodeView, in s
 		stuck[name] = unavailable[name]
 	}
 
+	if st.DesiredNumberScheduled > 0 && st.UpdatedNumberScheduled == st.DesiredNumberScheduled &&
+		st.NumberAvailable == st.DesiredNumberScheduled && pendingTargets == 0 && len(kept) == 0 {
+		st.StableRevision = in.updateHash // available everywhere: what a failure policy rolls back to
+	}
 	setAvailable(&st, unavailable, in)
 	setProgressing(&st, stuck, pendingTargets, heldBack, in)
 	if len(kept) > 0 && pendingTargets == 0 && !in.strategy.onDelete {

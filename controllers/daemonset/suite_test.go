@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -321,6 +322,10 @@ func (s *scenario) slowKubelet(name string, startup time.Duration, skip ...strin
 				if p.DeletionTimestamp != nil || dead[nodeOf(p)] {
 					continue
 				}
+				if crashes(p) {
+					s.crashLoop(p)
+					continue
+				}
 				if (p.Status.Phase != corev1.PodRunning && p.Status.Phase != corev1.PodFailed &&
 					time.Since(p.CreationTimestamp.Time) >= startup) ||
 					(p.Status.Phase == corev1.PodRunning && (imageChanged(p) || !readyAsItShould(p))) {
@@ -329,6 +334,32 @@ func (s *scenario) slowKubelet(name string, startup time.Duration, skip ...strin
 			}
 		}
 	}()
+}
+
+// crashes reports whether p runs an image this test kubelet crash-loops: one tagged "crash".
+func crashes(p *corev1.Pod) bool {
+	for _, c := range p.Spec.Containers {
+		if strings.HasSuffix(c.Image, ":crash") {
+			return true
+		}
+	}
+	return false
+}
+
+// crashLoop plays a kubelet whose container keeps crashing: Running, not ready, the container waiting in
+// CrashLoopBackOff.
+func (s *scenario) crashLoop(p *corev1.Pod) {
+	if p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Waiting != nil {
+		return
+	}
+	p.Status.Phase = corev1.PodRunning
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.Now()}}
+	p.Status.ContainerStatuses = nil
+	for _, c := range p.Spec.Containers {
+		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image,
+			RestartCount: 3, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}})
+	}
+	_ = env.Client.Status().Update(s.ctx, p)
 }
 
 // condition returns the DaemonSet's condition of type t, or nil.

@@ -21,4 +21,5 @@ const (
 	ReasonRolloutStuck       = "RolloutStuck"
 	ReasonSelectorMismatch   = "SelectorMismatch"
 	ReasonOldPodsKept        = "OldPodsKept"
+	ReasonRolledBack         = "RolledBack"
 )

@@ -139,6 +139,74 @@ type RollingUpdateDaemonSet struct {
 	// Disable it for daemons no Service sends traffic to (log, metrics, network and storage agents).
 	// +optional
 	InPlaceReadinessGate InPlaceReadinessGatePolicy `json:"inPlaceReadinessGate,omitempty"`
+
+	// FailurePolicy says what the rollout does when pods of the new revision fail on too many nodes: go on
+	// (Continue, the default, as apps/v1 does), pause, or roll back to the last revision that ran available on every
+	// eligible node. The DaemonSet's status then records the failure (status.rolloutFailure) until the spec changes.
+	// +optional
+	FailurePolicy *RolloutFailurePolicy `json:"failurePolicy,omitempty"`
+}
+
+// RolloutFailureAction is what a rollout does once its failure policy's threshold is crossed.
+// +kubebuilder:validation:Enum=Continue;Pause;Rollback
+type RolloutFailureAction string
+
+const (
+	// RolloutFailureContinue goes on within maxUnavailable, as apps/v1 does.
+	RolloutFailureContinue RolloutFailureAction = "Continue"
+	// RolloutFailurePause stops updating nodes; pods of nodes that join or lose their pod get the last revision that
+	// ran everywhere. Failed pods of the new revision stay for inspection.
+	RolloutFailurePause RolloutFailureAction = "Pause"
+	// RolloutFailureRollback moves every pod of the failed revision back to the last revision that ran available on
+	// every eligible node (in place where inPlace allows it), within maxUnavailable.
+	RolloutFailureRollback RolloutFailureAction = "Rollback"
+)
+
+// RolloutFailurePolicy tells when a rollout has failed and what it then does. A node has failed when its pod of the
+// new revision crash-loops, cannot pull its image or start its container, is unschedulable or failed, is not ready
+// progressDeadlineSeconds after it was created or updated in place, or when the node went NotReady after its pod was
+// updated. The policy acts when more nodes than maxFailedNodes have failed. The failure is recorded in
+// status.rolloutFailure and holds until the spec changes: a new template rolls out afresh, and any other change to the
+// spec (raising maxFailedNodes, say) tries the failed revision again.
+type RolloutFailurePolicy struct {
+	// Action is Continue (the default), Pause or Rollback.
+	// +optional
+	// +kubebuilder:default=Continue
+	Action RolloutFailureAction `json:"action,omitempty"`
+
+	// MaxFailedNodes is how many nodes may fail before the action is taken, as a number or a percentage of the
+	// eligible nodes (rounded down). Defaults to 0: the first failed node.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 && self <= 2147483647 : self.matches('^(100|[1-9]?[0-9])%$')",message="must be a non-negative integer (at most 2147483647) or a percentage from 0% to 100%"
+	MaxFailedNodes *intstr.IntOrString `json:"maxFailedNodes,omitempty"`
+
+	// ProgressDeadlineSeconds is how long a pod of the new revision may take to become ready after it was created
+	// or updated in place before its node counts as failed. Defaults to 600.
+	// +optional
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=1
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+}
+
+// RolloutFailure records a rollout its failure policy stopped.
+type RolloutFailure struct {
+	// Revision is the update revision whose pods failed.
+	Revision string `json:"revision"`
+	// Action is what the policy did: Pause or Rollback.
+	Action RolloutFailureAction `json:"action"`
+	// RolledBackTo is the revision the pods were moved back to (Rollback only).
+	// +optional
+	RolledBackTo string `json:"rolledBackTo,omitempty"`
+	// Generation is the spec generation whose rollout failed: a later one (a new template, or any other change to the
+	// spec) lifts the failure and rolls out again.
+	Generation int64 `json:"generation"`
+	// FailedNodes is how many nodes had failed when the policy acted.
+	FailedNodes int32 `json:"failedNodes"`
+	// Message names the failed nodes (the first five in name order) and why each failed.
+	Message string `json:"message"`
+	// Time is when the policy acted.
+	Time metav1.Time `json:"time"`
 }
 
 // InPlaceReadinessGatePolicy says whether pods updated in place carry the in-place readiness gate.
@@ -198,6 +266,14 @@ type DaemonSetStatus struct {
 	// CollisionCount counts hash collisions of revision names; it salts the next revision's hash.
 	// +optional
 	CollisionCount *int32 `json:"collisionCount,omitempty"`
+	// StableRevision is the newest revision that ran an available pod on every eligible node: the revision a
+	// failure policy of Rollback moves pods back to.
+	// +optional
+	StableRevision string `json:"stableRevision,omitempty"`
+	// RolloutFailure records the rollout the failure policy paused or rolled back, while it holds: while it does,
+	// UpdateRevision and the counters describe what runs (the stable revision after a rollback).
+	// +optional
+	RolloutFailure *RolloutFailure `json:"rolloutFailure,omitempty"`
 
 	// Conditions: Ready (every eligible node runs an available pod, and every node the rollout may update, that
 	// is not held back by the partition or the canary selector, runs the update revision), Available (no more
