@@ -2,6 +2,7 @@ package daemonset
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,6 +42,52 @@ type failureDecision struct {
 	declared bool
 	// recheck is when a pod of the update revision reaches its progress deadline (0 for none): no event marks it.
 	recheck time.Duration
+}
+
+// settleTime is how long every pod of a revision must have been ready, without interruption, on every eligible node
+// before it becomes the stable revision: the failure policy's progress deadline, and at least minReadySeconds. A
+// container without a readiness probe that crashes a moment after it starts is ready for that moment; a revision
+// called stable then would leave a rollback nothing to go back to.
+func settleTime(ds *daemonsetv1alpha1.DaemonSet) time.Duration {
+	settle := time.Duration(ds.Spec.MinReadySeconds) * time.Second
+	if p := failurePolicy(ds); p != nil {
+		deadline := defaultProgressDeadline
+		if s := ptr.Deref(p.ProgressDeadlineSeconds, 0); s > 0 {
+			deadline = time.Duration(s) * time.Second
+		}
+		settle = max(settle, deadline)
+	}
+	return settle
+}
+
+// settled says whether updateHash is now the stable revision: every eligible node runs only pods of it, every one
+// ready for settle, and no node keeps an older pod. When it is not yet only because pods have not been ready for long
+// enough, wait says when they will have been.
+func settled(nodes []nodeView, updateHash string, settle time.Duration, now time.Time) (ok bool, wait time.Duration) {
+	desired := 0
+	for _, n := range nodes {
+		if !n.shouldRun {
+			if admitsNoNewPod(n) && slices.ContainsFunc(n.pods, func(p *corev1.Pod) bool { return p.Labels[RevisionLabel] != updateHash }) {
+				return false, 0
+			}
+			continue
+		}
+		desired++
+		if len(n.pods) == 0 {
+			return false, 0
+		}
+		for _, pod := range n.pods {
+			if pod.Labels[RevisionLabel] != updateHash {
+				return false, 0
+			}
+			available, w := availability(pod, int32(settle/time.Second), now)
+			if !available && w == 0 {
+				return false, 0
+			}
+			wait = max(wait, w)
+		}
+	}
+	return desired > 0 && wait == 0, wait
 }
 
 // failurePolicy is ds's rolling update failure policy (nil with none, or under OnDelete).

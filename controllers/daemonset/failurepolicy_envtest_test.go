@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
@@ -17,7 +18,8 @@ func failing(action daemonsetv1alpha1.RolloutFailureAction) func(*daemonsetv1alp
 	return func(ds *daemonsetv1alpha1.DaemonSet) {
 		one, zero := intstr.FromInt32(1), intstr.FromInt32(0)
 		ds.Spec.UpdateStrategy.RollingUpdate = &daemonsetv1alpha1.RollingUpdateDaemonSet{MaxUnavailable: &one,
-			FailurePolicy: &daemonsetv1alpha1.RolloutFailurePolicy{Action: action, MaxFailedNodes: &zero}}
+			FailurePolicy: &daemonsetv1alpha1.RolloutFailurePolicy{Action: action, MaxFailedNodes: &zero,
+				ProgressDeadlineSeconds: ptr.To[int32](1)}}
 	}
 }
 

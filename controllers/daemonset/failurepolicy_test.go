@@ -142,16 +142,26 @@ func TestPlanUnderFailure(t *testing.T) {
 	}
 }
 
-// The stable revision follows the update revision once it runs available on every eligible node, and not before.
-func TestStableRevision(t *testing.T) {
-	in := statusInput{generation: 2, updateHash: newRev, currentHash: oldRev, strategy: rolling(1, 0), now: now}
-	st := computeStatus(daemonsetv1alpha1.DaemonSetStatus{StableRevision: oldRev},
-		[]nodeView{view("a", testPod("pa", newRev, available)), view("b", testPod("pb", oldRev, available))}, in)
-	if st.StableRevision != oldRev {
-		t.Errorf("mid-rollout StableRevision = %q, want %q", st.StableRevision, oldRev)
+// A revision becomes stable once every eligible node runs only its pods, each ready for the settle time (testPod's
+// available pods have been ready a minute); a pod ready for less says when to look again, and a crash-looping one,
+// briefly ready between restarts, keeps it from settling.
+func TestSettled(t *testing.T) {
+	if ok, _ := settled([]nodeView{view("a", testPod("pa", newRev, available)), view("b", testPod("pb", oldRev, available))},
+		newRev, 0, now); ok {
+		t.Error("settled mid-rollout")
 	}
-	st = computeStatus(st, []nodeView{view("a", testPod("pa", newRev, available)), view("b", testPod("pb", newRev, available))}, in)
-	if st.StableRevision != newRev {
-		t.Errorf("rolled out StableRevision = %q, want %q", st.StableRevision, newRev)
+	both := []nodeView{view("a", testPod("pa", newRev, available)), view("b", testPod("pb", newRev, available))}
+	if ok, _ := settled(both, newRev, 30*time.Second, now); !ok {
+		t.Error("not settled with every pod ready a minute, settle time 30s")
+	}
+	if ok, wait := settled(both, newRev, 90*time.Second, now); ok || wait != 30*time.Second {
+		t.Errorf("settle time 90s: settled %v, wait %s, want false and 30s", ok, wait)
+	}
+	if ok, _ := settled([]nodeView{view("a", testPod("pa", newRev, available)), view("b", crashLooping("pb"))}, newRev, 0, now); ok {
+		t.Error("settled with a crash-looping pod")
+	}
+	if ok, _ := settled([]nodeView{view("a", testPod("pa", newRev, available)), tainted(view("b", testPod("pb", oldRev, available)))},
+		newRev, 0, now); ok {
+		t.Error("settled with an old pod kept on a node that admits no new pod")
 	}
 }

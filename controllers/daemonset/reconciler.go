@@ -249,6 +249,11 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 		generation: ds.Generation, updateHash: updateHash, currentHash: currentHash,
 		collisionCount: history.collisionCount, strategy: s, now: now,
 	})
+	if ok, wait := settled(views, updateHash, settleTime(ds), now); ok {
+		status.StableRevision = updateHash // what a failure policy rolls back to
+	} else if wait > 0 && status.StableRevision != updateHash {
+		result.RequeueAfter = sooner(result.RequeueAfter, wait) // no event marks the moment
+	}
 	if verdict.failure != nil {
 		markFailure(&status, verdict.failure)
 		if verdict.declared {

@@ -165,10 +165,6 @@ func computeStatus(old daemonsetv1alpha1.DaemonSetStatus, nodes []nodeView, in s
 		stuck[name] = unavailable[name]
 	}
 
-	if st.DesiredNumberScheduled > 0 && st.UpdatedNumberScheduled == st.DesiredNumberScheduled &&
-		st.NumberAvailable == st.DesiredNumberScheduled && pendingTargets == 0 && len(kept) == 0 {
-		st.StableRevision = in.updateHash // available everywhere: what a failure policy rolls back to
-	}
 	setAvailable(&st, unavailable, in)
 	setProgressing(&st, stuck, pendingTargets, heldBack, in)
 	if len(kept) > 0 && pendingTargets == 0 && !in.strategy.onDelete {

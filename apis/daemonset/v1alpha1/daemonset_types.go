@@ -182,7 +182,9 @@ type RolloutFailurePolicy struct {
 	MaxFailedNodes *intstr.IntOrString `json:"maxFailedNodes,omitempty"`
 
 	// ProgressDeadlineSeconds is how long a pod of the new revision may take to become ready after it was created
-	// or updated in place before its node counts as failed. Defaults to 600.
+	// or updated in place before its node counts as failed. It is also how long a revision's pods must have been
+	// ready, without interruption, on every eligible node before it becomes the stable revision a rollback goes
+	// back to (a container that crashes moments after it starts is ready for those moments). Defaults to 600.
 	// +optional
 	// +kubebuilder:default=600
 	// +kubebuilder:validation:Minimum=1
@@ -266,8 +268,9 @@ type DaemonSetStatus struct {
 	// CollisionCount counts hash collisions of revision names; it salts the next revision's hash.
 	// +optional
 	CollisionCount *int32 `json:"collisionCount,omitempty"`
-	// StableRevision is the newest revision that ran an available pod on every eligible node: the revision a
-	// failure policy of Rollback moves pods back to.
+	// StableRevision is the newest revision that ran on every eligible node with every pod ready, without
+	// interruption, for the failure policy's progressDeadlineSeconds (minReadySeconds without a policy): the
+	// revision a failure policy of Rollback moves pods back to.
 	// +optional
 	StableRevision string `json:"stableRevision,omitempty"`
 	// RolloutFailure records the rollout the failure policy paused or rolled back, while it holds: while it does,
