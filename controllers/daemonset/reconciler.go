@@ -163,8 +163,9 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 	}
 	satisfied := r.expectations.Satisfied(key)
 
+	// The nodes are read, never written: the cache's own objects, not a copy of every node on every pass.
 	var nodes corev1.NodeList
-	if err := r.List(ctx, &nodes); err != nil {
+	if err := r.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, nil, fmt.Errorf("listing nodes: %w", err)
 	}
 	owned, err := r.ownedPods(ctx, ds)

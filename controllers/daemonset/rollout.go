@@ -225,8 +225,45 @@ func updateTargets(nodes []nodeView, s strategy, updateHash string) map[string]b
 func planNodes(nodes []nodeView, s strategy, updateHash, currentHash string, now time.Time) plan {
 	p := planPods(nodes, s, updateHash, currentHash, now)
 	planGates(nodes, &p)
+	p.bound(maxWritesPerPass)
 	return p
 }
+
+// maxWritesPerPass caps each kind of pod write one pass makes (creations, deletions, updates in place, gate
+// openings), as kube-controller-manager caps a DaemonSet's burst at 250: on a cluster where thousands of nodes join
+// at once, one pass would otherwise hold thousands of requests in flight, and keep the DaemonSet's worker for as
+// long. The rest is for the next pass, which the writes' own events bring.
+const maxWritesPerPass = 250
+
+// bound cuts each kind of write to at most limit, in node order, and asks for another pass when it cut any. A
+// failed pod's node keeps its backoff only when its deletion stays in the plan.
+func (p *plan) bound(limit int) {
+	cut := len(p.creates) > limit || len(p.deletes) > limit || len(p.updates) > limit || len(p.gatesReady) > limit
+	if !cut {
+		return
+	}
+	p.creates = p.creates[:min(len(p.creates), limit)]
+	p.deletes = p.deletes[:min(len(p.deletes), limit)]
+	p.updates = p.updates[:min(len(p.updates), limit)]
+	p.gatesReady = p.gatesReady[:min(len(p.gatesReady), limit)]
+	deleting := map[string]bool{}
+	for _, d := range p.deletes {
+		if d.reason == deleteFailed || d.reason == deleteSucceeded {
+			deleting[PodNode(d.pod)] = true
+		}
+	}
+	var failed []string
+	for _, n := range p.failedNodes {
+		if deleting[n] {
+			failed = append(failed, n)
+		}
+	}
+	p.failedNodes = failed
+	p.requeue(cutRequeue)
+}
+
+// cutRequeue is when a pass whose writes were cut comes back, should none of its writes' events bring it sooner.
+const cutRequeue = time.Second
 
 // planGates opens the in-place readiness gate of every live pod that carries it closed (or not yet set) and is not
 // waiting for an update in place: a pod just created, one whose updated containers run again, and one whose update

@@ -121,22 +121,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&daemonsetv1alpha1.DaemonSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Pod{}, &podHandler{r: r}).
 		Owns(&appsv1.ControllerRevision{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.allDaemonSets),
-			builder.WithPredicates(nodeChanged())).
+		Watches(&corev1.Node{}, &nodeHandler{r: r}, builder.WithPredicates(nodeChanged())).
 		Complete(r)
-}
-
-// allDaemonSets enqueues every DaemonSet: a node change may concern any of them.
-func (r *Reconciler) allDaemonSets(ctx context.Context, _ client.Object) []reconcile.Request {
-	var list daemonsetv1alpha1.DaemonSetList
-	if err := r.List(ctx, &list); err != nil {
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, ds := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ds.Namespace, Name: ds.Name}})
-	}
-	return reqs
 }
 
 // nodeChanged passes node events that can change a DaemonSet's work: creation, deletion, and changes of labels,

@@ -1,0 +1,87 @@
+package daemonset
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+)
+
+// A pass makes at most maxWritesPerPass writes of each kind and asks for the next pass; a failed pod's node grows
+// its backoff only when its deletion is in this pass.
+func TestPlanBoundsEachKindOfWrite(t *testing.T) {
+	var nodes []nodeView
+	for i := range 600 {
+		nodes = append(nodes, view(fmt.Sprintf("n%04d", i)))
+	}
+	p := planNodes(nodes, rolling(1, 0), newRev, newRev, now)
+	if len(p.creates) != maxWritesPerPass || p.requeueAfter != cutRequeue {
+		t.Errorf("600 new nodes: %d creates, requeue %s; want %d and %s", len(p.creates), p.requeueAfter, maxWritesPerPass, cutRequeue)
+	}
+
+	nodes = nodes[:0]
+	for i := range 600 {
+		name := fmt.Sprintf("n%04d", i)
+		pod := testPod("p"+name, newRev, failed)
+		pod.Spec.NodeName = name
+		nodes = append(nodes, view(name, pod))
+	}
+	p = planNodes(nodes, rolling(1, 0), newRev, newRev, now)
+	if len(p.deletes) != maxWritesPerPass || len(p.failedNodes) != maxWritesPerPass || p.failedNodes[0] != "n0000" {
+		t.Errorf("600 failed pods: %d deletes, %d nodes backing off; want %d each", len(p.deletes), len(p.failedNodes), maxWritesPerPass)
+	}
+
+	p = planNodes(nodes[:10], rolling(1, 0), newRev, newRev, now)
+	if len(p.deletes) != 10 || p.requeueAfter != 0 {
+		t.Errorf("10 failed pods: %d deletes, requeue %s; want 10 and none", len(p.deletes), p.requeueAfter)
+	}
+}
+
+// A node event wakes a DaemonSet only when it changes whether the node runs or keeps its pod, whether a node that
+// runs or may run one is down, or whether the canary selector picks it.
+func TestNodeConcerns(t *testing.T) {
+	ds := &daemonsetv1alpha1.DaemonSet{Spec: daemonsetv1alpha1.DaemonSetSpec{Template: corev1.PodTemplateSpec{
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{"pool": "gpu"}}}}}
+	node := func(labels map[string]string, ready bool, taints ...corev1.Taint) *corev1.Node {
+		status := corev1.ConditionTrue
+		if !ready {
+			status = corev1.ConditionFalse
+		}
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: labels}, Spec: corev1.NodeSpec{Taints: taints},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status}}}}
+	}
+	gpu, cpu := map[string]string{"pool": "gpu"}, map[string]string{"pool": "cpu"}
+	noSchedule := corev1.Taint{Key: "dedicated", Effect: corev1.TaintEffectNoSchedule}
+	for name, tc := range map[string]struct {
+		old, new *corev1.Node
+		want     bool
+	}{
+		"an eligible node joins":                      {nil, node(gpu, true), true},
+		"another pool's node joins":                   {nil, node(cpu, true), false},
+		"an eligible node leaves":                     {node(gpu, true), nil, true},
+		"another pool's node leaves":                  {node(cpu, true), nil, false},
+		"relabelled into the pool":                    {node(cpu, true), node(gpu, true), true},
+		"relabelled out of the pool":                  {node(gpu, true), node(cpu, true), true},
+		"an eligible node goes down":                  {node(gpu, true), node(gpu, false), true},
+		"another pool's node goes down":               {node(cpu, true), node(cpu, false), false},
+		"an eligible node is tainted NoSchedule":      {node(gpu, true), node(gpu, true, noSchedule), true},
+		"a tainted node that keeps its pod goes down": {node(gpu, true, noSchedule), node(gpu, false, noSchedule), true},
+		"another pool's node is tainted":              {node(cpu, true), node(cpu, true, noSchedule), false},
+		"an unrelated label on an eligible node":      {node(gpu, true), node(map[string]string{"pool": "gpu", "x": "y"}, true), false},
+	} {
+		if got := nodeConcerns(ds, tc.old, tc.new); got != tc.want {
+			t.Errorf("%s: nodeConcerns = %v, want %v", name, got, tc.want)
+		}
+	}
+
+	one := intstr.FromInt32(1)
+	ds.Spec.UpdateStrategy.RollingUpdate = &daemonsetv1alpha1.RollingUpdateDaemonSet{MaxUnavailable: &one,
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"canary": "yes"}}}
+	if !nodeConcerns(ds, node(gpu, true), node(map[string]string{"pool": "gpu", "canary": "yes"}, true)) {
+		t.Error("a node that joins the canary does not concern the DaemonSet")
+	}
+}
