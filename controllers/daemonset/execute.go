@@ -64,6 +64,10 @@ func (r *Reconciler) updatePods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 		switch {
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 			return nil // gone, or changed since read: the next pass sees it as it is now
+		case (apierrors.IsInvalid(err) || apierrors.IsForbidden(err)) && u.keepIfRefused:
+			r.record(ctx, ds, recorder.Event{Type: corev1.EventTypeWarning, Reason: eventFailedUpdate, Action: "Update",
+				Note: fmt.Sprintf("Updating pod %s on node %s in place was refused; it is kept, as the node admits no new pod: %v", u.pod.Name, PodNode(u.pod), err), Related: u.pod})
+			return nil
 		case apierrors.IsInvalid(err) || apierrors.IsForbidden(err):
 			mu.Lock()
 			refused = append(refused, podDelete{u.pod, deleteUpdate})

@@ -2,7 +2,6 @@ package daemonset
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -66,11 +65,8 @@ func settleTime(ds *daemonsetv1alpha1.DaemonSet) time.Duration {
 func settled(nodes []nodeView, updateHash string, settle time.Duration, now time.Time) (ok bool, wait time.Duration) {
 	desired := 0
 	for _, n := range nodes {
-		if !n.shouldRun {
-			if admitsNoNewPod(n) && slices.ContainsFunc(n.pods, func(p *corev1.Pod) bool { return p.Labels[RevisionLabel] != updateHash }) {
-				return false, 0
-			}
-			continue
+		if !n.shouldRun || n.down {
+			continue // a down node, or one that admits no new pod, does not hold the revision back
 		}
 		desired++
 		if len(n.pods) == 0 {
@@ -110,6 +106,9 @@ func decideFailure(nodes []nodeView, in failureInput) failureDecision {
 	if r := in.recorded; r != nil && r.Revision == in.updateHash && r.Generation == in.generation {
 		return failureDecision{failure: r}
 	}
+	if in.updateHash == in.stableHash {
+		return failureDecision{} // back at the stable revision: nothing newer to judge, nothing to go back to
+	}
 	target := rollbackTarget(in)
 	if in.currentHash == in.updateHash && target == "" {
 		return failureDecision{} // nothing rolls out: a DaemonSet's first revision, or one already everywhere
@@ -121,7 +120,7 @@ func decideFailure(nodes []nodeView, in failureInput) failureDecision {
 	failed, recheck := failedNodes(nodes, in.updateHash, in.currentHash, in.strategy, deadline, in.now)
 	desired := 0
 	for _, n := range nodes {
-		if n.shouldRun {
+		if n.shouldRun || (n.shouldContinueRunning && len(n.pods) > 0) { // a down node is tainted, and still counts
 			desired++
 		}
 	}
@@ -185,7 +184,7 @@ func failedNodes(nodes []nodeView, updateHash, currentHash string, s strategy, d
 			if isReady(pod) {
 				continue // ready, not yet for minReadySeconds
 			}
-			if age := now.Sub(updateStarted(pod)); age >= deadline {
+			if age := now.Sub(notReadySince(pod)); age >= deadline {
 				why = fmt.Sprintf("pod %s not ready %s after it started", pod.Name, deadline)
 			} else if wait := deadline - age; recheck == 0 || wait < recheck {
 				recheck = wait
@@ -199,6 +198,18 @@ func failedNodes(nodes []nodeView, updateHash, currentHash string, s strategy, d
 		failed[name] = "the node went down after its pod was updated"
 	}
 	return failed, recheck
+}
+
+// notReadySince is when pod's wait to become ready began: its update, or, for a pod ready since then that is not
+// now, when it stopped being ready (a readiness probe missed once does not count from the update two hours ago).
+func notReadySince(pod *corev1.Pod) time.Time {
+	since := updateStarted(pod)
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady && c.LastTransitionTime.After(since) {
+			since = c.LastTransitionTime.Time
+		}
+	}
+	return since
 }
 
 // underFailure turns the strategy and revisions a pass plans with under a failure: a pause stops updating nodes and
@@ -215,6 +226,7 @@ func underFailure(f *daemonsetv1alpha1.RolloutFailure, s strategy, updateHash, c
 		if currentHash == updateHash {
 			currentHash = target
 		}
+		s.rollingBackFrom = updateHash
 		if s.inPlace {
 			s.inPlaceFrom = inPlaceFrom(templates, target)
 		}

@@ -160,8 +160,40 @@ func TestSettled(t *testing.T) {
 	if ok, _ := settled([]nodeView{view("a", testPod("pa", newRev, available)), view("b", crashLooping("pb"))}, newRev, 0, now); ok {
 		t.Error("settled with a crash-looping pod")
 	}
+	// A node that admits no new pod, or is down, does not hold the revision back (a NotReady node is tainted too).
 	if ok, _ := settled([]nodeView{view("a", testPod("pa", newRev, available)), tainted(view("b", testPod("pb", oldRev, available)))},
-		newRev, 0, now); ok {
-		t.Error("settled with an old pod kept on a node that admits no new pod")
+		newRev, 0, now); !ok {
+		t.Error("not settled because of an old pod kept on a node that admits no new pod")
+	}
+}
+
+// Review findings, each a case that went wrong: a rollback reaches nodes the partition holds; back at the stable
+// revision nothing is judged; a down node is no kept node; a status overridden within a pass keeps its times.
+func TestFailurePolicyEdges(t *testing.T) {
+	templates := map[string]*corev1.PodTemplateSpec{oldRev: testTemplate("a:1"), newRev: testTemplate("a:2")}
+	rollback := &daemonsetv1alpha1.RolloutFailure{Revision: newRev, Action: daemonsetv1alpha1.RolloutFailureRollback, RolledBackTo: oldRev}
+	nodes := []nodeView{view("a", testPod("pa", oldRev, available)), view("b", crashLooping("pb"))}
+	s, update, current := underFailure(rollback, strategy{maxUnavailable: 1, partition: 1}, newRev, oldRev, oldRev, templates)
+	if got := summary(planNodes(nodes, s, update, current, now)); len(got) != 1 || got[0] != "delete pb (Update)" {
+		t.Errorf("rollback under a partition: plan %v, want [delete pb (Update)]", got)
+	}
+
+	policy := &daemonsetv1alpha1.RolloutFailurePolicy{Action: daemonsetv1alpha1.RolloutFailureRollback}
+	if d := decideFailure([]nodeView{view("a", crashLooping("pa"))}, failureInput{policy: policy, generation: 1, updateHash: newRev,
+		currentHash: oldRev, stableHash: newRev, known: templates, strategy: rolling(1, 0), now: now}); d.failure != nil {
+		t.Errorf("back at the stable revision: %+v", d.failure)
+	}
+
+	down := tainted(view("a", testPod("pa", oldRev, starting)))
+	down.down = true
+	if k := keptOld(down, statusInput{updateHash: newRev, strategy: rolling(1, 0), now: now}); k != keptNone {
+		t.Errorf("a down node is kept: %d", k)
+	}
+
+	before := []metav1.Condition{{Type: "Progressing", Status: "False", Reason: "RolledBack", LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}}
+	after := []metav1.Condition{{Type: "Progressing", Status: "False", Reason: "RolledBack", LastTransitionTime: metav1.NewTime(now)}}
+	keepTransitionTimes(after, before)
+	if !after[0].LastTransitionTime.Equal(&before[0].LastTransitionTime) {
+		t.Error("a condition whose status did not change got a new transition time")
 	}
 }

@@ -264,6 +264,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 	if mismatch != "" {
 		markSelectorMismatch(&status, mismatch)
 	}
+	keepTransitionTimes(status.Conditions, ds.Status.Conditions)
 	return result, &status, actErr
 }
 

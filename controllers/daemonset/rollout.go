@@ -1,6 +1,7 @@
 package daemonset
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -42,6 +43,9 @@ type strategy struct {
 	// newPodsAt, when set, is the revision of every pod created (a rollout paused by its failure policy gives nodes
 	// that join or lose their pod the revision that ran everywhere, not the failed one).
 	newPodsAt string
+	// rollingBackFrom, under a rollback, is the failed revision: every node running one of its pods is a target,
+	// whatever the partition or canary selector hold back.
+	rollingBackFrom string
 }
 
 // podCreate asks for a pod of revision hash on node.
@@ -54,6 +58,9 @@ type podCreate struct {
 type podUpdate struct {
 	pod  *corev1.Pod
 	hash string
+	// keepIfRefused: the pod is on a node that admits no new pod, so a refused update leaves it as it is rather
+	// than replacing it.
+	keepIfRefused bool
 }
 
 // podDelete asks for pod's deletion, and says why (for events and logs).
@@ -212,6 +219,10 @@ func updateTargets(nodes []nodeView, s strategy, updateHash string) map[string]b
 	targets := map[string]bool{}
 	for _, n := range nodes {
 		if n.shouldRun && n.canary && !held[n.name] {
+			targets[n.name] = true
+		}
+		if s.rollingBackFrom != "" && n.shouldRun &&
+			slices.ContainsFunc(n.pods, func(p *corev1.Pod) bool { return p.Labels[RevisionLabel] == s.rollingBackFrom }) {
 			targets[n.name] = true
 		}
 	}
@@ -431,11 +442,13 @@ func requeueForAvailability(nodes []nodeView, s strategy, now time.Time, p *plan
 // countUnavailable counts the nodes that should run the pod, are up, and have no available pod, and the nodes the
 // update may have brought down (broken): a node down since before the rollout reached it never uses up the budget,
 // one that went down after its pod was updated does.
-func countUnavailable(nodes []nodeView, kept map[string][]*corev1.Pod, s strategy, broken map[string]bool, now time.Time, p *plan) int {
+func countUnavailable(nodes []nodeView, kept map[string][]*corev1.Pod, s strategy, updateHash string, broken map[string]bool,
+	now time.Time, p *plan) int {
 	n := len(broken)
 	for _, node := range nodes {
 		// A node that admits no new pod counts while its pod is updated in place: that pod is out of service too.
-		inPlaceOnly := admitsNoNewPod(node) && len(kept[node.name]) > 0
+		inPlaceOnly := admitsNoNewPod(node) && s.inPlace && node.canary &&
+			slices.ContainsFunc(kept[node.name], func(p *corev1.Pod) bool { return p.Labels[RevisionLabel] == updateHash })
 		if (!node.shouldRun && !inPlaceOnly) || node.down {
 			continue
 		}
@@ -458,7 +471,13 @@ func countUnavailable(nodes []nodeView, kept map[string][]*corev1.Pod, s strateg
 // budget: it is unavailable until its containers run again.
 func planReplace(nodes []nodeView, kept map[string][]*corev1.Pod, targets map[string]bool, s strategy, updateHash string,
 	broken map[string]bool, now time.Time, p *plan) {
-	unavailable := countUnavailable(nodes, kept, s, broken, now, p)
+	unavailable := countUnavailable(nodes, kept, s, updateHash, broken, now, p)
+	keepIfRefused := map[types.UID]bool{} // pods on nodes that admit no new pod: nothing would replace them
+	defer func() {
+		for i := range p.updates {
+			p.updates[i].keepIfRefused = keepIfRefused[p.updates[i].pod.UID]
+		}
+	}()
 	var candidates []*corev1.Pod
 	for _, n := range nodes {
 		pods := kept[n.name]
@@ -467,6 +486,9 @@ func planReplace(nodes []nodeView, kept map[string][]*corev1.Pod, targets map[st
 		}
 		if !targets[n.name] && !updatableInPlaceOnly(n, pods[0], s) {
 			continue
+		}
+		if !targets[n.name] {
+			keepIfRefused[pods[0].UID] = true
 		}
 		if ok, _ := availability(pods[0], s.minReadySeconds, now); !ok {
 			replace(pods[0], s, updateHash, p)
@@ -492,14 +514,14 @@ func admitsNoNewPod(n nodeView) bool { return !n.shouldRun && n.shouldContinueRu
 // only in place (nothing is scheduled), and only on a node the canary selector picks. Such a node is not among the
 // eligible nodes the partition counts.
 func updatableInPlaceOnly(n nodeView, pod *corev1.Pod, s strategy) bool {
-	return admitsNoNewPod(n) && n.canary && s.inPlace && s.inPlaceFrom[pod.Labels[RevisionLabel]]
+	return admitsNoNewPod(n) && n.canary && s.partition <= 0 && s.inPlace && s.inPlaceFrom[pod.Labels[RevisionLabel]]
 }
 
 // replace plans an old pod's move to the update revision: a patch when its revision can be updated in place, else
 // its deletion (a later pass creates the new pod).
 func replace(pod *corev1.Pod, s strategy, updateHash string, p *plan) {
 	if s.inPlace && s.inPlaceFrom[pod.Labels[RevisionLabel]] {
-		p.updates = append(p.updates, podUpdate{pod, updateHash})
+		p.updates = append(p.updates, podUpdate{pod: pod, hash: updateHash})
 		return
 	}
 	p.deletes = append(p.deletes, podDelete{pod, deleteUpdate})
@@ -510,7 +532,7 @@ func replace(pod *corev1.Pod, s strategy, updateHash string, p *plan) {
 // without surging: deleting it costs no availability.
 func planSurge(nodes []nodeView, kept map[string][]*corev1.Pod, targets map[string]bool, s strategy, updateHash string,
 	broken map[string]bool, now time.Time, p *plan) {
-	countUnavailable(nodes, kept, s, broken, now, p) // for its requeue: surge itself never lowers availability
+	countUnavailable(nodes, kept, s, updateHash, broken, now, p) // for its requeue: surge itself never lowers availability
 	// Nodes that went down after their pod was updated stop new surges once they fill maxUnavailable (at least one):
 	// the update revision may be what brings nodes down, and a surge would take it to the next node.
 	surging := 0

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -228,8 +229,8 @@ const (
 // keptOld says how a node that admits no new pod stands in the rollout: its old pod can move to the update revision
 // in place only (updatableInPlaceOnly); otherwise it stays on its old revision until someone acts.
 func keptOld(n nodeView, in statusInput) int {
-	if !admitsNoNewPod(n) || len(n.pods) == 0 {
-		return keptNone
+	if !admitsNoNewPod(n) || len(n.pods) == 0 || n.down || !n.canary {
+		return keptNone // a down node is passed over (its taint is the node lifecycle's); the canary holds the others
 	}
 	for _, pod := range n.pods {
 		if pod.Labels[RevisionLabel] == in.updateHash {
@@ -315,5 +316,17 @@ func markSelectorMismatch(st *daemonsetv1alpha1.DaemonSetStatus, mismatch string
 		conditions.Set(&st.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionFalse,
 			Reason: daemonsetv1alpha1.ReasonSelectorMismatch, ObservedGeneration: st.ObservedGeneration,
 			Message: conditions.Message(mismatch + "; no pod is created until they match")})
+	}
+}
+
+// keepTransitionTimes gives each condition that ends a pass with the status it had before the pass the
+// lastTransitionTime it had then: a condition set and then overridden within one pass (Complete, then OldPodsKept or
+// a failure policy's RolledBack) would otherwise carry a new time on every pass, and the status would be written on
+// every pass though nothing changed.
+func keepTransitionTimes(conds, before []metav1.Condition) {
+	for i := range conds {
+		if old := meta.FindStatusCondition(before, conds[i].Type); old != nil && old.Status == conds[i].Status {
+			conds[i].LastTransitionTime = old.LastTransitionTime
+		}
 	}
 }
