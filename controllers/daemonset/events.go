@@ -73,6 +73,11 @@ func (r *Reconciler) reportRollout(ctx context.Context, ds *daemonsetv1alpha1.Da
 	if t.completed && t.took > 0 {
 		rolloutDuration.Observe(t.took.Seconds())
 	}
+	// A failure is told once, by the write that stores it, whichever replica makes it.
+	if f := after.RolloutFailure; f != nil && (before.RolloutFailure == nil || before.RolloutFailure.Revision != f.Revision ||
+		!before.RolloutFailure.Time.Equal(&f.Time)) {
+		r.reportFailure(ctx, ds, f)
+	}
 	switch {
 	case t.completed:
 		r.record(ctx, ds, recorder.Event{Type: corev1.EventTypeNormal, Reason: eventRolloutComplete, Action: "Rollout", Note: t.message})

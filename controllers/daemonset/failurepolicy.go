@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -95,15 +96,15 @@ func failurePolicy(ds *daemonsetv1alpha1.DaemonSet) *daemonsetv1alpha1.RolloutFa
 	return ru.FailurePolicy
 }
 
-// decideFailure applies the failure policy. A failure recorded for the same revision and spec generation holds (a
-// later generation lifts it); else, while a rollout is under way (the update revision is neither the one pods ran
+// decideFailure applies the failure policy. A failure recorded for the same revision under the same policy holds (a
+// new template or a changed policy lifts it); else, while a rollout is under way (the update revision is neither the one pods ran
 // before nor the last stable one), more failed nodes than maxFailedNodes declare one: Pause, or Rollback to the
 // stable revision (to the revision the rollout started from when none is recorded; a pause when neither is known).
 func decideFailure(nodes []nodeView, in failureInput) failureDecision {
 	if in.policy == nil || in.policy.Action == "" || in.policy.Action == daemonsetv1alpha1.RolloutFailureContinue {
 		return failureDecision{}
 	}
-	if r := in.recorded; r != nil && r.Revision == in.updateHash && r.Generation == in.generation {
+	if r := in.recorded; r != nil && r.Revision == in.updateHash && equality.Semantic.DeepEqual(r.Policy, *in.policy) {
 		return failureDecision{failure: r}
 	}
 	if in.updateHash == in.stableHash {
@@ -132,7 +133,8 @@ func decideFailure(nodes []nodeView, in failureInput) failureDecision {
 		return failureDecision{recheck: recheck}
 	}
 	f := &daemonsetv1alpha1.RolloutFailure{Revision: in.updateHash, Action: daemonsetv1alpha1.RolloutFailurePause,
-		Generation: in.generation, FailedNodes: int32(len(failed)), Time: metav1.NewTime(in.now.UTC().Truncate(time.Second)),
+		Generation: in.generation, Policy: *in.policy.DeepCopy(), FailedNodes: int32(len(failed)),
+		Time: metav1.NewTime(in.now.UTC().Truncate(time.Second)),
 		Message: conditions.Message(fmt.Sprintf("pods of revision %s failed on %d nodes, more than maxFailedNodes %d allows: %s",
 			in.updateHash, len(failed), allowed, listNodes(failed)))}
 	if in.policy.Action == daemonsetv1alpha1.RolloutFailureRollback {
@@ -247,11 +249,11 @@ func underFailure(f *daemonsetv1alpha1.RolloutFailure, s strategy, updateHash, c
 func markFailure(st *daemonsetv1alpha1.DaemonSetStatus, f *daemonsetv1alpha1.RolloutFailure) {
 	st.RolloutFailure = f.DeepCopy()
 	reason, message := daemonsetv1alpha1.ReasonPaused, fmt.Sprintf("rollout paused by its failure policy: %s; "+
-		"apply a fixed template (a new revision rolls out), or change anything else in the spec to try revision %s again",
+		"apply a fixed template (a new revision rolls out), or change the failure policy to try revision %s again",
 		f.Message, f.Revision)
 	if f.Action == daemonsetv1alpha1.RolloutFailureRollback {
 		reason, message = daemonsetv1alpha1.ReasonRolledBack, fmt.Sprintf("rolled back to revision %s by the failure "+
-			"policy: %s; apply a fixed template (a new revision rolls out), or change anything else in the spec to try "+
+			"policy: %s; apply a fixed template (a new revision rolls out), or change the failure policy to try "+
 			"revision %s again", f.RolledBackTo, f.Message, f.Revision)
 	}
 	conditions.Set(&st.Conditions, metav1.Condition{Type: daemonsetv1alpha1.ConditionProgressing, Status: metav1.ConditionFalse,

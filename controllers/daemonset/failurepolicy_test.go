@@ -60,9 +60,13 @@ func TestDecideFailure(t *testing.T) {
 	if again := decideFailure(healthy, in); again.failure != d.failure || again.declared {
 		t.Errorf("recorded failure: %+v", again)
 	}
-	in.generation = 5
+	in.generation = 5 // paused, say: the failure holds
+	if again := decideFailure(healthy, in); again.failure != d.failure {
+		t.Errorf("another spec change lifts the failure: %+v", again.failure)
+	}
+	in.policy = policy(daemonsetv1alpha1.RolloutFailurePause, intstr.FromInt32(2))
 	if again := decideFailure(healthy, in); again.failure != nil {
-		t.Errorf("a new generation keeps the failure: %+v", again.failure)
+		t.Errorf("a changed policy keeps the failure: %+v", again.failure)
 	}
 
 	d = decideFailure(oneCrash, input(policy(daemonsetv1alpha1.RolloutFailureRollback, intstr.FromInt32(0))))

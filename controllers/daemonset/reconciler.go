@@ -225,6 +225,11 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 		// The apiserver refuses such a DaemonSet (its CRD's rules), but one stored before those rules came would
 		// have every pod made for it go unseen on the next pass, and a new one made in its place, without end.
 		log.FromContext(ctx).Info("Creating no pod: the selector does not match the template", "mismatch", mismatch)
+	} else if verdict.declared {
+		// A failure is stored before it is acted on: acted on (failed pods deleted) but never stored (a refused
+		// status write, a leader gone), the next pass would find no failure and roll the failed revision out again.
+		// The next pass, a moment after the status write, acts on the failure it reads back.
+		result.RequeueAfter = statusConflictRequeue
 	} else if satisfied {
 		p := planNodes(views, s, updateHash, currentHash, now)
 		progressing := len(p.creates)+len(p.deletes)+len(p.updates) > 0
@@ -257,9 +262,6 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 	}
 	if verdict.failure != nil {
 		markFailure(&status, verdict.failure)
-		if verdict.declared {
-			r.reportFailure(ctx, ds, verdict.failure)
-		}
 	}
 	if mismatch != "" {
 		markSelectorMismatch(&status, mismatch)

@@ -54,6 +54,8 @@ type world struct {
 	refusedCreates int
 	// deleteErr, when set, is what the apiserver answers every delete of a pod with.
 	deleteErr error
+	// statusErr, when set, is what the apiserver answers every status write with.
+	statusErr error
 }
 
 const worldNamespace = "ns"
@@ -146,6 +148,9 @@ func (w *world) newReconciler() *Reconciler {
 			return c.SubResource(sub).Update(ctx, obj, opts...)
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if _, ok := obj.(*daemonsetv1alpha1.DaemonSet); ok && w.statusErr != nil {
+				return w.statusErr
+			}
 			w.statusWrites++
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},

@@ -142,7 +142,8 @@ type RollingUpdateDaemonSet struct {
 
 	// FailurePolicy says what the rollout does when pods of the new revision fail on too many nodes: go on
 	// (Continue, the default, as apps/v1 does), pause, or roll back to the last revision that ran available on every
-	// eligible node. The DaemonSet's status then records the failure (status.rolloutFailure) until the spec changes.
+	// eligible node. The DaemonSet's status then records the failure (status.rolloutFailure) until the template or
+	// this policy changes.
 	// +optional
 	FailurePolicy *RolloutFailurePolicy `json:"failurePolicy,omitempty"`
 }
@@ -166,8 +167,8 @@ const (
 // new revision crash-loops, cannot pull its image or start its container, is unschedulable or failed, is not ready
 // progressDeadlineSeconds after it was created or updated in place, or when the node went NotReady after its pod was
 // updated. The policy acts when more nodes than maxFailedNodes have failed. The failure is recorded in
-// status.rolloutFailure and holds until the spec changes: a new template rolls out afresh, and any other change to the
-// spec (raising maxFailedNodes, say) tries the failed revision again.
+// status.rolloutFailure and holds while the template and this policy stay as they were: a new template rolls out
+// afresh, and a change to this policy (raising maxFailedNodes, say) tries the failed revision again.
 type RolloutFailurePolicy struct {
 	// Action is Continue (the default), Pause or Rollback.
 	// +optional
@@ -200,9 +201,13 @@ type RolloutFailure struct {
 	// RolledBackTo is the revision the pods were moved back to (Rollback only).
 	// +optional
 	RolledBackTo string `json:"rolledBackTo,omitempty"`
-	// Generation is the spec generation whose rollout failed: a later one (a new template, or any other change to the
-	// spec) lifts the failure and rolls out again.
+	// Generation is the spec generation whose rollout failed.
 	Generation int64 `json:"generation"`
+	// Policy is the failure policy that acted. The failure holds while the template and the failure policy are
+	// those it failed under: a new template rolls out afresh, and a changed failurePolicy (a higher maxFailedNodes,
+	// say) tries the failed revision again. Other changes (pausing the rollout, a partition) keep it.
+	// +optional
+	Policy RolloutFailurePolicy `json:"policy,omitzero"`
 	// FailedNodes is how many nodes had failed when the policy acted.
 	FailedNodes int32 `json:"failedNodes"`
 	// Message names the failed nodes (the first five in name order) and why each failed.
