@@ -76,8 +76,8 @@ func (s *scenario) faceDetection(node1, node2 string) *inferencev1alpha1.Pipelin
 			ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StorageNFS,
 				CSIParameter: map[string]string{"server": "nfs.example.internal", "share": "/exports/models"}},
 			Steps: []inferencev1alpha1.Step{
-				{Image: "detector:v1", Location: node1, Model: "face/detect", Args: map[string]string{"listenPort": "9080"}},
-				{Image: "recognizer:v1", Location: node2, Model: "face/recognize", Args: map[string]string{"listenPort": "9081"}},
+				{Name: "step-0", Image: "detector:v1", Location: node1, Model: "face/detect", Args: map[string]string{"listenPort": "9080"}},
+				{Name: "step-1", Image: "recognizer:v1", Location: node2, Model: "face/recognize", Args: map[string]string{"listenPort": "9081"}},
 			},
 		}}
 	s.g.Expect(env.Client.Create(s.ctx, p)).To(Succeed())

@@ -92,8 +92,8 @@ func summarizePairs(r *pipelineResult) {
 func benchPipeline(ns, name string, nodes []string) *inferencev1alpha1.Pipeline {
 	p := &inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: inferencev1alpha1.PipelineSpec{ModelStorage: inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StoragePVC, ClaimName: "models"}}}
-	for _, node := range nodes {
-		p.Spec.Steps = append(p.Spec.Steps, inferencev1alpha1.Step{Image: "registry.k8s.io/pause:3.10.2",
+	for i, node := range nodes {
+		p.Spec.Steps = append(p.Spec.Steps, inferencev1alpha1.Step{Name: fmt.Sprintf("step-%d", i), Image: "registry.k8s.io/pause:3.10.2",
 			Location: node, Tolerations: fakeTolerations})
 	}
 	return p

@@ -49,6 +49,7 @@ func (Defaulter) Default(ctx context.Context, p *inferencev1alpha1.Pipeline) err
 		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
 			return fmt.Errorf("decoding the old pipeline: %w", err)
 		}
+		KeepStepNames(&old, p)
 		FollowDefaults(&old, p)
 	}
 	Default(p)

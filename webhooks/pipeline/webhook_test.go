@@ -67,6 +67,8 @@ func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 			"spec.steps[1].image", "spec.steps[1].image"},
 		"step name not DNS-1123": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Name = "Step_A" },
 			"spec.steps[0].name", "spec.steps[0].name"},
+		"unnamed step": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Name = "" },
+			"spec.steps[1].name: Required value", "spec.steps[1].name: Required value"},
 		"duplicate step names": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Name = "a" },
 			"spec.steps[1].name: Duplicate value", ""},
 		"next step that does not exist": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Next = []string{"ghost"} },
@@ -315,20 +317,23 @@ func TestModelStorageIsImmutable(t *testing.T) {
 	}
 }
 
-// The webhook names the steps, sets ports from listenPort, and picks Recreate for a single GPU replica; a missing
-// node is a warning, not an error.
+// The webhook sets ports from listenPort and picks Recreate for a single GPU replica; a missing node is a warning,
+// not an error. It names no step: a lone step unnamed is refused too.
 func TestDefaultsAndWarnings(t *testing.T) {
 	serveWebhooks(t)
 	g := NewWithT(t)
 	p := valid("defaults")
 	p.Namespace = namespace(t, withWebhook)
 	p.Spec.Steps = []inferencev1alpha1.Step{
-		{Image: "x", Args: map[string]string{"listenPort": "9080"}, Location: "no-such-node"},
-		{Image: "y", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}},
+		{Name: "step-0", Image: "x", Args: map[string]string{"listenPort": "9080"}, Location: "no-such-node"},
+		{Name: "step-1", Image: "y", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}}},
 	}
 	c, recorded := withWebhook.ClientWithWarnings(t)
 	g.Expect(c.Create(context.Background(), p)).To(Succeed())
-	g.Expect(p.Spec.Steps[0].Name).To(Equal("step-0"))
+	lone := valid("lone")
+	lone.Namespace = p.Namespace
+	lone.Spec.Steps = []inferencev1alpha1.Step{{Image: "x"}}
+	g.Expect(c.Create(context.Background(), lone)).To(MatchError(ContainSubstring("spec.steps[0].name: Required value")))
 	g.Expect(p.Spec.Steps[0].Port).To(Equal(int32(9080)))
 	g.Expect(p.Spec.Steps[1].Port).To(Equal(int32(8080)))
 	g.Expect(p.Spec.Steps[1].Strategy).To(Equal(appsv1.RecreateDeploymentStrategyType))
@@ -443,4 +448,36 @@ func TestDefaultsFollowTheStep(t *testing.T) {
 	g.Expect(p.Spec.Steps[0].Strategy).To(Equal(appsv1.RecreateDeploymentStrategyType), "the default follows the GPU")
 	g.Expect(p.Spec.Steps[0].Port).To(Equal(int32(9090)), "the default follows listenPort")
 	g.Expect(p.Spec.Steps[1].Strategy).To(Equal(appsv1.RecreateDeploymentStrategyType), "Recreate on a CPU step is the user's")
+}
+
+// A manifest written before every step had to be named, applied again as it was, is admitted and keeps the names the
+// steps have; a step inserted before them unnamed is refused with its field path, and so is an unnamed step that
+// changed.
+func TestUnnamedStepsKeepTheirNamesOnlyWhenUnchanged(t *testing.T) {
+	serveWebhooks(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	p := valid("unnamed")
+	p.Namespace = namespace(t, withWebhook)
+	p.Spec.Steps[0].Name, p.Spec.Steps[1].Name = "step-0", "step-1"
+	p.Spec.Steps[0].Next = []string{"step-1"}
+	g.Expect(withWebhook.Client.Create(ctx, p)).To(Succeed())
+
+	manifest := p.DeepCopy()
+	manifest.Spec.Steps[0].Name, manifest.Spec.Steps[1].Name = "", ""
+	manifest.Spec.Steps[0].Next = []string{"step-1"}
+	g.Expect(withWebhook.Client.Update(ctx, manifest)).To(Succeed(), "the same manifest applied again")
+	g.Expect(manifest.Spec.Steps[0].Name).To(Equal("step-0"))
+	g.Expect(manifest.Spec.Steps[1].Name).To(Equal("step-1"))
+
+	inserted := manifest.DeepCopy()
+	inserted.Spec.Steps[0].Name, inserted.Spec.Steps[1].Name = "", ""
+	inserted.Spec.Steps = append([]inferencev1alpha1.Step{{Image: "z", Model: inserted.Spec.Steps[0].Model, Next: []string{"step-0"}}},
+		inserted.Spec.Steps...)
+	g.Expect(withWebhook.Client.Update(ctx, inserted)).To(MatchError(ContainSubstring("spec.steps[0].name: Required value")))
+
+	changed := manifest.DeepCopy()
+	changed.Spec.Steps[1].Name = ""
+	changed.Spec.Steps[1].Image = "other"
+	g.Expect(withWebhook.Client.Update(ctx, changed)).To(MatchError(ContainSubstring("spec.steps[1].name: Required value")))
 }

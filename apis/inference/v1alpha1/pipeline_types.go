@@ -168,8 +168,11 @@ type Readiness struct {
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.readiness) || !has(self.readinessProbe)",fieldPath=".readiness",reason="FieldValueForbidden",message="at most one of readiness and readinessProbe"
 type Step struct {
-	// Name of the step (DNS-1123 label, unique in the pipeline). Defaults to step-<index>.
-	// +optional
+	// Name of the step (DNS-1123 label, unique in the pipeline): its identity, which names its Deployment and
+	// Service. Required: a step named by its position would take over another step's Deployment, node and model
+	// when a step is inserted before it.
+	// +required
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=40
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name,omitempty"`
@@ -248,7 +251,8 @@ type PipelineSpec struct {
 	// ModelStorage is where the models live. Immutable, but for its cache settings.
 	// +kubebuilder:validation:XValidation:rule="self.type == oldSelf.type && (has(self.csiParameter) && size(self.csiParameter) > 0) == (has(oldSelf.csiParameter) && size(oldSelf.csiParameter) > 0) && (!(has(self.csiParameter) && size(self.csiParameter) > 0) || self.csiParameter == oldSelf.csiParameter) && has(self.driver) == has(oldSelf.driver) && (!has(self.driver) || self.driver == oldSelf.driver) && has(self.csi) == has(oldSelf.csi) && (!has(self.csi) || self.csi == oldSelf.csi) && has(self.capacity) == has(oldSelf.capacity) && (!has(self.capacity) || quantity(string(self.capacity)).compareTo(quantity(string(oldSelf.capacity))) == 0) && (has(self.mountOptions) && size(self.mountOptions) > 0) == (has(oldSelf.mountOptions) && size(oldSelf.mountOptions) > 0) && (!(has(self.mountOptions) && size(self.mountOptions) > 0) || self.mountOptions == oldSelf.mountOptions) && has(self.readOnly) == has(oldSelf.readOnly) && (!has(self.readOnly) || self.readOnly == oldSelf.readOnly) && has(self.claimName) == has(oldSelf.claimName) && (!has(self.claimName) || self.claimName == oldSelf.claimName)",message="spec.modelStorage is immutable but for its cache: create a new pipeline to move its models"
 	ModelStorage ModelStorage `json:"modelStorage"`
-	// Steps of the pipeline, in order. The first step without a predecessor is the entry (status.url).
+	// Steps of the pipeline, in order. The first step without a predecessor is the entry (status.url). A step's
+	// identity is its name: adding, removing or reordering steps changes no other step's objects.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=atomic
