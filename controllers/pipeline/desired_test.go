@@ -3,6 +3,7 @@ package pipeline
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -179,5 +180,24 @@ func TestAStepKeepsTheShortLabelItWasCreatedWith(t *testing.T) {
 	fresh := DesiredDeployment(p, 1, pipelinespec.Wiring{}, ModelFetch{})
 	if want := pipelinespec.StepName(p.Spec.Steps, 1); fresh.Spec.Template.Labels[StepShortLabel] != want {
 		t.Fatalf("a new Deployment's pods carry step=%q, want %q", fresh.Spec.Template.Labels[StepShortLabel], want)
+	}
+}
+
+// A pinned step whose node is NotReady says so, with the node, since when and the node's own reason, rather than
+// the scheduler's "Unschedulable" with the not-ready taint's text; a node that reports no Ready condition yet is not
+// called not ready.
+func TestANotReadyNodeIsTheStepsProblem(t *testing.T) {
+	step := inferencev1alpha1.Step{Location: "gpu-1"}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1"}}
+	if reason, _ := nodeProblem(step, map[string]*corev1.Node{"gpu-1": node}); reason != "" {
+		t.Fatalf("a node with no Ready condition yet: %q", reason)
+	}
+	since := metav1.NewTime(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown,
+		Reason: "NodeStatusUnknown", Message: "Kubelet stopped posting node status.", LastTransitionTime: since}}
+	reason, msg := nodeProblem(step, map[string]*corev1.Node{"gpu-1": node})
+	if reason != inferencev1alpha1.ReasonNodeNotReady ||
+		msg != "node gpu-1 is not ready (Ready=Unknown since 2026-11-27T10:00:00Z, NodeStatusUnknown: Kubelet stopped posting node status.)" {
+		t.Fatalf("NotReady node: %q %q", reason, msg)
 	}
 }

@@ -19,7 +19,25 @@ import (
 func nodeReadChanged(old, updated *corev1.Node) bool {
 	return !maps.Equal(old.Labels, updated.Labels) || old.Spec.Unschedulable != updated.Spec.Unschedulable ||
 		!equality.Semantic.DeepEqual(old.Spec.Taints, updated.Spec.Taints) ||
-		!equality.Semantic.DeepEqual(old.Status.Allocatable, updated.Status.Allocatable)
+		!equality.Semantic.DeepEqual(old.Status.Allocatable, updated.Status.Allocatable) ||
+		nodeNotReady(old) != nodeNotReady(updated)
+}
+
+// nodeNotReady says whether the node reports itself not ready: its Ready condition False or Unknown.
+func nodeNotReady(n *corev1.Node) bool {
+	s := nodeReadiness(n).Status
+	return s == corev1.ConditionFalse || s == corev1.ConditionUnknown
+}
+
+// nodeReadiness is the node's Ready condition (an empty status when it reports none yet: a node just registered is
+// not called not ready before its kubelet has said anything).
+func nodeReadiness(n *corev1.Node) corev1.NodeCondition {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c
+		}
+	}
+	return corev1.NodeCondition{Type: corev1.NodeReady}
 }
 
 // locations lists the distinct locations of the steps.

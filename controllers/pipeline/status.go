@@ -48,6 +48,21 @@ func nodeProblem(s inferencev1alpha1.Step, nodes map[string]*corev1.Node) (reaso
 	if !ok {
 		return inferencev1alpha1.ReasonNodeNotFound, fmt.Sprintf("node %s does not exist", s.Location)
 	}
+	if nodeNotReady(n) {
+		ready := nodeReadiness(n)
+		// The scheduler would say only "Unschedulable" with the not-ready taint's text: the node is what to look at.
+		msg := fmt.Sprintf("node %s is not ready (Ready=%s", s.Location, ready.Status)
+		if !ready.LastTransitionTime.IsZero() {
+			msg += " since " + ready.LastTransitionTime.UTC().Format(time.RFC3339)
+		}
+		if ready.Reason != "" {
+			msg += ", " + ready.Reason
+		}
+		if ready.Message != "" {
+			msg += ": " + ready.Message
+		}
+		return inferencev1alpha1.ReasonNodeNotReady, msg + ")"
+	}
 	if n.Spec.Unschedulable {
 		return inferencev1alpha1.ReasonNodeCordoned, fmt.Sprintf("node %s is cordoned", s.Location)
 	}

@@ -18,6 +18,7 @@ const (
 	ReasonNotReady        = "NotReady"
 	ReasonInvalidSpec     = "InvalidSpec"
 	ReasonNodeNotFound    = "NodeNotFound"
+	ReasonNodeNotReady    = "NodeNotReady"
 	ReasonNodeCordoned    = "NodeCordoned"
 	ReasonInsufficientGPU = "InsufficientGPU"
 	ReasonCreating        = "Creating"
