@@ -10,14 +10,25 @@ import (
 var errTooLarge = errors.New("the model is larger than the cache may hold")
 
 // budget counts the bytes a fetch writes, against a limit (none when 0): a download, or what an archive unpacks to.
+// Each byte is claimed from the cache's bound first (room; nil when the cache has none).
 type budget struct {
 	limit, used int64
 	entries     int
+	room        *room
 }
+
+// space is what a fetch may write: at most limit bytes (0: no limit), each claimed from room first.
+type space struct {
+	limit int64
+	room  *room
+}
+
+// budget is a new budget of the space: a download's, or an unpacking's (both count against the same room).
+func (s space) budget() *budget { return &budget{limit: s.limit, room: s.room} }
 
 // writer counts what goes through w against the budget.
 func (b *budget) writer(w io.Writer) io.Writer {
-	if b == nil || b.limit <= 0 {
+	if b == nil || (b.limit <= 0 && b.room == nil) {
 		return w
 	}
 	return &limitedWriter{w: w, b: b}
@@ -29,8 +40,11 @@ type limitedWriter struct {
 }
 
 func (l *limitedWriter) Write(p []byte) (int, error) {
-	if l.b.used+int64(len(p)) > l.b.limit {
+	if l.b.limit > 0 && l.b.used+int64(len(p)) > l.b.limit {
 		return 0, fmt.Errorf("%w (%d bytes)", errTooLarge, l.b.limit)
+	}
+	if err := l.b.room.grow(int64(len(p))); err != nil {
+		return 0, err
 	}
 	n, err := l.w.Write(p)
 	l.b.used += int64(n)
@@ -60,5 +74,5 @@ func (b *budget) entry() error {
 			return fmt.Errorf("%w (%d bytes)", errTooLarge, b.limit)
 		}
 	}
-	return nil
+	return b.room.grow(entryCost)
 }

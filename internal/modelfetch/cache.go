@@ -146,9 +146,9 @@ func (c *cache) stage(key string) (string, error) {
 	return dir, os.Mkdir(filepath.Join(dir, modelDir), 0o755)
 }
 
-// evict removes entries, least recently used first, until the models fit the bound. It never removes keep, an
-// entry used within keepFor, or an entry of a key another fetch holds (it is being used right now). It returns
-// what it removed.
+// evict removes entries until the models and the space other fetches have claimed (room) fit the bound. It never
+// removes keep, an entry a running pod uses (its hold), or an entry of a key another fetch holds. It returns what it
+// removed.
 func (c *cache) evict(ctx context.Context, keep *entry, keepKey string) ([]string, error) {
 	if c.maxBytes <= 0 {
 		return nil, nil
@@ -158,11 +158,17 @@ func (c *cache) evict(ctx context.Context, keep *entry, keepKey string) ([]strin
 		return nil, err
 	}
 	defer unlock()
+	removed, _, err := c.evictLocked(keep, keepKey, c.maxBytes-c.otherClaims(keepKey))
+	return removed, err
+}
+
+// entries lists every entry of the cache, and their total size.
+func (c *cache) entries() ([]*entry, int64, error) {
 	var all []*entry
 	var total int64
 	keys, err := os.ReadDir(c.root)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	for _, k := range keys {
 		if !k.IsDir() || strings.HasPrefix(k.Name(), ".") {
@@ -179,14 +185,33 @@ func (c *cache) evict(ctx context.Context, keep *entry, keepKey string) ([]strin
 			}
 		}
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].LastUsed.Before(all[j].LastUsed) })
-	var removed []string
+	return all, total, nil
+}
+
+// evictLocked removes entries until the models total at most target, with the eviction lock held: first the
+// entries unused for longer than keepFor, least recently used first, then, if that is not enough, the ones used
+// within it (keepFor orders the eviction; it never holds the cache above its bound: a model a running pod uses is
+// protected by its hold, not by keepFor). It never removes keep (nil for none), an entry in use, or an entry of a
+// key another fetch holds. It returns what it removed and the models' total after.
+func (c *cache) evictLocked(keep *entry, keepKey string, target int64) ([]string, int64, error) {
+	all, total, err := c.entries()
+	if err != nil {
+		return nil, 0, err
+	}
 	now := c.now()
+	stale := func(e *entry) bool { return now.Sub(e.LastUsed) >= c.keepFor }
+	sort.SliceStable(all, func(i, j int) bool {
+		if stale(all[i]) != stale(all[j]) {
+			return stale(all[i])
+		}
+		return all[i].LastUsed.Before(all[j].LastUsed)
+	})
+	var removed []string
 	for _, e := range all {
-		if total <= c.maxBytes {
+		if total <= target {
 			break
 		}
-		if e.dir == keep.dir || now.Sub(e.LastUsed) < c.keepFor {
+		if keep != nil && e.dir == keep.dir {
 			continue
 		}
 		key := filepath.Base(filepath.Dir(e.dir))
@@ -205,7 +230,7 @@ func (c *cache) evict(ctx context.Context, keep *entry, keepKey string) ([]strin
 			}
 			release = func() { unlockKey(); unlockUse() }
 			// Read again under its lock: a fetch may have used it since the listing.
-			if again, ok := c.read(e.dir); !ok || now.Sub(again.LastUsed) < c.keepFor {
+			if again, ok := c.read(e.dir); !ok || (!stale(e) && stale(again)) || again.LastUsed.After(e.LastUsed) {
 				release()
 				continue
 			}
@@ -213,12 +238,12 @@ func (c *cache) evict(ctx context.Context, keep *entry, keepKey string) ([]strin
 		err = c.discard(e.dir, key)
 		release()
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return removed, err
+			return removed, total, err
 		}
 		total -= e.Size
 		removed = append(removed, e.URI+" "+e.Digest)
 	}
-	return removed, nil
+	return removed, total, nil
 }
 
 // makeInUse makes an entry's in-use lock file (<entry>.inuse, beside it: it outlives the entry's removal, so a

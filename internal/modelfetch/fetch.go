@@ -98,7 +98,9 @@ func fetch(ctx context.Context, c *cache, src Source, o Options) (Result, error)
 		return res, err
 	}
 	defer func() { _ = os.RemoveAll(staged) }() // nothing left once installed: the rename moved it
-	unchanged, d, err := r.fetch(ctx, cached, filepath.Join(staged, modelDir), o.MaxBytes)
+	rm := newRoom(ctx, c, src.key())
+	defer rm.release() // the model is an entry once installed, counted as one; a failed fetch's staging is gone
+	unchanged, d, err := r.fetch(ctx, cached, filepath.Join(staged, modelDir), space{limit: o.MaxBytes, room: rm})
 	switch {
 	case err != nil && cached != nil && ReasonOf(err) == ReasonUnreachable:
 		// The source cannot be asked (a network down, an air-gapped node): the copy the cache holds serves.

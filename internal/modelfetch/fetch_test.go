@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -233,14 +234,18 @@ func TestEvictionIsLeastRecentlyUsed(t *testing.T) {
 	if _, err := os.Stat(a.Path); err != nil {
 		t.Errorf("a, used since, was evicted: %v", err)
 	}
-	// An entry used within KeepFor stays whatever the bound: a running step's model is not taken from under it.
+	// KeepFor orders the eviction but never holds the cache above its bound: a, used minutes ago, goes (a running
+	// step's model is protected by its hold, not by KeepFor).
 	recent := o
 	recent.KeepFor = time.Hour
 	if _, err := Fetch(context.Background(), ts.URL+"/b.bin", recent); err != nil { // over the bound again
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(a.Path); err != nil {
-		t.Errorf("a, used minutes ago, was evicted though it is kept for an hour: %v", err)
+	if _, err := os.Stat(a.Path); !os.IsNotExist(err) {
+		t.Errorf("a, least recently used, is kept above the bound because it was used within KeepFor: %v", err)
+	}
+	if total := cachedBytes(t, o.CacheDir); total > o.MaxBytes {
+		t.Errorf("the cache holds %d bytes, above its bound of %d", total, o.MaxBytes)
 	}
 	// A model larger than the whole bound is refused before it fills the disk.
 	tiny := o
@@ -356,6 +361,112 @@ func TestEntriesAreReadableAndUnderTheirKey(t *testing.T) {
 		info, err := os.Stat(dir)
 		if err != nil || info.Mode().Perm()&0o005 != 0o005 {
 			t.Fatalf("%s: %v, %v: others cannot read it", dir, info.Mode(), err)
+		}
+	}
+}
+
+// cachedBytes is the size of every model the cache holds, as its entries record it.
+func cachedBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	_, total, err := (&cache{root: dir}).entries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return total
+}
+
+// gatedServer serves each model's headers at once and its body only once release is closed (or two seconds have
+// passed): fetches are then under way together.
+type gatedServer struct {
+	files   map[string][]byte
+	release chan struct{}
+}
+
+func (g *gatedServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body := g.files[r.URL.Path]
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	w.(http.Flusher).Flush()
+	select {
+	case <-g.release:
+	case <-time.After(2 * time.Second):
+	}
+	_, _ = w.Write(body)
+}
+
+// Fetches under way together share the bound: each claims its model's size (told in advance) before it writes it,
+// so of three 100-byte models fetched at once into a 250-byte cache, two are let in and the third fails with a reason
+// naming the sizes (each given the whole bound, with their downloads counted nowhere, all three would be). The
+// bodies come once two fetches hold claims and one has ended.
+func TestConcurrentFetchesShareTheBound(t *testing.T) {
+	g := &gatedServer{files: map[string][]byte{}, release: make(chan struct{})}
+	for _, n := range []string{"a", "b", "c"} {
+		g.files["/"+n+".bin"] = bytes.Repeat([]byte(n), 100)
+	}
+	ts := httptest.NewServer(g)
+	t.Cleanup(ts.Close)
+	o := Options{CacheDir: t.TempDir(), MaxBytes: 250}
+	results := make([]Result, 3)
+	errs := make([]error, 3)
+	var ended atomic.Int32
+	var wg sync.WaitGroup
+	for i, n := range []string{"a", "b", "c"} {
+		wg.Go(func() {
+			results[i], errs[i] = Fetch(context.Background(), ts.URL+"/"+n+".bin", o)
+			ended.Add(1)
+		})
+	}
+	go func() {
+		defer close(g.release)
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			claims, _ := filepath.Glob(filepath.Join(o.CacheDir, tmpDir, "*"+claimSuffix))
+			if len(claims) >= 2 && ended.Load() >= 1 {
+				return
+			}
+		}
+	}()
+	wg.Wait()
+	failed := 0
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		failed++
+		if results[i].Reason != ReasonTooLarge || !strings.Contains(results[i].Message, "250 bytes") {
+			t.Errorf("fetch %d: %+v, %v; want %s naming the bound", i, results[i], err, ReasonTooLarge)
+		}
+	}
+	if failed != 1 {
+		t.Errorf("%d fetches failed, want 1: three 100-byte models do not fit 250 bytes together", failed)
+	}
+	if total := cachedBytes(t, o.CacheDir); total > o.MaxBytes {
+		t.Errorf("the cache holds %d bytes, above its bound of %d", total, o.MaxBytes)
+	}
+}
+
+// What a fetch killed midway left (its download, its claim) is reclaimed by the next fetch on the node: it counts
+// against the bound no longer, and the disk gets it back.
+func TestAKilledFetchsStagingIsReclaimed(t *testing.T) {
+	srv, ts := newModelServer(t)
+	srv.set("/m.bin", bytes.Repeat([]byte("m"), 100))
+	o := Options{CacheDir: t.TempDir(), MaxBytes: 250}
+	dead := filepath.Join(o.CacheDir, tmpDir, "0123456789abcdef0123456789abcdef-123")
+	if err := os.MkdirAll(filepath.Join(dead, modelDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dead, "download"), bytes.Repeat([]byte("x"), 200), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	claim := filepath.Join(o.CacheDir, tmpDir, "0123456789abcdef0123456789abcdef"+claimSuffix)
+	if err := os.WriteFile(claim, []byte("200"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Fetch(context.Background(), ts.URL+"/m.bin", o); err != nil {
+		t.Fatalf("a 100-byte model in a 250-byte cache holding only a dead fetch's 200 bytes: %v", err)
+	}
+	for _, p := range []string{dead, claim} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s, left by a fetch that died, is still there: %v", p, err)
 		}
 	}
 }

@@ -28,7 +28,7 @@ type download struct {
 type remote interface {
 	// fetch downloads the model into dir unless the source still matches cached (nil when there is none to ask
 	// about): unchanged then, and nothing written. A digest the URI pins is checked before anything is unpacked.
-	fetch(ctx context.Context, cached *entry, dir string, limit int64) (unchanged bool, d download, err error)
+	fetch(ctx context.Context, cached *entry, dir string, sp space) (unchanged bool, d download, err error)
 }
 
 // httpRemote is a model served over HTTP(S): a file, or an archive that is unpacked.
@@ -37,7 +37,7 @@ type httpRemote struct {
 	src    Source
 }
 
-func (h httpRemote) fetch(ctx context.Context, cached *entry, dir string, limit int64) (bool, download, error) {
+func (h httpRemote) fetch(ctx context.Context, cached *entry, dir string, sp space) (bool, download, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.src.URI, nil)
 	if err != nil {
 		return false, download{}, failed(ReasonInvalidURI, err)
@@ -80,15 +80,21 @@ func (h httpRemote) fetch(ctx context.Context, cached *entry, dir string, limit 
 	case code != http.StatusOK:
 		return false, download{}, failed(ReasonFailed, fmt.Errorf("%s: %s", h.src.URI, resp.Status))
 	}
-	if limit > 0 && resp.ContentLength > limit {
-		return false, download{}, fmt.Errorf("%s: %w: %d bytes, the cache holds %d", h.src.URI, errTooLarge, resp.ContentLength, limit)
+	if sp.limit > 0 && resp.ContentLength > sp.limit {
+		return false, download{}, fmt.Errorf("%s: %w: %d bytes, the cache holds %d", h.src.URI, errTooLarge, resp.ContentLength, sp.limit)
+	}
+	if sp.room != nil && resp.ContentLength > 0 {
+		// Told the size, the fetch claims it before the first byte: a model that cannot fit fails now.
+		if err := sp.room.claim(resp.ContentLength, 0); err != nil {
+			return false, download{}, fmt.Errorf("%s: %w", h.src.URI, err)
+		}
 	}
 	want, wantHash, err := announcedDigest(resp.Header)
 	if err != nil {
 		return false, download{}, failed(ReasonFailed, err)
 	}
 	file := filepath.Join(filepath.Dir(dir), "download")
-	sum, err := saveHashing(file, resp.Body, wantHash, &budget{limit: limit})
+	sum, err := saveHashing(file, resp.Body, wantHash, sp.budget())
 	if err != nil {
 		return false, download{}, err
 	}
@@ -99,7 +105,7 @@ func (h httpRemote) fetch(ctx context.Context, cached *entry, dir string, limit 
 	if err := checkPin(h.src, digest); err != nil {
 		return false, download{}, err
 	}
-	if err := place(file, h.src.name(), dir, limit); err != nil {
+	if err := place(file, h.src.name(), dir, sp); err != nil {
 		return false, download{}, err
 	}
 	v := map[string]string{}
@@ -180,11 +186,11 @@ func saveHashing(file string, r io.Reader, also io.Writer, b *budget) ([]byte, e
 	return sum.Sum(nil), f.Close()
 }
 
-// place puts a downloaded file into the model directory: unpacked (within limit) when its name says it is an
+// place puts a downloaded file into the model directory: unpacked (within the space) when its name says it is an
 // archive, else as it is, under its name.
-func place(file, name, dir string, limit int64) error {
+func place(file, name, dir string, sp space) error {
 	if kind := archiveKind(name); kind != "" {
-		if err := unpack(kind, file, dir, &budget{limit: limit}); err != nil {
+		if err := unpack(kind, file, dir, sp.budget()); err != nil {
 			return err
 		}
 		return os.Remove(file)

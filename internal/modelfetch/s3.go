@@ -71,7 +71,7 @@ type object struct {
 	key, name, etag string
 }
 
-func (s *s3Remote) fetch(ctx context.Context, cached *entry, dir string, limit int64) (bool, download, error) {
+func (s *s3Remote) fetch(ctx context.Context, cached *entry, dir string, sp space) (bool, download, error) {
 	objects, single, err := s.list(ctx)
 	if err != nil {
 		return false, download{}, err
@@ -83,7 +83,7 @@ func (s *s3Remote) fetch(ctx context.Context, cached *entry, dir string, limit i
 	if cached != nil && maps.Equal(cached.Validators, validators) {
 		return true, download{}, nil
 	}
-	b := &budget{limit: limit}
+	b := sp.budget()
 	if single {
 		o := objects[0]
 		file := filepath.Join(filepath.Dir(dir), "download")
@@ -95,7 +95,7 @@ func (s *s3Remote) fetch(ctx context.Context, cached *entry, dir string, limit i
 		if err := checkPin(s.src, digest); err != nil {
 			return false, download{}, err
 		}
-		if err := place(file, o.name, dir, limit); err != nil {
+		if err := place(file, o.name, dir, sp); err != nil {
 			return false, download{}, err
 		}
 		return false, download{digest: digest, validators: validators}, nil

@@ -1,0 +1,146 @@
+package modelfetch
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// claimStep is how much more space a fetch claims each time it outgrows its claim: a claim takes the eviction lock
+// and reads every entry, so it is made per 64 MiB written, not per write.
+const claimStep = 64 << 20
+
+// claimSuffix ends a fetch's claim file in the cache's temporary directory: <key>.claim holds the bytes the fetch of
+// key has claimed, valid while that key's lock is held (a claim whose fetch died is stale, and dropped).
+const claimSuffix = ".claim"
+
+// room is a fetch's share of the cache's bound. The models, and every fetch's download and unpacking under way,
+// must fit the bound together: a fetch claims space before it writes it (its claim file), evicting models nobody
+// uses to make room, and fails when even that leaves too little. Without claims each concurrent fetch would be
+// given the whole bound, and staging would not be counted at all.
+type room struct {
+	ctx     context.Context
+	c       *cache
+	key     string
+	written int64 // bytes this fetch has written
+	claimed int64 // bytes its claim holds
+}
+
+// newRoom is the room of the fetch of key (nil when the cache has no bound).
+func newRoom(ctx context.Context, c *cache, key string) *room {
+	if c.maxBytes <= 0 {
+		return nil
+	}
+	return &room{ctx: ctx, c: c, key: key}
+}
+
+// grow records n more bytes written, claiming more space first when they would pass the claim.
+func (r *room) grow(n int64) error {
+	if r == nil {
+		return nil
+	}
+	r.written += n
+	if r.written <= r.claimed {
+		return nil
+	}
+	return r.claim(r.written, claimStep)
+}
+
+// claim makes this fetch's claim at least total bytes (step more when the bound allows it: a download of unknown
+// size claims as it goes, a size told in advance is claimed exactly, leaving the rest to other fetches), evicting
+// models nobody uses to make room. It fails, naming the sizes, when the models in use and the other fetches' claims
+// leave less than total.
+func (r *room) claim(total, step int64) error {
+	unlock, err := lockFile(r.ctx, filepath.Join(r.c.root, evictLock))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	r.c.reclaimStaging(r.key)
+	others := r.c.otherClaims(r.key)
+	// Evict only what total needs: models nobody uses, this key's older versions among them (this fetch holds the
+	// key's lock, and replaces them).
+	_, models, err := r.c.evictLocked(nil, r.key, r.c.maxBytes-others-total)
+	if err != nil {
+		return err
+	}
+	if models+others+total > r.c.maxBytes {
+		return fmt.Errorf("%w: the model needs more than %d bytes, and of the cache's %d bytes %d are models in use "+
+			"and %d are claimed by other fetches under way", errTooLarge, total, r.c.maxBytes, models, others)
+	}
+	// A step more when it fits as things are, so the next claim is that far away.
+	want := max(total, min(r.claimed+step, r.c.maxBytes-others-models))
+	if err := os.WriteFile(r.c.claimFile(r.key), []byte(strconv.FormatInt(want, 10)), 0o644); err != nil {
+		return err
+	}
+	r.claimed = want
+	return nil
+}
+
+// release drops the claim: the fetch is over (its model is an entry now, counted as one, or it failed and its
+// staging is gone).
+func (r *room) release() {
+	if r != nil && r.claimed > 0 {
+		_ = os.Remove(r.c.claimFile(r.key))
+	}
+}
+
+// claimFile is where the fetch of key keeps its claim.
+func (c *cache) claimFile(key string) string { return filepath.Join(c.root, tmpDir, key+claimSuffix) }
+
+// otherClaims sums the claims of the fetches of other keys that run now (their key's lock is held); a claim whose
+// fetch died is removed.
+func (c *cache) otherClaims(self string) int64 {
+	files, _ := filepath.Glob(filepath.Join(c.root, tmpDir, "*"+claimSuffix))
+	var sum int64
+	for _, f := range files {
+		key := strings.TrimSuffix(filepath.Base(f), claimSuffix)
+		if key == self {
+			continue
+		}
+		if !c.fetching(key) {
+			_ = os.Remove(f)
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n > 0 {
+			sum += n
+		}
+	}
+	return sum
+}
+
+// reclaimStaging removes what fetches of other keys left in the temporary directory when they died (killed
+// midway, their node restarted): downloads, half-unpacked models, evicted entries not yet removed. A fetch that
+// runs holds its key's lock; what no running fetch holds is no one's.
+func (c *cache) reclaimStaging(self string) {
+	dirs, err := os.ReadDir(filepath.Join(c.root, tmpDir))
+	if err != nil {
+		return
+	}
+	for _, d := range dirs {
+		key, _, found := strings.Cut(d.Name(), "-")
+		if !d.IsDir() || !found || key == self || c.fetching(key) {
+			continue
+		}
+		_ = os.RemoveAll(filepath.Join(c.root, tmpDir, d.Name()))
+	}
+}
+
+// fetching reports whether a fetch of key runs now: its lock is held.
+func (c *cache) fetching(key string) bool {
+	unlock, ok, err := tryLockFile(filepath.Join(c.root, key+".lock"))
+	if err != nil {
+		return true // cannot tell: count it
+	}
+	if ok {
+		unlock()
+	}
+	return !ok
+}
