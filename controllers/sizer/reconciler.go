@@ -349,8 +349,8 @@ func (r *Reconciler) size(ctx context.Context, p *pass, t *target) error {
 			var fight fightError
 			if errors.As(err, &fight) {
 				p.conflicts = append(p.conflicts, conflict{reason: sizerv1alpha1.ReasonTakenBack, message: fmt.Sprintf(
-					"%s; these fields were taken back %d times within %s after the sizer forced them: it stopped "+
-						"forcing until its spec changes (make one of the two writers let go)", msg, fightLimit, fightWindow)})
+					"%s; these fields were taken back %d times after the sizer forced them: it stopped "+
+						"forcing until its spec changes (make one of the two writers let go)", msg, fightLimit)})
 			} else {
 				p.conflicts = append(p.conflicts, conflict{reason: sizerv1alpha1.ReasonConflict, message: msg +
 					"; the sizer leaves these fields alone (set spec.forceOwnership to take them over)"})

@@ -222,7 +222,7 @@ func (r *Reconciler) writeTarget(ctx context.Context, wls *sizerv1alpha1.Workloa
 	opts := []client.ApplyOption{client.FieldOwner(w.owner)}
 	stoppedForcing := false
 	if w.force {
-		if r.beforeForcedWrite(key, wls.Generation, r.now()) {
+		if r.beforeForcedWrite(key, wls) {
 			opts = append(opts, client.ForceOwnership)
 		} else {
 			stoppedForcing = true
