@@ -20,11 +20,30 @@ const (
 	envJDKJavaOpts    = "JDK_JAVA_OPTIONS"
 	envNodeOptions    = "NODE_OPTIONS"
 	envPythonCPUCount = "PYTHON_CPU_COUNT"
+	// The thread pools of the numeric libraries Python inference runs on (OpenMP, Intel MKL, OpenBLAS; PyTorch and
+	// NumPy start theirs from these), which PYTHON_CPU_COUNT does not reach: unset, each starts one thread per host
+	// CPU, and a container limited to 2 CPUs runs dozens of threads throttled by its CPU quota.
+	envOMPThreads      = "OMP_NUM_THREADS"
+	envMKLThreads      = "MKL_NUM_THREADS"
+	envOpenBLASThreads = "OPENBLAS_NUM_THREADS"
 )
 
 // heapShare is the part of the usable memory a garbage-collected runtime with a separate heap (the JVM, V8) may
-// give its heap: the rest is for metaspace, thread stacks, code caches and native buffers.
-const heapShare = 0.75
+// give its heap: the rest is for metaspace, thread stacks, code caches and native buffers (the JVM), the young
+// generation, code and buffers (V8). That rest does not shrink with the container: the JVM's metaspace, code cache
+// and thread stacks alone take well over 100 MiB for a Spring application, so at least nonHeapJava is left out of
+// the heap (nonHeapNode for V8: its young generation is 3 × 16 MiB semi-spaces on 64-bit, plus code and buffers).
+// A heap never gets less than a quarter of the usable memory.
+const (
+	heapShare   = 0.75
+	nonHeapJava = 192 << 20
+	nonHeapNode = 128 << 20
+)
+
+// heapBytes is the heap a runtime that leaves at least nonHeap bytes outside its heap may have of usable bytes.
+func heapBytes(usable, nonHeap float64) float64 {
+	return max(usable-max(usable*(1-heapShare), nonHeap), usable/4)
+}
 
 // cpuCount is the CPU limit rounded up to whole CPUs (at least 1), or 0 without a limit.
 func cpuCount(limits corev1.ResourceList) int64 {
@@ -54,7 +73,7 @@ func runtimeVariables(rt *sizerv1alpha1.RuntimeSpec) []string {
 		case sizerv1alpha1.LanguageNode:
 			out = append(out, envNodeOptions)
 		case sizerv1alpha1.LanguagePython:
-			out = append(out, envPythonCPUCount)
+			out = append(out, envPythonCPUCount, envOMPThreads, envMKLThreads, envOpenBLASThreads)
 		}
 	}
 	return out
@@ -181,16 +200,20 @@ func runtimeEnv(rt *sizerv1alpha1.RuntimeSpec, limits corev1.ResourceList, curre
 				flags = append(flags, fmt.Sprintf("-XX:ActiveProcessorCount=%d", cpus))
 			}
 			if mem > 0 {
-				flags = append(flags, fmt.Sprintf("-XX:MaxRAMPercentage=%.1f", heapShare*(100-headroom)))
+				// A percentage of the container's memory, rounded down to the JVM's tenth.
+				pct := math.Floor(heapBytes(usable, nonHeapJava)/float64(mem)*1000) / 10
+				flags = append(flags, fmt.Sprintf("-XX:MaxRAMPercentage=%.1f", pct))
 			}
 			appendFlags([]string{envJavaToolOpts, envJDKJavaOpts}, flags...)
 		case sizerv1alpha1.LanguageNode:
-			if mib := int64(heapShare*usable) / (1 << 20); mib > 0 {
+			if mib := int64(heapBytes(usable, nonHeapNode)) / (1 << 20); mib > 0 {
 				appendFlags([]string{envNodeOptions}, fmt.Sprintf("--max-old-space-size=%d", mib))
 			}
 		case sizerv1alpha1.LanguagePython:
 			if cpus > 0 {
-				set(envPythonCPUCount, fmt.Sprint(cpus))
+				for _, name := range []string{envPythonCPUCount, envOMPThreads, envMKLThreads, envOpenBLASThreads} {
+					set(name, fmt.Sprint(cpus))
+				}
 			}
 		}
 	}

@@ -239,7 +239,7 @@ func checkRuntimeValues(t *testing.T, out []corev1.EnvVar, limits corev1.Resourc
 		switch e.Name {
 		case envGoMaxProcs:
 			cpus(e.Name, e.Value, 2)
-		case envPythonCPUCount:
+		case envPythonCPUCount, envOMPThreads, envMKLThreads, envOpenBLASThreads:
 			cpus(e.Name, e.Value, 1)
 		case envGoMemLimit:
 			m := mibValue.FindStringSubmatch(e.Value)

@@ -93,7 +93,8 @@ const (
 // RuntimeSpec makes language runtimes see the container's limits instead of the host's CPUs and memory.
 type RuntimeSpec struct {
 	// Languages to tune: go (GOMAXPROCS, GOMEMLIMIT), java (JAVA_TOOL_OPTIONS -XX:ActiveProcessorCount,
-	// -XX:MaxRAMPercentage), node (NODE_OPTIONS --max-old-space-size), python (PYTHON_CPU_COUNT).
+	// -XX:MaxRAMPercentage), node (NODE_OPTIONS --max-old-space-size), python (PYTHON_CPU_COUNT,
+	// OMP_NUM_THREADS, MKL_NUM_THREADS, OPENBLAS_NUM_THREADS).
 	// +kubebuilder:validation:MaxItems=4
 	// +listType=set
 	Languages []Language `json:"languages"`
