@@ -23,8 +23,18 @@ type space struct {
 	room  *room
 }
 
-// budget is a new budget of the space: a download's, or an unpacking's (both count against the same room).
+// budget is a new budget of the space: a download's, or an unpacking's.
 func (s space) budget() *budget { return &budget{limit: s.limit, room: s.room} }
+
+// download is the space of downloading the file name: an archive's download is staging, deleted once unpacked, and
+// only what it unpacks to is claimed from the bound (the cache's volume leaves room for staging beside the bound),
+// so an archive whose model fits the bound is not refused for the archive and its model side by side.
+func (s space) download(name string) space {
+	if archiveKind(name) != "" {
+		s.room = nil
+	}
+	return s
+}
 
 // writer counts what goes through w against the budget.
 func (b *budget) writer(w io.Writer) io.Writer {

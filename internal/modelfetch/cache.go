@@ -45,8 +45,8 @@ func (e *entry) modelPath() string { return filepath.Join(e.dir, modelDir) }
 // cache is the node-local model cache under root.
 type cache struct {
 	root string
-	// maxBytes bounds the models' total size; 0 is no bound. keepFor is how long an entry stays after its last
-	// use whatever the bound: a running step's model is not taken from under it.
+	// maxBytes bounds the models' total size, with the fetches under way; 0 is no bound. keepFor orders the
+	// eviction: entries unused for longer go first (it never holds the cache above its bound).
 	maxBytes int64
 	keepFor  time.Duration
 	now      func() time.Time
@@ -58,7 +58,11 @@ func (c *cache) lockKey(ctx context.Context, key string) (func(), error) {
 	if err := os.MkdirAll(filepath.Join(c.root, tmpDir), 0o755); err != nil {
 		return nil, err
 	}
-	return lockFile(ctx, filepath.Join(c.root, key+".lock"))
+	unlock, err := lockFile(ctx, filepath.Join(c.root, key+".lock"))
+	if err == nil {
+		_ = os.Remove(c.claimFile(key)) // a claim of this key's fetch that died: no fetch of it runs but this one
+	}
+	return unlock, err
 }
 
 // entryDir is where the entry of a source read from endpoint, with a digest, lives.
@@ -96,6 +100,12 @@ func (c *cache) newest(src Source, endpoint string) (*entry, bool) {
 		}
 	}
 	return best, best != nil
+}
+
+// exists reports whether the entry is still in the cache (a fetch short of room may have evicted it).
+func (c *cache) exists(e *entry) bool {
+	_, ok := c.read(e.dir)
+	return ok
 }
 
 // touch records that an entry was used now.
@@ -158,7 +168,7 @@ func (c *cache) evict(ctx context.Context, keep *entry, keepKey string) ([]strin
 		return nil, err
 	}
 	defer unlock()
-	removed, _, err := c.evictLocked(keep, keepKey, c.maxBytes-c.otherClaims(keepKey))
+	removed, _, err := c.evictLocked(keep, keepKey, c.maxBytes-c.otherClaims(keepKey), false)
 	return removed, err
 }
 
@@ -188,12 +198,18 @@ func (c *cache) entries() ([]*entry, int64, error) {
 	return all, total, nil
 }
 
+// holdGrace is how long after its last fetch an entry is never evicted: a step's pod takes the entry's hold (its
+// in-use lock) only after its fetch has ended, seconds later, and an eviction in between would leave its links
+// pointing nowhere.
+const holdGrace = time.Minute
+
 // evictLocked removes entries until the models total at most target, with the eviction lock held: first the
 // entries unused for longer than keepFor, least recently used first, then, if that is not enough, the ones used
 // within it (keepFor orders the eviction; it never holds the cache above its bound: a model a running pod uses is
-// protected by its hold, not by keepFor). It never removes keep (nil for none), an entry in use, or an entry of a
-// key another fetch holds. It returns what it removed and the models' total after.
-func (c *cache) evictLocked(keep *entry, keepKey string, target int64) ([]string, int64, error) {
+// protected by its hold, not by keepFor). It never removes keep (nil for none), an entry in use or fetched within
+// holdGrace, or an entry of a key another fetch holds. It returns what it removed and the models' total after; with
+// dryRun it removes nothing and returns the total it would reach.
+func (c *cache) evictLocked(keep *entry, keepKey string, target int64, dryRun bool) ([]string, int64, error) {
 	all, total, err := c.entries()
 	if err != nil {
 		return nil, 0, err
@@ -211,7 +227,7 @@ func (c *cache) evictLocked(keep *entry, keepKey string, target int64) ([]string
 		if total <= target {
 			break
 		}
-		if keep != nil && e.dir == keep.dir {
+		if (keep != nil && e.dir == keep.dir) || now.Sub(e.LastUsed) < min(c.keepFor, holdGrace) {
 			continue
 		}
 		key := filepath.Base(filepath.Dir(e.dir))
@@ -234,6 +250,11 @@ func (c *cache) evictLocked(keep *entry, keepKey string, target int64) ([]string
 				release()
 				continue
 			}
+		}
+		if dryRun {
+			release()
+			total -= e.Size
+			continue
 		}
 		err = c.discard(e.dir, key)
 		release()

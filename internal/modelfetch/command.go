@@ -44,7 +44,7 @@ func Main(args []string, out io.Writer) int {
 	maxSize := fs.String("cache-max-size", "0", "the models the cache may hold before it evicts the least recently used (a quantity, 0: no bound)")
 	links := fs.String("links-dir", "", "a directory to fill with a link to each file and directory at the top of the model "+
 		"(the step's MODEL_PATH): the model appears there as it would on a share")
-	keepFor := fs.Duration("keep-for", 24*time.Hour, "how long a model stays in the cache after its last use, whatever the bound")
+	keepFor := fs.Duration("keep-for", 24*time.Hour, "models unused for longer are evicted first (it never holds the cache above its bound)")
 	resultFile := fs.String("result-file", "/dev/termination-log", "where the result goes, as JSON")
 	timeout := fs.Duration("timeout", 2*time.Hour, "how long the fetch may take, waiting for another fetch of the model included")
 	s3Endpoint := fs.String("s3-endpoint", "", "the S3-compatible store's host[:port]")

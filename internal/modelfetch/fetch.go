@@ -14,7 +14,8 @@ import (
 // Options are where the cache is and how sources are reached.
 type Options struct {
 	// CacheDir is the cache's root on the node; MaxBytes bounds the models it holds (0: no bound), and a model
-	// larger than that is refused. KeepFor is how long an entry stays after its last use, whatever the bound.
+	// larger than that is refused. KeepFor orders the eviction: entries unused for longer go
+	// first; it never holds the cache above its bound.
 	CacheDir string
 	MaxBytes int64
 	KeepFor  time.Duration
@@ -93,16 +94,21 @@ func fetch(ctx context.Context, c *cache, src Source, o Options) (Result, error)
 	if err != nil {
 		return res, err
 	}
+	// The claim goes after the staging (deferred first, it is released last): once installed the model is an entry,
+	// counted as one; a failed fetch's staging is removed before its claim is.
+	rm := newRoom(ctx, c, src.key())
+	defer rm.release()
+	if rm != nil {
+		rm.keep = cached // the copy served should the source stop answering midway
+	}
 	staged, err := c.stage(src.key())
 	if err != nil {
 		return res, err
 	}
 	defer func() { _ = os.RemoveAll(staged) }() // nothing left once installed: the rename moved it
-	rm := newRoom(ctx, c, src.key())
-	defer rm.release() // the model is an entry once installed, counted as one; a failed fetch's staging is gone
 	unchanged, d, err := r.fetch(ctx, cached, filepath.Join(staged, modelDir), space{limit: o.MaxBytes, room: rm})
 	switch {
-	case err != nil && cached != nil && ReasonOf(err) == ReasonUnreachable:
+	case err != nil && cached != nil && ReasonOf(err) == ReasonUnreachable && c.exists(cached):
 		// The source cannot be asked (a network down, an air-gapped node): the copy the cache holds serves.
 		return hit(c, cached, res, fmt.Sprintf("the source could not be reached (%v): the cached copy is used", err))
 	case err != nil:

@@ -83,9 +83,10 @@ func (h httpRemote) fetch(ctx context.Context, cached *entry, dir string, sp spa
 	if sp.limit > 0 && resp.ContentLength > sp.limit {
 		return false, download{}, fmt.Errorf("%s: %w: %d bytes, the cache holds %d", h.src.URI, errTooLarge, resp.ContentLength, sp.limit)
 	}
-	if sp.room != nil && resp.ContentLength > 0 {
+	dl := sp.download(h.src.name())
+	if dl.room != nil && resp.ContentLength > 0 {
 		// Told the size, the fetch claims it before the first byte: a model that cannot fit fails now.
-		if err := sp.room.claim(resp.ContentLength, 0); err != nil {
+		if err := dl.room.claim(resp.ContentLength, 0); err != nil {
 			return false, download{}, fmt.Errorf("%s: %w", h.src.URI, err)
 		}
 	}
@@ -94,7 +95,7 @@ func (h httpRemote) fetch(ctx context.Context, cached *entry, dir string, sp spa
 		return false, download{}, failed(ReasonFailed, err)
 	}
 	file := filepath.Join(filepath.Dir(dir), "download")
-	sum, err := saveHashing(file, resp.Body, wantHash, sp.budget())
+	sum, err := saveHashing(file, resp.Body, wantHash, dl.budget())
 	if err != nil {
 		return false, download{}, err
 	}

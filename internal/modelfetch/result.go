@@ -23,10 +23,13 @@ const (
 	ReasonCorruptArchive   = "CorruptArchive"
 	ReasonInvalidURI       = "InvalidURI"
 	ReasonTooLarge         = "TooLarge"
-	ReasonTLS              = "TLSFailed"
-	ReasonProxy            = "ProxyFailed"
-	ReasonLockTimeout      = "LockTimeout"
-	ReasonFailed           = "FetchFailed"
+	// ReasonCacheFull is a model that fits the cache's bound, but not beside the models in use and the fetches
+	// under way now: it may fit later.
+	ReasonCacheFull   = "CacheFull"
+	ReasonTLS         = "TLSFailed"
+	ReasonProxy       = "ProxyFailed"
+	ReasonLockTimeout = "LockTimeout"
+	ReasonFailed      = "FetchFailed"
 )
 
 // Result is what a fetch did: where the model came from, what it is, and whether the cache had it. The fetch-model
@@ -74,6 +77,8 @@ func ReasonOf(err error) string {
 		return ReasonDiskFull // before any other: a full disk also breaks a download or an unpacking midway
 	case errors.As(err, &fe):
 		return fe.reason
+	case errors.Is(err, errCacheFull):
+		return ReasonCacheFull
 	case errors.Is(err, errTooLarge):
 		return ReasonTooLarge
 	case errors.Is(err, errUnsafeArchive):

@@ -2,6 +2,7 @@ package modelfetch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,12 +23,17 @@ const claimSuffix = ".claim"
 // uses to make room, and fails when even that leaves too little. Without claims each concurrent fetch would be
 // given the whole bound, and staging would not be counted at all.
 type room struct {
-	ctx     context.Context
-	c       *cache
-	key     string
+	ctx context.Context
+	c   *cache
+	key string
+	// keep is the entry the fetch falls back to should its source stop answering midway: not evicted for it.
+	keep    *entry
 	written int64 // bytes this fetch has written
 	claimed int64 // bytes its claim holds
 }
+
+// errCacheFull is a model that fits the bound, but not beside the models in use and the fetches under way now.
+var errCacheFull = errors.New("the cache has no room for the model now")
 
 // newRoom is the room of the fetch of key (nil when the cache has no bound).
 func newRoom(ctx context.Context, c *cache, key string) *room {
@@ -61,15 +67,35 @@ func (r *room) claim(total, step int64) error {
 	defer unlock()
 	r.c.reclaimStaging(r.key)
 	others := r.c.otherClaims(r.key)
-	// Evict only what total needs: models nobody uses, this key's older versions among them (this fetch holds the
-	// key's lock, and replaces them).
-	_, models, err := r.c.evictLocked(nil, r.key, r.c.maxBytes-others-total)
+	if total > r.c.maxBytes {
+		return fmt.Errorf("%w: it needs more than %d bytes, and the cache holds at most %d", errTooLarge, total, r.c.maxBytes)
+	}
+	// What eviction could free first, evicting nothing: a model that cannot fit even then must not empty the cache
+	// for nothing. Evicted then are only what total needs: models nobody uses, this key's older versions among them
+	// (this fetch holds the key's lock, and replaces them), but for the one it falls back to.
+	// The copy the fetch falls back to is kept while the bound allows it, and goes when only its place fits the new
+	// model (the fetch then has no copy to fall back to).
+	target := r.c.maxBytes - others - total
+	keep := r.keep
+	_, floor, err := r.c.evictLocked(keep, r.key, target, true)
+	if err == nil && floor > target && keep != nil {
+		keep = nil
+		_, floor, err = r.c.evictLocked(keep, r.key, target, true)
+	}
 	if err != nil {
 		return err
 	}
-	if models+others+total > r.c.maxBytes {
-		return fmt.Errorf("%w: the model needs more than %d bytes, and of the cache's %d bytes %d are models in use "+
-			"and %d are claimed by other fetches under way", errTooLarge, total, r.c.maxBytes, models, others)
+	if floor > target {
+		return fmt.Errorf("%w: it needs more than %d bytes, and of the cache's %d bytes %d are models in use and %d "+
+			"are claimed by other fetches under way", errCacheFull, total, r.c.maxBytes, floor, others)
+	}
+	_, models, err := r.c.evictLocked(keep, r.key, target, false)
+	if err != nil {
+		return err
+	}
+	if models > target { // freed meanwhile by nobody: an entry taken into use between the two passes
+		return fmt.Errorf("%w: it needs more than %d bytes, and of the cache's %d bytes %d are models in use and %d "+
+			"are claimed by other fetches under way", errCacheFull, total, r.c.maxBytes, models, others)
 	}
 	// A step more when it fits as things are, so the next claim is that far away.
 	want := max(total, min(r.claimed+step, r.c.maxBytes-others-models))

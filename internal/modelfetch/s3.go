@@ -86,6 +86,7 @@ func (s *s3Remote) fetch(ctx context.Context, cached *entry, dir string, sp spac
 	b := sp.budget()
 	if single {
 		o := objects[0]
+		b = sp.download(o.name).budget()
 		file := filepath.Join(filepath.Dir(dir), "download")
 		sum, err := s.get(ctx, o, file, b)
 		if err != nil {
