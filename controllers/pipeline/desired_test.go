@@ -183,9 +183,9 @@ func TestAStepKeepsTheShortLabelItWasCreatedWith(t *testing.T) {
 	}
 }
 
-// A pinned step whose node is NotReady says so, with the node, since when and the node's own reason, rather than
-// the scheduler's "Unschedulable" with the not-ready taint's text; a node that reports no Ready condition yet is not
-// called not ready.
+// A pinned step whose node is NotReady says so, with the node, since when and the node's own reason (not its
+// message, whose durations change every heartbeat), rather than the scheduler's "Unschedulable" with the not-ready
+// taint's text; a node that reports no Ready condition yet is not called not ready.
 func TestANotReadyNodeIsTheStepsProblem(t *testing.T) {
 	step := inferencev1alpha1.Step{Location: "gpu-1"}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-1"}}
@@ -197,7 +197,25 @@ func TestANotReadyNodeIsTheStepsProblem(t *testing.T) {
 		Reason: "NodeStatusUnknown", Message: "Kubelet stopped posting node status.", LastTransitionTime: since}}
 	reason, msg := nodeProblem(step, map[string]*corev1.Node{"gpu-1": node})
 	if reason != inferencev1alpha1.ReasonNodeNotReady ||
-		msg != "node gpu-1 is not ready (Ready=Unknown since 2026-11-27T10:00:00Z, NodeStatusUnknown: Kubelet stopped posting node status.)" {
+		msg != "node gpu-1 is not ready (Ready=Unknown since 2026-11-27T10:00:00Z, NodeStatusUnknown)" {
 		t.Fatalf("NotReady node: %q %q", reason, msg)
+	}
+}
+
+// A node NotReady for a moment (a kubelet restarting) while the step's replicas still serve is not the step's
+// problem: the step is not Degraded for it; once its replicas are not ready, it is.
+func TestANotReadyNodeWhileTheStepServes(t *testing.T) {
+	p := sample()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+		{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady"}}}}
+	d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1)},
+		Status: appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, UpdatedReplicas: 1}}
+	o := observed{nodes: map[string]*corev1.Node{"node-1": node}, deployments: map[string]*appsv1.Deployment{"step-0": d}}
+	if st := stepState(p, 0, o); st.Reason == inferencev1alpha1.ReasonNodeNotReady {
+		t.Errorf("a serving step on a node NotReady for a moment: %s (%s)", st.Reason, st.Message)
+	}
+	d.Status.ReadyReplicas, d.Status.AvailableReplicas = 0, 0
+	if st := stepState(p, 0, o); st.Reason != inferencev1alpha1.ReasonNodeNotReady {
+		t.Errorf("a step without ready replicas on a NotReady node: %s (%s), want %s", st.Reason, st.Message, inferencev1alpha1.ReasonNodeNotReady)
 	}
 }

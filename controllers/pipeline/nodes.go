@@ -14,13 +14,24 @@ import (
 )
 
 // nodeReadChanged reports whether a node update changes what a pass reads of the node: its labels (the hostname
-// label a location names), its cordon and taints, its allocatable resources (GPUs). A kubelet rewrites the rest of
-// its node's status every few seconds (heartbeats, conditions, images), which no pass reads.
+// label a location names), its cordon and taints, its allocatable resources (GPUs), its Ready condition's status and
+// reason. A kubelet rewrites the rest of its node's status every few seconds (heartbeats, the conditions' times and
+// messages, images), which no pass reads.
 func nodeReadChanged(old, updated *corev1.Node) bool {
 	return !maps.Equal(old.Labels, updated.Labels) || old.Spec.Unschedulable != updated.Spec.Unschedulable ||
 		!equality.Semantic.DeepEqual(old.Spec.Taints, updated.Spec.Taints) ||
 		!equality.Semantic.DeepEqual(old.Status.Allocatable, updated.Status.Allocatable) ||
-		nodeNotReady(old) != nodeNotReady(updated)
+		readyState(old) != readyState(updated)
+}
+
+// readyState is the node's Ready condition as a pass reads it: its status and reason, a node that reports none yet
+// taken as ready.
+func readyState(n *corev1.Node) string {
+	c := nodeReadiness(n)
+	if !nodeNotReady(n) {
+		return string(corev1.ConditionTrue)
+	}
+	return string(c.Status) + "/" + c.Reason
 }
 
 // nodeNotReady says whether the node reports itself not ready: its Ready condition False or Unknown.

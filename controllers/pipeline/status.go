@@ -56,10 +56,7 @@ func nodeProblem(s inferencev1alpha1.Step, nodes map[string]*corev1.Node) (reaso
 			msg += " since " + ready.LastTransitionTime.UTC().Format(time.RFC3339)
 		}
 		if ready.Reason != "" {
-			msg += ", " + ready.Reason
-		}
-		if ready.Message != "" {
-			msg += ": " + ready.Message
+			msg += ", " + ready.Reason // not its message: a kubelet's holds durations that change every heartbeat
 		}
 		return inferencev1alpha1.ReasonNodeNotReady, msg + ")"
 	}
@@ -165,7 +162,16 @@ func stepState(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alph
 		st.Phase, st.Reason, st.Message = inferencev1alpha1.PhaseFailed, f.reason, f.message
 		return st
 	}
-	if reason, msg := nodeProblem(s, o.nodes); reason != "" && (reason != inferencev1alpha1.ReasonNodeCordoned || placed(pods) < want) {
+	// A cordon keeps new pods off, and a node NotReady for a moment (a kubelet restarting) may still serve: either is
+	// the step's problem only while it lacks pods (placed) or ready replicas.
+	reason, msg := nodeProblem(s, o.nodes)
+	switch {
+	case reason == inferencev1alpha1.ReasonNodeCordoned && placed(pods) >= want:
+		reason = ""
+	case reason == inferencev1alpha1.ReasonNodeNotReady && d != nil && d.Status.ReadyReplicas >= want:
+		reason = ""
+	}
+	if reason != "" {
 		st.Phase, st.Reason, st.Message = inferencev1alpha1.PhaseDegraded, reason, msg+"; the step cannot run until it is fixed"
 		return st
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
-// Default sets each step's port (args.listenPort, else 8080), its replicas and its
+// Default names a lone step (step-0), sets each step's port (args.listenPort, else 8080), its replicas and its
 // strategy (Recreate for a single-replica GPU step), and the storage defaults, so the stored object says what the
 // controller will run.
 func Default(p *inferencev1alpha1.Pipeline) {
@@ -35,6 +35,9 @@ func Default(p *inferencev1alpha1.Pipeline) {
 	}
 	for i := range p.Spec.Steps {
 		s := &p.Spec.Steps[i]
+		if s.Name == "" && len(p.Spec.Steps) == 1 {
+			s.Name = "step-0" // a lone step cannot be taken for another; of several, each must be named (Validate)
+		}
 		if s.Port == 0 {
 			s.Port = pipelinespec.StepPort(*s)
 		}
@@ -87,25 +90,25 @@ func FollowDefaults(old, p *inferencev1alpha1.Pipeline) {
 	}
 }
 
-// KeepStepNames names the unnamed steps of p that are unchanged from old, at the same index of a list of the same
-// length, with the name old has for them: a manifest written before every step had to be named (its steps stored
+// KeepStepNames names the unnamed steps of p that are unchanged from old at the same index, with the name old has
+// for them: a manifest written before every step had to be named (its steps stored
 // as step-0, step-1, … by the defaults of then), applied again as it was, is admitted and changes nothing. An unnamed step that changed, or moved, is left unnamed, and
 // Validate refuses it.
 func KeepStepNames(old, p *inferencev1alpha1.Pipeline) {
-	if len(old.Spec.Steps) != len(p.Spec.Steps) {
-		return
-	}
+	n := min(len(old.Spec.Steps), len(p.Spec.Steps))
 	named := p.DeepCopy()
-	for i := range named.Spec.Steps {
-		if named.Spec.Steps[i].Name == "" {
-			named.Spec.Steps[i].Name = pipelinespec.StepName(old.Spec.Steps, i)
-		}
-	}
 	oldDefaulted := old.DeepCopy()
+	for i := range n {
+		name := pipelinespec.StepName(old.Spec.Steps, i)
+		if named.Spec.Steps[i].Name == "" {
+			named.Spec.Steps[i].Name = name
+		}
+		oldDefaulted.Spec.Steps[i].Name = name // stored unnamed (the webhook skipped it): named as the controller names it
+	}
 	FollowDefaults(oldDefaulted, named)
 	Default(named)
 	Default(oldDefaulted)
-	for i := range p.Spec.Steps {
+	for i := range n {
 		if p.Spec.Steps[i].Name == "" && apiequality.Semantic.DeepEqual(named.Spec.Steps[i], oldDefaulted.Spec.Steps[i]) {
 			p.Spec.Steps[i].Name = named.Spec.Steps[i].Name
 		}
@@ -152,9 +155,9 @@ func Validate(p *inferencev1alpha1.Pipeline) field.ErrorList {
 		stp := sp.Child("steps").Index(i)
 		name := pipelinespec.StepName(p.Spec.Steps, i)
 		if s.Name == "" {
-			errs = append(errs, field.Required(stp.Child("name"), fmt.Sprintf("name every step: a step's identity is "+
-				"its name, and one named by its position would take over another step's Deployment, node and model "+
-				"when a step is inserted before it (name it %s to keep the objects it has now)", name)))
+			errs = append(errs, field.Required(stp.Child("name"), "name every step of a pipeline of more than one: "+
+				"a step's identity is its name, and one named by its position would take over another step's "+
+				"Deployment, node and model when a step is inserted before it"))
 			continue
 		}
 		for _, msg := range validation.IsDNS1123Label(name) {

@@ -1,4 +1,5 @@
-// Package pipeline holds the admission webhooks of Keelson's Pipeline: defaults (step names, ports, strategies)
+// Package pipeline holds the admission webhooks of Keelson's Pipeline: defaults (a lone step's name, the names of
+// unchanged steps an old manifest leaves out, ports, strategies)
 // and validation with field paths (unique DNS-1123 step names, a pipeline name that can name a Service, step object
 // names that clash with no other pipeline's, next steps that exist and form a DAG, storage parameters per type,
 // images, model paths inside the storage, extended resources such as GPUs with limits), and warnings (not errors)

@@ -317,8 +317,8 @@ func TestModelStorageIsImmutable(t *testing.T) {
 	}
 }
 
-// The webhook sets ports from listenPort and picks Recreate for a single GPU replica; a missing node is a warning,
-// not an error. It names no step: a lone step unnamed is refused too.
+// The webhook names a lone step, sets ports from listenPort and picks Recreate for a single GPU replica; a missing
+// node is a warning, not an error.
 func TestDefaultsAndWarnings(t *testing.T) {
 	serveWebhooks(t)
 	g := NewWithT(t)
@@ -333,7 +333,8 @@ func TestDefaultsAndWarnings(t *testing.T) {
 	lone := valid("lone")
 	lone.Namespace = p.Namespace
 	lone.Spec.Steps = []inferencev1alpha1.Step{{Image: "x"}}
-	g.Expect(c.Create(context.Background(), lone)).To(MatchError(ContainSubstring("spec.steps[0].name: Required value")))
+	g.Expect(c.Create(context.Background(), lone)).To(Succeed())
+	g.Expect(lone.Spec.Steps[0].Name).To(Equal("step-0"))
 	g.Expect(p.Spec.Steps[0].Port).To(Equal(int32(9080)))
 	g.Expect(p.Spec.Steps[1].Port).To(Equal(int32(8080)))
 	g.Expect(p.Spec.Steps[1].Strategy).To(Equal(appsv1.RecreateDeploymentStrategyType))
