@@ -178,6 +178,7 @@ func Validate(p *inferencev1alpha1.Pipeline) field.ErrorList {
 		errs = append(errs, validateModel(stp.Child("model"), s.Model, ms)...)
 		errs = append(errs, validateResources(stp.Child("resources"), s.Resources)...)
 		errs = append(errs, validateReadiness(stp.Child("readiness"), s)...)
+		errs = append(errs, validateProbe(stp.Child("readinessProbe"), s.ReadinessProbe)...)
 		if v, ok := s.Args["listenPort"]; ok {
 			if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 65535 {
 				errs = append(errs, field.Invalid(stp.Child("args").Key("listenPort"), v, "must be a port number"))

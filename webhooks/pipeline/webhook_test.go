@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -69,6 +70,18 @@ func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 			"spec.steps[0].name", "spec.steps[0].name"},
 		"unnamed step": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Name = "" },
 			"spec.steps[1].name: Required value", "spec.steps[1].name: Required value"},
+		"readinessProbe with two handlers": {func(p *inferencev1alpha1.Pipeline) {
+			p.Spec.Steps[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+				Exec: &corev1.ExecAction{Command: []string{"true"}}, TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(80)}}}
+		}, "spec.steps[0].readinessProbe: Forbidden", ""},
+		"readinessProbe port out of range": {func(p *inferencev1alpha1.Pipeline) {
+			p.Spec.Steps[1].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+				HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromInt32(70000)}}}
+		}, "spec.steps[1].readinessProbe.httpGet.port", ""},
+		"readinessProbe with a grace period": {func(p *inferencev1alpha1.Pipeline) {
+			p.Spec.Steps[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+				TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")}}, TerminationGracePeriodSeconds: ptr.To[int64](5)}
+		}, "spec.steps[0].readinessProbe.terminationGracePeriodSeconds", ""},
 		"duplicate step names": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Name = "a" },
 			"spec.steps[1].name: Duplicate value", ""},
 		"next step that does not exist": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Next = []string{"ghost"} },
