@@ -51,11 +51,7 @@ type failureDecision struct {
 func settleTime(ds *daemonsetv1alpha1.DaemonSet) time.Duration {
 	settle := time.Duration(ds.Spec.MinReadySeconds) * time.Second
 	if p := failurePolicy(ds); p != nil {
-		deadline := defaultProgressDeadline
-		if s := ptr.Deref(p.ProgressDeadlineSeconds, 0); s > 0 {
-			deadline = time.Duration(s) * time.Second
-		}
-		settle = max(settle, deadline)
+		settle = max(settle, progressDeadline(p))
 	}
 	return settle
 }
@@ -87,6 +83,14 @@ func settled(nodes []nodeView, updateHash string, settle time.Duration, now time
 	return desired > 0 && wait == 0, wait
 }
 
+// progressDeadline is the policy's progressDeadlineSeconds, or its default.
+func progressDeadline(p *daemonsetv1alpha1.RolloutFailurePolicy) time.Duration {
+	if s := ptr.Deref(p.ProgressDeadlineSeconds, 0); s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return defaultProgressDeadline
+}
+
 // failurePolicy is ds's rolling update failure policy (nil with none, or under OnDelete).
 func failurePolicy(ds *daemonsetv1alpha1.DaemonSet) *daemonsetv1alpha1.RolloutFailurePolicy {
 	ru := ds.Spec.UpdateStrategy.RollingUpdate
@@ -114,11 +118,7 @@ func decideFailure(nodes []nodeView, in failureInput) failureDecision {
 	if in.currentHash == in.updateHash && target == "" {
 		return failureDecision{} // nothing rolls out: a DaemonSet's first revision, or one already everywhere
 	}
-	deadline := defaultProgressDeadline
-	if s := ptr.Deref(in.policy.ProgressDeadlineSeconds, 0); s > 0 {
-		deadline = time.Duration(s) * time.Second
-	}
-	failed, recheck := failedNodes(nodes, in.updateHash, in.currentHash, in.strategy, deadline, in.now)
+	failed, recheck := failedNodes(nodes, in.updateHash, in.currentHash, in.strategy, progressDeadline(in.policy), in.now)
 	desired := 0
 	for _, n := range nodes {
 		if n.shouldRun || (n.shouldContinueRunning && len(n.pods) > 0) { // a down node is tainted, and still counts

@@ -5,7 +5,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,15 +31,17 @@ func (s *scenario) imagesByNode() map[string]string {
 	return out
 }
 
-// eventReasons lists the reasons of the events in the scenario's namespace.
-func (s *scenario) eventReasons() []string {
-	var events eventsv1.EventList
-	s.g.Expect(env.Client.List(s.ctx, &events, client.InNamespace(s.ns))).To(Succeed())
-	var reasons []string
-	for _, e := range events.Items {
-		reasons = append(reasons, e.Reason)
+// rolledOutUnder rolls agent:v1 out on three nodes under a failure policy of action, and returns its revision.
+func (s *scenario) rolledOutUnder(action daemonsetv1alpha1.RolloutFailureAction) string {
+	s.t.Helper()
+	startController(s.t)
+	for _, n := range []string{"a", "b", "c"} {
+		s.node(n, nil)
 	}
-	return reasons
+	s.daemonSet(agent, "agent:v1", failing(action))
+	s.kubelet(agent)
+	s.g.Eventually(s.rolledOut, timeout, poll).Should(BeTrue())
+	return s.get(agent).Status.UpdateRevision
 }
 
 // A revision whose pods crash-loop, under failurePolicy Pause: the rollout stops at the first failed node, the other
@@ -48,14 +49,7 @@ func (s *scenario) eventReasons() []string {
 // why. A fixed template rolls out and lifts the failure.
 func TestFailurePolicyPausesABrokenRollout(t *testing.T) {
 	s := newScenario(t)
-	startController(t)
-	for _, n := range []string{"a", "b", "c"} {
-		s.node(n, nil)
-	}
-	s.daemonSet(agent, "agent:v1", failing(daemonsetv1alpha1.RolloutFailurePause))
-	s.kubelet(agent)
-	s.g.Eventually(s.rolledOut, timeout, poll).Should(BeTrue())
-	stable := s.get(agent).Status.UpdateRevision
+	stable := s.rolledOutUnder(daemonsetv1alpha1.RolloutFailurePause)
 	s.g.Eventually(func() string { return s.get(agent).Status.StableRevision }, timeout, poll).Should(Equal(stable))
 
 	s.update(agent, func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.Image = "agent:crash" })
@@ -85,14 +79,7 @@ func TestFailurePolicyPausesABrokenRollout(t *testing.T) {
 // start again by itself.
 func TestFailurePolicyRollsBackABrokenRollout(t *testing.T) {
 	s := newScenario(t)
-	startController(t)
-	for _, n := range []string{"a", "b", "c"} {
-		s.node(n, nil)
-	}
-	s.daemonSet(agent, "agent:v1", failing(daemonsetv1alpha1.RolloutFailureRollback))
-	s.kubelet(agent)
-	s.g.Eventually(s.rolledOut, timeout, poll).Should(BeTrue())
-	stable := s.get(agent).Status.UpdateRevision
+	stable := s.rolledOutUnder(daemonsetv1alpha1.RolloutFailureRollback)
 
 	s.update(agent, func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.Image = "agent:crash" })
 	s.g.Eventually(s.reasonOf(agent, daemonsetv1alpha1.ConditionProgressing), timeout, poll).Should(Equal(daemonsetv1alpha1.ReasonRolledBack))

@@ -33,6 +33,15 @@ func (s *scenario) podsByNode() map[string]types.UID {
 	return out
 }
 
+// podWrites counts the controller's writes to agent's pods as they are now.
+func (s *scenario) podWrites(c *controller) int64 {
+	var n int64
+	for _, p := range s.pods(agent) {
+		n += c.WritesTo(p.Name)
+	}
+	return n
+}
+
 // rolledOut reports whether every node runs an available pod of agent's current template.
 func (s *scenario) rolledOut() bool {
 	ds := s.get(agent)
@@ -53,14 +62,7 @@ func TestImageChangeUpdatesPodsInPlace(t *testing.T) {
 	s.g.Eventually(s.rolledOut, timeout, poll).Should(BeTrue())
 	before := s.podsByNode()
 	s.g.Expect(before).To(HaveLen(3))
-	podWrites := func() int64 {
-		var n int64
-		for _, p := range s.pods("agent") {
-			n += c.WritesTo(p.Name)
-		}
-		return n
-	}
-	creates, writesBefore := c.Creates.Load(), podWrites()
+	creates, writesBefore := c.Creates.Load(), s.podWrites(c)
 
 	s.update("agent", func(ds *daemonsetv1alpha1.DaemonSet) {
 		ds.Spec.Image = "agent:v2"
@@ -80,22 +82,14 @@ func TestImageChangeUpdatesPodsInPlace(t *testing.T) {
 	// The kubelet's status writes are not through the controller's client: these are the controller's own, three per
 	// pod: the readiness gate closed, the patch, the gate opened again once the container runs.
 	// A write refused because this test's kubelet changed the pod meanwhile is counted too, and made again.
-	s.g.Expect(podWrites()-writesBefore).To(BeNumerically(">=", 9), "writes to the pods")
-	s.g.Expect(podWrites()-writesBefore).To(BeNumerically("<=", 12), "writes to the pods")
+	s.g.Expect(s.podWrites(c)-writesBefore).To(BeNumerically(">=", 9), "writes to the pods")
+	s.g.Expect(s.podWrites(c)-writesBefore).To(BeNumerically("<=", 12), "writes to the pods")
 	for _, p := range s.pods(agent) {
 		s.g.Expect(p.Spec.ReadinessGates).To(ContainElement(corev1.PodReadinessGate{ConditionType: daemonset.InPlaceReadyCondition}))
 		s.g.Expect(p.Status.Conditions).To(ContainElement(And(HaveField("Type", daemonset.InPlaceReadyCondition),
 			HaveField("Status", corev1.ConditionTrue))))
 	}
-	s.g.Eventually(func() []string {
-		var events eventsv1.EventList
-		s.g.Expect(env.Client.List(s.ctx, &events, client.InNamespace(s.ns))).To(Succeed())
-		var reasons []string
-		for _, e := range events.Items {
-			reasons = append(reasons, e.Reason)
-		}
-		return reasons
-	}, timeout, poll).Should(ContainElement("SuccessfulUpdateInPlace"))
+	s.g.Eventually(s.eventReasons, timeout, poll).Should(ContainElement("SuccessfulUpdateInPlace"))
 }
 
 // Under in place, a change the running pod cannot take (here an environment variable) replaces the pod.
@@ -160,14 +154,7 @@ func TestInPlaceWithoutTheReadinessGate(t *testing.T) {
 	s.kubelet(agent)
 	s.g.Eventually(s.rolledOut, timeout, poll).Should(BeTrue())
 	before := s.podsByNode()
-	writes := func() int64 {
-		var n int64
-		for _, p := range s.pods(agent) {
-			n += c.WritesTo(p.Name)
-		}
-		return n
-	}
-	writesBefore := writes()
+	writesBefore := s.podWrites(c)
 
 	s.update(agent, func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.Image = "agent:v2" })
 	s.g.Eventually(s.rolledOut, timeout, poll).Should(BeTrue())
@@ -177,8 +164,8 @@ func TestInPlaceWithoutTheReadinessGate(t *testing.T) {
 		s.g.Expect(p.Spec.Containers[0].Image).To(Equal("agent:v2"))
 	}
 	// A patch refused because this test's kubelet changed the pod meanwhile is counted too, and made again.
-	s.g.Expect(writes() - writesBefore).To(BeNumerically(">=", 2))
-	s.g.Expect(writes() - writesBefore).To(BeNumerically("<=", 4))
+	s.g.Expect(s.podWrites(c) - writesBefore).To(BeNumerically(">=", 2))
+	s.g.Expect(s.podWrites(c) - writesBefore).To(BeNumerically("<=", 4))
 }
 
 // A change of the template's labels alone restarts no container: the pods are patched with their new labels, keep
@@ -201,14 +188,7 @@ func TestLabelOnlyChangeKeepsTheGateOpen(t *testing.T) {
 		}
 	}
 	s.g.Expect(gateSince).To(HaveLen(2))
-	writes := func() int64 {
-		var n int64
-		for _, p := range s.pods(agent) {
-			n += c.WritesTo(p.Name)
-		}
-		return n
-	}
-	writesBefore := writes()
+	writesBefore := s.podWrites(c)
 
 	s.update(agent, func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.Template.Labels = map[string]string{"team": "net"} })
 	s.g.Eventually(s.rolledOut, timeout, poll).Should(BeTrue())
@@ -222,5 +202,16 @@ func TestLabelOnlyChangeKeepsTheGateOpen(t *testing.T) {
 			}
 		}
 	}
-	s.g.Expect(writes()-writesBefore).To(BeNumerically("<=", 2+1), "one patch per pod (and at most one conflict)")
+	s.g.Expect(s.podWrites(c)-writesBefore).To(BeNumerically("<=", 2+1), "one patch per pod (and at most one conflict)")
+}
+
+// eventReasons lists the reasons of the events in the scenario's namespace.
+func (s *scenario) eventReasons() []string {
+	var events eventsv1.EventList
+	s.g.Expect(env.Client.List(s.ctx, &events, client.InNamespace(s.ns))).To(Succeed())
+	var reasons []string
+	for _, e := range events.Items {
+		reasons = append(reasons, e.Reason)
+	}
+	return reasons
 }

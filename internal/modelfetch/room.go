@@ -86,16 +86,14 @@ func (r *room) claim(total, step int64) error {
 		return err
 	}
 	if floor > target {
-		return fmt.Errorf("%w: it needs more than %d bytes, and of the cache's %d bytes %d are models in use and %d "+
-			"are claimed by other fetches under way", errCacheFull, total, r.c.maxBytes, floor, others)
+		return r.full(total, floor, others)
 	}
 	_, models, err := r.c.evictLocked(keep, r.key, target, false)
 	if err != nil {
 		return err
 	}
 	if models > target { // freed meanwhile by nobody: an entry taken into use between the two passes
-		return fmt.Errorf("%w: it needs more than %d bytes, and of the cache's %d bytes %d are models in use and %d "+
-			"are claimed by other fetches under way", errCacheFull, total, r.c.maxBytes, models, others)
+		return r.full(total, models, others)
 	}
 	// A step more when it fits as things are, so the next claim is that far away.
 	want := max(total, min(r.claimed+step, r.c.maxBytes-others-models))
@@ -104,6 +102,13 @@ func (r *room) claim(total, step int64) error {
 	}
 	r.claimed = want
 	return nil
+}
+
+// full is the error of a claim of total bytes that does not fit beside models bytes of models nobody may evict and
+// others bytes of other fetches' claims.
+func (r *room) full(total, models, others int64) error {
+	return fmt.Errorf("%w: it needs more than %d bytes, and of the cache's %d bytes %d are models in use and %d "+
+		"are claimed by other fetches under way", errCacheFull, total, r.c.maxBytes, models, others)
 }
 
 // release drops the claim: the fetch is over (its model is an entry now, counted as one, or it failed and its
