@@ -1,6 +1,7 @@
 package charts_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -272,6 +274,34 @@ func TestWebhookSelectors(t *testing.T) {
 			g.Expect(h.ObjectSelector.MatchExpressions).To(HaveLen(1))
 		}
 	}
+}
+
+// The fetcher webhook sees only the pods of Pipeline steps and never blocks one, whatever the values say of the
+// others; the values' selectors narrow it too.
+func TestFetcherWebhookSeesStepPodsAndNeverBlocks(t *testing.T) {
+	g := NewWithT(t)
+	objs := mustRender(t, map[string]any{"webhooks": map[string]any{
+		"failurePolicy":  "Fail",
+		"objectSelector": map[string]any{"matchExpressions": []any{map[string]any{"key": "skip", "operator": "DoesNotExist"}}},
+	}})
+	var fetcher []admissionregistrationv1.MutatingWebhook
+	for _, w := range ofKind[admissionregistrationv1.MutatingWebhookConfiguration](t, objs, "MutatingWebhookConfiguration") {
+		for _, h := range w.Webhooks {
+			if slices.Contains(h.Rules[0].Resources, "pods") {
+				fetcher = append(fetcher, h)
+				continue
+			}
+			g.Expect(*h.FailurePolicy).To(Equal(admissionregistrationv1.Fail), "%s follows the values", h.Name)
+		}
+	}
+	g.Expect(fetcher).To(HaveLen(1))
+	h := fetcher[0]
+	g.Expect(*h.FailurePolicy).To(Equal(admissionregistrationv1.Ignore))
+	g.Expect(h.Rules[0].Operations).To(ConsistOf(admissionregistrationv1.Create))
+	g.Expect(h.ObjectSelector.MatchExpressions).To(ConsistOf(
+		metav1.LabelSelectorRequirement{Key: "inference.keelson.dev/pipeline", Operator: metav1.LabelSelectorOpExists},
+		metav1.LabelSelectorRequirement{Key: "skip", Operator: metav1.LabelSelectorOpDoesNotExist}))
+	g.Expect(h.NamespaceSelector.MatchExpressions[0].Values).To(ConsistOf("kube-system", namespace))
 }
 
 // NOTES.txt names only the enabled kinds and says how to wait for the controllers.

@@ -25,6 +25,7 @@ import (
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+	"github.com/keelson-dev/keelson/internal/pipelinespec"
 	"github.com/keelson-dev/keelson/internal/testenv"
 	daemonsetwebhook "github.com/keelson-dev/keelson/webhooks/daemonset"
 	pipelinewebhook "github.com/keelson-dev/keelson/webhooks/pipeline"
@@ -51,7 +52,7 @@ func TestMain(m *testing.M) {
 // serveAll serves the three binaries' webhooks from one manager, as three managers would.
 func serveAll(mgr ctrl.Manager) error {
 	return errors.Join(daemonsetwebhook.SetupWithManager(mgr), sizerwebhook.SetupWithManager(mgr),
-		pipelinewebhook.SetupWithManager(mgr))
+		pipelinewebhook.SetupWithManager(mgr, pipelinespec.Fetcher{}))
 }
 
 // badInput is an invalid object: a valid one of its kind with patch merged over it (a JSON merge patch, in YAML).

@@ -31,21 +31,25 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == modelfetch.HoldCommand {
 		os.Exit(modelfetch.HoldMain(os.Args[2:], os.Stdout))
 	}
+	// The fetch settings are read once: the controller writes them into new steps and the fetcher webhook into new
+	// step pods.
+	fetch, fetchErr := pipeline.ModelFetchFromEnv(os.Getenv)
+	if fetchErr != nil {
+		// Only the pipelines of storage cache need it: they fail with the reason, the others run.
+		fetch.Problem = fetchErr.Error()
+	}
 	manager.Main(manager.Binary{
 		Name:            "pipeline-controller",
 		AddToScheme:     []func(*runtime.Scheme) error{inferencev1alpha1.AddToScheme},
 		Cache:           func(manager.Options) cache.Options { return pipeline.CacheOptions() },
 		RegisterMetrics: pipeline.RegisterMetrics,
 		SetupControllers: func(mgr ctrl.Manager, _ manager.Options) error {
-			fetch, err := pipeline.ModelFetchFromEnv(os.Getenv)
-			if err != nil {
-				// Only the pipelines of storage cache need it: they fail with the reason, the others run.
-				fetch.Problem = err.Error()
-				ctrl.Log.Error(err, "Fetching models into the nodes' caches is off")
+			if fetchErr != nil {
+				ctrl.Log.Error(fetchErr, "Fetching models into the nodes' caches is off")
 			}
 			return (&pipeline.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ModelFetch: fetch}).SetupWithManager(mgr)
 		},
 		Finalizers:    []manager.Finalizer{{GVK: inferencev1alpha1.GroupVersion.WithKind("Pipeline"), Name: inferencev1alpha1.Finalizer}},
-		SetupWebhooks: pipelinewebhook.SetupWithManager,
+		SetupWebhooks: func(mgr ctrl.Manager) error { return pipelinewebhook.SetupWithManager(mgr, fetch.Fetcher()) },
 	})
 }

@@ -37,10 +37,10 @@ const (
 	// and in the server, so the links the fetch leaves in /models resolve in both.
 	CacheMountPath = "/var/cache/keelson/models"
 	// FetchContainer is the init container that fetches the model: pipeline-controller fetch-model.
-	FetchContainer = "fetch-model"
+	FetchContainer = pipelinespec.FetchContainer
 	// HoldContainer is the sidecar that holds the model in a shared cache while the pod runs:
 	// pipeline-controller hold-model.
-	HoldContainer = "hold-model"
+	HoldContainer = pipelinespec.HoldContainer
 	// EnvFetchImage, EnvCacheDir and EnvCacheMaxSize configure the fetches (the chart sets them): the image (the
 	// controller's own), the cache's directory on the nodes, and one namespace's bound.
 	EnvFetchImage   = "KEELSON_MODEL_FETCH_IMAGE"
@@ -98,6 +98,11 @@ type ModelFetch struct {
 	// Problem, when set, says why the controller cannot run fetches into the nodes' directory (its configuration is
 	// wrong): the steps that would fail with it, the others run.
 	Problem string
+}
+
+// Fetcher is what f puts into a step's fetch and hold containers: the fetcher webhook gives it to every new step pod.
+func (f ModelFetch) Fetcher() pipelinespec.Fetcher {
+	return pipelinespec.Fetcher{Image: f.Image, Env: f.Env}
 }
 
 // problem says why the controller cannot run fetches, or "". A cache on local volumes needs only the image: the
@@ -415,6 +420,9 @@ func keepFetcher(existing, desired client.Object) {
 	if !ok {
 		return
 	}
+	if _, stamped := have.Annotations[StepTemplateAnnotation]; !stamped {
+		defer unstampUnlessChanged(have, want)
+	}
 	trial := want.DeepCopy()
 	kept := false
 	for i := range trial.Spec.Template.Spec.InitContainers {
@@ -445,6 +453,17 @@ func keepFetcher(existing, desired client.Object) {
 		trial.Annotations[StepTemplateAnnotation] = want.Annotations[StepTemplateAnnotation]
 	}
 	if unchanged {
+		*want = *trial
+	}
+}
+
+// unstampUnlessChanged leaves want without its StepTemplateAnnotation when that is all it would change of have, a
+// Deployment written by a version that did not stamp: a write of a Deployment's annotations bumps its generation,
+// and an upgrade leaves every step's Deployment as it was. It is stamped with its next change.
+func unstampUnlessChanged(have, want *appsv1.Deployment) {
+	trial := want.DeepCopy()
+	delete(trial.Annotations, StepTemplateAnnotation)
+	if needed, err := apply.Needed(have, trial); err == nil && !needed {
 		*want = *trial
 	}
 }

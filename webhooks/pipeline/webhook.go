@@ -31,9 +31,10 @@ import (
 // mutatePath is the defaulting webhook's path, as the marker above gives it.
 const mutatePath = "/mutate-inference-keelson-dev-v1alpha1-pipeline"
 
-// SetupWithManager registers the Pipeline's webhooks.
-func SetupWithManager(mgr ctrl.Manager) error {
+// SetupWithManager registers the Pipeline's webhooks, and the fetcher webhook that gives a step's new pods f.
+func SetupWithManager(mgr ctrl.Manager, f pipelinespec.Fetcher) error {
 	defaulting.Register(mgr, mutatePath, &inferencev1alpha1.Pipeline{}, Defaulter{})
+	RegisterFetcher(mgr, f)
 	return ctrl.NewWebhookManagedBy(mgr, &inferencev1alpha1.Pipeline{}).
 		WithValidator(Validator{Reader: mgr.GetAPIReader(), Pipelines: mgr.GetClient()}).
 		Complete()

@@ -17,10 +17,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/internal/pipelinespec"
 	"github.com/keelson-dev/keelson/internal/testenv"
 	webhook "github.com/keelson-dev/keelson/webhooks/pipeline"
 )
@@ -36,7 +38,13 @@ func TestMain(m *testing.M) {
 		}))
 }
 
-func serveWebhooks(t *testing.T) { pair.Serve(t, webhook.SetupWithManager) }
+// todaysFetcher is the fetcher the webhooks under test serve.
+var todaysFetcher = pipelinespec.Fetcher{Image: "registry.example/pipeline-controller:today",
+	Env: []corev1.EnvVar{{Name: "HTTPS_PROXY", Value: "http://proxy.example:3128"}}}
+
+func serveWebhooks(t *testing.T) {
+	pair.Serve(t, func(mgr ctrl.Manager) error { return webhook.SetupWithManager(mgr, todaysFetcher) })
+}
 
 func namespace(t *testing.T, env *testenv.Env) string { return env.Namespace(t, "wh") }
 
