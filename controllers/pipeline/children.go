@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -353,11 +354,13 @@ func clearsRollingUpdate(live, desired *appsv1.Deployment) bool {
 var recreatePatch = client.RawPatch(types.MergePatchType,
 	[]byte(`{"spec":{"strategy":{"type":"Recreate","rollingUpdate":null}}}`))
 
-// deleteRemovedSteps deletes the Deployments and Services of steps that are no longer in the spec.
+// deleteRemovedSteps deletes the Deployments and Services of steps that are no longer in the spec, once no pod or
+// pod template of the pipeline sends to them: a step renamed or removed is still called by the old pods of the
+// steps that sent to it, until their rollout to the new wiring has replaced them (each pod's end wakes the pipeline).
 func (r *Reconciler) deleteRemovedSteps(ctx context.Context, p *inferencev1alpha1.Pipeline, names map[string]bool) []error {
-	var errs []error
 	var deps appsv1.DeploymentList
 	var svcs corev1.ServiceList
+	var pods corev1.PodList
 	sel := client.MatchingLabels{inferencev1alpha1.PipelineLabel: p.Name}
 	if err := r.List(ctx, &deps, client.InNamespace(p.Namespace), sel); err != nil {
 		return []error{fmt.Errorf("listing step Deployments: %w", err)}
@@ -365,17 +368,71 @@ func (r *Reconciler) deleteRemovedSteps(ctx context.Context, p *inferencev1alpha
 	if err := r.List(ctx, &svcs, client.InNamespace(p.Namespace), sel); err != nil {
 		return []error{fmt.Errorf("listing step Services: %w", err)}
 	}
+	if err := r.List(ctx, &pods, client.InNamespace(p.Namespace), sel); err != nil {
+		return []error{fmt.Errorf("listing step pods: %w", err)}
+	}
+	callers := make([]*corev1.PodSpec, 0, len(deps.Items)+len(pods.Items))
 	for i := range deps.Items {
-		if d := &deps.Items[i]; !names[d.Labels[inferencev1alpha1.StepLabel]] && d.DeletionTimestamp == nil && ownedBy(d, p) {
+		callers = append(callers, &deps.Items[i].Spec.Template.Spec)
+	}
+	for i := range pods.Items {
+		if pod := &pods.Items[i]; pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+			callers = append(callers, &pod.Spec)
+		}
+	}
+	removed := func(o client.Object) bool {
+		return !names[o.GetLabels()[inferencev1alpha1.StepLabel]] && o.GetDeletionTimestamp() == nil && ownedBy(o, p)
+	}
+	called := map[string]bool{} // removed steps still called, by step name
+	for i := range svcs.Items {
+		if s := &svcs.Items[i]; removed(s) && callsHost(callers, s.Name+"."+s.Namespace+".svc") {
+			called[s.Labels[inferencev1alpha1.StepLabel]] = true
+		}
+	}
+	var errs []error
+	for i := range deps.Items {
+		if d := &deps.Items[i]; removed(d) && !called[d.Labels[inferencev1alpha1.StepLabel]] {
 			errs = append(errs, client.IgnoreNotFound(r.Delete(ctx, d)))
 		}
 	}
 	for i := range svcs.Items {
-		if s := &svcs.Items[i]; !names[s.Labels[inferencev1alpha1.StepLabel]] && s.DeletionTimestamp == nil && ownedBy(s, p) {
+		if s := &svcs.Items[i]; removed(s) && !called[s.Labels[inferencev1alpha1.StepLabel]] {
 			errs = append(errs, client.IgnoreNotFound(r.Delete(ctx, s)))
 		}
 	}
 	return errs
+}
+
+// callsHost reports whether a container of one of specs has an environment variable whose value holds a URL of host
+// (NEXT_STEP_URL, NEXT_STEP_URLS, or the user's own).
+func callsHost(specs []*corev1.PodSpec, host string) bool {
+	for _, spec := range specs {
+		for _, cs := range [][]corev1.Container{spec.InitContainers, spec.Containers} {
+			for _, c := range cs {
+				for _, e := range c.Env {
+					if namesHost(e.Value, host) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// namesHost reports whether value holds a URL of host: "//host" followed by a port, a path, a comma, its end, or the
+// cluster's domain (host.cluster.local is the same Service).
+func namesHost(value, host string) bool {
+	for rest := value; ; {
+		i := strings.Index(rest, "//"+host)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+2+len(host):]
+		if rest == "" || strings.ContainsRune(":/,?.", rune(rest[0])) {
+			return true
+		}
+	}
 }
 
 // nameTaken reports whether a child's name is taken by an object that is not the pipeline's.

@@ -2,9 +2,12 @@ package pipeline_test
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
@@ -70,4 +73,57 @@ func TestAddingRemovingAndReorderingStepsLeavesTheOthersUntouched(t *testing.T) 
 		quiet(s, c)
 		s.g.Expect(generations()).To(Equal(before), "%s changed another step's Deployment", edit)
 	}
+}
+
+// Renaming a step rewires the step that sends to it, which rolls. The old step's Deployment and Service stay while
+// a pod or pod template of the pipeline still names the old Service (the upstream step's old pods keep sending to
+// it until they are gone) and go once none does: a renamed step loses no request while its upstream rolls.
+func TestARenamedStepsServiceStaysUntilItsCallersHaveRolled(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	s.node(s.ns+"-a", 0, false)
+	p := &inferencev1alpha1.Pipeline{}
+	p.Name, p.Namespace = "renamed", s.ns
+	p.Spec.ModelStorage = inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StoragePVC, ClaimName: "models"}
+	p.Spec.Steps = []inferencev1alpha1.Step{
+		{Name: "a", Image: "a:v1", Location: s.ns + "-a", Next: []string{"b"}},
+		{Name: "b", Image: "b:v1", Location: s.ns + "-a"},
+	}
+	s.g.Expect(env.Client.Create(s.ctx, p)).To(Succeed())
+	exists := func(obj client.Object, name string) func() bool {
+		return func() bool {
+			err := env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: name}, obj)
+			return err == nil && obj.GetDeletionTimestamp() == nil
+		}
+	}
+	s.g.Eventually(exists(&corev1.Service{}, "renamed-b"), timeout, poll).Should(BeTrue())
+	s.g.Eventually(exists(&appsv1.Deployment{}, "renamed-a"), timeout, poll).Should(BeTrue())
+	oldURL := "http://renamed-b." + s.ns + ".svc:8080"
+	a := s.deployment("renamed-a")
+	s.g.Expect(a.Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: "NEXT_STEP_URL", Value: oldURL}))
+
+	// A running pod of step a, made from its template before the rename (the kubelet and the ReplicaSet are not here).
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "renamed-a-old", Namespace: s.ns, Labels: a.Spec.Template.Labels},
+		Spec: *a.Spec.Template.Spec.DeepCopy()}
+	s.g.Expect(env.Client.Create(s.ctx, pod)).To(Succeed())
+
+	s.g.Eventually(func() error {
+		p := s.get("renamed")
+		p.Spec.Steps[0].Next = []string{"c"}
+		p.Spec.Steps[1].Name = "c"
+		return env.Client.Update(s.ctx, p)
+	}, timeout, poll).Should(Succeed())
+	s.g.Eventually(exists(&corev1.Service{}, "renamed-c"), timeout, poll).Should(BeTrue())
+	s.g.Eventually(func() []corev1.EnvVar { return s.deployment("renamed-a").Spec.Template.Spec.Containers[0].Env }, timeout, poll).
+		Should(ContainElement(corev1.EnvVar{Name: "NEXT_STEP_URL", Value: "http://renamed-c." + s.ns + ".svc:8080"}))
+	gen := s.get("renamed").Generation
+	s.g.Eventually(func() int64 { return s.get("renamed").Status.ObservedGeneration }, timeout, poll).Should(Equal(gen))
+	s.g.Consistently(exists(&corev1.Service{}, "renamed-b"), time.Second, poll).Should(BeTrue(),
+		"the old step's Service went while a pod still sends to it")
+	s.g.Expect(exists(&appsv1.Deployment{}, "renamed-b")()).To(BeTrue(), "the old step's Deployment went while a pod still sends to it")
+
+	// The old pod gone, nothing names the old Service any more: the old step goes.
+	s.g.Expect(env.Client.Delete(s.ctx, pod, client.GracePeriodSeconds(0))).To(Succeed())
+	s.g.Eventually(exists(&corev1.Service{}, "renamed-b"), timeout, poll).Should(BeFalse())
+	s.g.Eventually(exists(&appsv1.Deployment{}, "renamed-b"), timeout, poll).Should(BeFalse())
 }
