@@ -8,7 +8,10 @@
 //
 // It also serves models for the suites of pipelines whose models are fetched into a node's cache: GET
 // /models/<name>?size=N answers N bytes (1 MiB by default) that depend only on the name and size, with an ETag, and
-// 304 to a request that already holds it; /models-served counts the models it sent in full. /model-files reads every
+// 304 to a request that already holds it; ?status=CODE answers CODE instead, with a body that quotes the request
+// (as an object store's refusal quotes what it was asked). /signed/<path> redirects to /<path> with a signature and
+// a credential in its query, as an object store's presigned URL does (SignedSecret is the signature's value: a suite
+// looks for it where a tenant reads). /models-served counts the models it sent in full. /model-files reads every
 // file of the model at $MODEL_PATH, following links, and lists them with their sizes.
 //
 // It listens on --listenPort or --port (a pipeline step's arguments), else $PORT, else 8080, and ignores every
@@ -31,6 +34,17 @@ import (
 	"syscall"
 )
 
+// SignedSecret is the signature /signed/ adds to the URL it redirects to.
+const SignedSecret = "e2e0signature0secret"
+
+// signedRedirect redirects /signed/<path>?<query> to /<path>?<query> with a signature and a credential added.
+func signedRedirect(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	q.Set("X-Amz-Credential", "E2EACCESSKEY/20261127/us-east-1/s3/aws4_request")
+	q.Set("X-Amz-Signature", SignedSecret)
+	http.Redirect(w, r, "/"+strings.TrimPrefix(r.URL.Path, "/signed/")+"?"+q.Encode(), http.StatusFound)
+}
+
 // modelServer serves generated models and counts those it sent in full.
 type modelServer struct{ served atomic.Int64 }
 
@@ -44,6 +58,15 @@ func (m *modelServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		size = n
+	}
+	if v := r.URL.Query().Get("status"); v != "" {
+		code, err := strconv.Atoi(v)
+		if err != nil || code < 400 || code > 599 {
+			http.Error(w, "status must be an error code", http.StatusBadRequest)
+			return
+		}
+		http.Error(w, "refused: "+r.URL.String(), code)
+		return
 	}
 	sum := sha256.Sum256([]byte(name + "\x00" + strconv.FormatInt(size, 10)))
 	etag := `"` + hex.EncodeToString(sum[:8]) + `"`
@@ -200,6 +223,7 @@ func main() {
 	})
 	models := &modelServer{}
 	mux.Handle("/models/", models)
+	mux.HandleFunc("/signed/", signedRedirect)
 	mux.HandleFunc("/models-served", func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprintln(w, models.served.Load()) })
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = fmt.Fprintf(w, "pod=%s path=%s next=%s model=%s\n", host, r.URL.Path, os.Getenv("NEXT_STEP_URLS"), os.Getenv("MODEL_PATH"))

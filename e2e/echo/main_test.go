@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -81,6 +82,22 @@ func TestModelServer(t *testing.T) {
 	}
 	if bad := get("/models/m.bin?size=-1", ""); bad.Code != http.StatusBadRequest {
 		t.Fatalf("a negative size: %d", bad.Code)
+	}
+}
+
+// /signed/ redirects to the path it names with a signature, and a status asked for is answered with the request.
+func TestSignedRedirectAndRefusals(t *testing.T) {
+	rec := httptest.NewRecorder()
+	signedRedirect(rec, httptest.NewRequest(http.MethodGet, "/signed/models/m.bin?size=10", nil))
+	loc := rec.Header().Get("Location")
+	if rec.Code != http.StatusFound || !strings.HasPrefix(loc, "/models/m.bin?") || !strings.Contains(loc, "X-Amz-Signature="+SignedSecret) ||
+		!strings.Contains(loc, "size=10") {
+		t.Fatalf("redirect: %d to %q", rec.Code, loc)
+	}
+	rec = httptest.NewRecorder()
+	(&modelServer{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, loc+"&status=403", nil))
+	if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), SignedSecret) {
+		t.Fatalf("refusal: %d %q", rec.Code, rec.Body.String())
 	}
 }
 
