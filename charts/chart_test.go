@@ -458,6 +458,7 @@ func TestRBACIsExactlyWhatEachControllerUses(t *testing.T) {
 			"/persistentvolumeclaims": "create,delete,get,list,patch,watch", "/persistentvolumes": "create,delete,get,list,patch,watch",
 			"/services": "create,delete,get,list,patch,watch", "apps/deployments": "create,delete,get,list,patch,watch",
 			"autoscaling/horizontalpodautoscalers": "get,list,watch",                                                          // a step an HPA scales leaves it the replicas
+			"storage.k8s.io/storageclasses":        "get",                                                                     // the webhook refuses a cache class that binds Immediate
 			"inference.keelson.dev/pipelines":      "get,list,patch,watch", "inference.keelson.dev/pipelines/status": "patch", // patch: the finalizer; status/patch: the whole status
 		},
 	}

@@ -60,7 +60,7 @@ func (Defaulter) Default(ctx context.Context, p *inferencev1alpha1.Pipeline) err
 
 // Validator rejects invalid Pipelines and warns about steps pinned to missing nodes.
 type Validator struct {
-	// Reader looks nodes up for the warnings.
+	// Reader looks nodes up for the warnings, and the cache's local-volume StorageClass up.
 	Reader client.Reader
 	// Pipelines lists the namespace's pipelines for the name-clash check: the manager's cache, since every creation
 	// asks (a thousand pipelines created at once would otherwise list the namespace a thousand times from the
@@ -78,10 +78,11 @@ func (v Validator) ValidateCreate(ctx context.Context, p *inferencev1alpha1.Pipe
 	if err != nil {
 		return nil, err
 	}
-	if errs = append(errs, clashes...); len(errs) > 0 {
+	class, warned := localVolumeClass(ctx, v.Reader, nil, p)
+	if errs = append(append(errs, clashes...), class...); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(groupKind, p.Name, errs)
 	}
-	return v.warnings(ctx, p), nil
+	return append(v.warnings(ctx, p), warned...), nil
 }
 
 // ValidateUpdate checks a changed pipeline; its storage may not change. An update that leaves the spec as it was
@@ -100,10 +101,11 @@ func (v Validator) ValidateUpdate(ctx context.Context, old, p *inferencev1alpha1
 	if err != nil {
 		return nil, err
 	}
-	if errs = append(errs, clashes...); len(errs) > 0 {
+	class, warned := localVolumeClass(ctx, v.Reader, old, p)
+	if errs = append(append(errs, clashes...), class...); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(groupKind, p.Name, errs)
 	}
-	return v.warnings(ctx, p), nil
+	return append(v.warnings(ctx, p), warned...), nil
 }
 
 // clashes finds the steps whose object names another pipeline of the namespace already uses.

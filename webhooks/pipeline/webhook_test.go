@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -322,6 +323,45 @@ func TestUnpinnedStepsOfALocalCacheAreWarnedOf(t *testing.T) {
 	g.Expect(recorded.All()).To(ContainElement(And(ContainSubstring("spec.steps[0].location"), ContainSubstring("fetches the model when it starts"))))
 	g.Expect(recorded.All()).NotTo(ContainElement(ContainSubstring("spec.steps[1].location: unset")))
 	g.Expect(p.Spec.ModelStorage.Cache.LocalVolume.Size.String()).To(Equal("50Gi"), "the size is defaulted")
+}
+
+// The cache's local volumes must bind where their step runs: a StorageClass that binds Immediate is refused, naming
+// the field, whether on creation or when the class changes; a class that binds WaitForFirstConsumer is admitted, and
+// one that does not exist yet is admitted with a warning.
+func TestLocalVolumeClassMustBindWhereTheStepRuns(t *testing.T) {
+	serveWebhooks(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	for name, mode := range map[string]storagev1.VolumeBindingMode{
+		"e2e-immediate": storagev1.VolumeBindingImmediate, "e2e-local": storagev1.VolumeBindingWaitForFirstConsumer} {
+		class := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: "example.com/local",
+			VolumeBindingMode: ptr.To(mode)}
+		g.Expect(withWebhook.Client.Create(ctx, class)).To(Succeed())
+		t.Cleanup(func() { _ = withWebhook.Client.Delete(context.Background(), class) })
+	}
+	ns := namespace(t, withWebhook)
+	withClass := func(name, class string) *inferencev1alpha1.Pipeline {
+		p := valid(name)
+		p.Namespace = ns
+		cached(p)
+		p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{LocalVolume: &inferencev1alpha1.LocalCacheVolume{StorageClassName: class}}
+		p.Spec.Steps[0].Location, p.Spec.Steps[1].Location = "gpu-a", "gpu-a"
+		return p
+	}
+	err := withWebhook.Client.Create(ctx, withClass("immediate", "e2e-immediate"))
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(And(ContainSubstring("spec.modelStorage.cache.localVolume.storageClassName"),
+		ContainSubstring("WaitForFirstConsumer")))
+
+	p := withClass("local", "e2e-local")
+	g.Expect(withWebhook.Client.Create(ctx, p)).To(Succeed())
+	p.Spec.ModelStorage.Cache.LocalVolume.StorageClassName = "e2e-immediate"
+	err = withWebhook.Client.Update(ctx, p)
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "a change to a class that binds Immediate: %v", err)
+
+	c, recorded := withWebhook.ClientWithWarnings(t)
+	g.Expect(c.Create(ctx, withClass("later", "e2e-not-yet"))).To(Succeed())
+	g.Expect(recorded.All()).To(ContainElement(And(ContainSubstring("storageClassName"), ContainSubstring("no StorageClass e2e-not-yet"))))
 }
 
 func TestModelStorageIsImmutable(t *testing.T) {
