@@ -2,8 +2,9 @@
 // unchanged steps an old manifest leaves out, ports, strategies)
 // and validation with field paths (unique DNS-1123 step names, a pipeline name that can name a Service, step object
 // names that clash with no other pipeline's, next steps that exist and form a DAG, storage parameters per type,
-// images, model paths inside the storage, extended resources such as GPUs with limits), and warnings (not errors)
-// for steps pinned to a kubernetes.io/hostname no node has right now.
+// images, model paths inside the storage, extended resources such as GPUs with limits, a local-volume cache class
+// that binds where its step runs), and warnings (not errors) for steps pinned to a kubernetes.io/hostname no node has
+// right now. A pod webhook (fetcher.go) gives new step pods the running controller's model fetcher.
 package pipeline
 
 import (
