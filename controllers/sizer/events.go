@@ -18,6 +18,8 @@ const (
 	EventInPlaceFallback = "FellBackToRolling"
 	EventBudgetRefused   = "BudgetRefused"
 	EventApplyFailed     = "ApplyFailed"
+	// EventInfeasiblePodEvicted is recorded for each pod evicted because its in-place resize cannot fit its node.
+	EventInfeasiblePodEvicted = "InfeasiblePodEvicted"
 )
 
 // sizerEvent is one event to record.

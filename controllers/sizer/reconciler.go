@@ -64,6 +64,8 @@ type Reconciler struct {
 	applied map[string]fieldSet
 	// fights are, per sizer, its forced writes that had to take fields back (see fight.go).
 	fights map[string]fightLog
+	// evictions are, per sizer, the pods it evicted because their in-place resize was infeasible (evict.go).
+	evictions map[string]infeasibleEvictions
 	// unownedEnv is, per sizer, the runtime variables nobody owned in a version of its workload.
 	unownedEnv map[string]envCheck
 	// written is, per sizer, the status this process last wrote.
@@ -76,6 +78,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods/resize,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;update;delete
@@ -372,6 +375,9 @@ func (r *Reconciler) size(ctx context.Context, p *pass, t *target) error {
 	case resize.fallback != "":
 		setCondition(st, g, sizerv1alpha1.ConditionSized, false, sizerv1alpha1.ReasonInPlaceFallback, resize.fallback+
 			": falling back to a rolling update of the template")
+	case resize.pending && resize.held > 0:
+		setCondition(st, g, sizerv1alpha1.ConditionSized, false, sizerv1alpha1.ReasonResizing, fmt.Sprintf("pods are being "+
+			"resized in place; %d wait for the disruption budget (their resize restarts a container)", resize.held))
 	case resize.pending:
 		setCondition(st, g, sizerv1alpha1.ConditionSized, false, sizerv1alpha1.ReasonResizing, "pods are being resized in place")
 	default:
@@ -467,5 +473,6 @@ func (r *Reconciler) forget(key string) {
 	defer r.mu.Unlock()
 	delete(r.applied, key)
 	delete(r.fights, key)
+	delete(r.evictions, key)
 	delete(r.unownedEnv, key)
 }

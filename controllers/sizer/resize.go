@@ -3,10 +3,12 @@ package sizer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
@@ -31,9 +33,14 @@ const resizePollInterval = 5 * time.Second
 type resizeOutcome struct {
 	// pending: some pod's resize is not done yet.
 	pending bool
-	// fallback, when set, says why the sizer gives up on resizing in place (a resize infeasible or past its
+	// fallback, when set, says why the sizer gives up on resizing in place (a resize refused, failed or past its
 	// deadline): the resources then go into the template.
 	fallback string
+	// infeasible, when set, says why one pod cannot be resized in place on its node: that pod alone is evicted (its
+	// replacement, resized once it runs, may land where there is room; evictInfeasible).
+	infeasible string
+	// held counts the pods whose resize restarts a container and waits for the disruption budget.
+	held int
 	// recheck is when a pending resize next needs a look (its deadline, or the poll interval).
 	recheck time.Duration
 }
@@ -45,7 +52,10 @@ func resizeVerdict(pod *corev1.Pod, now time.Time, deferredTimeout, inProgressTi
 		var limit time.Duration
 		switch {
 		case c.Type == corev1.PodResizePending && c.Reason == corev1.PodReasonInfeasible:
-			return resizeOutcome{fallback: fmt.Sprintf("pod %s cannot be resized in place: %s", pod.Name, c.Message)}
+			return resizeOutcome{infeasible: fmt.Sprintf("pod %s cannot be resized in place: %s", pod.Name, c.Message)}
+		case c.Type == corev1.PodResizeInProgress && c.Reason == corev1.PodReasonError:
+			// The kubelet failed to apply it and says so: no deadline to wait for.
+			return resizeOutcome{fallback: fmt.Sprintf("the in-place resize of pod %s failed: %s", pod.Name, c.Message)}
 		case c.Type == corev1.PodResizePending:
 			limit = deferredTimeout
 		case c.Type == corev1.PodResizeInProgress:
@@ -100,6 +110,10 @@ func (o resizeOutcome) combine(other resizeOutcome) resizeOutcome {
 	if o.fallback == "" {
 		o.fallback = other.fallback
 	}
+	if o.infeasible == "" {
+		o.infeasible = other.infeasible
+	}
+	o.held += other.held
 	o.pending = o.pending || other.pending
 	if other.recheck > 0 && (o.recheck == 0 || other.recheck < o.recheck) {
 		o.recheck = other.recheck
@@ -139,7 +153,9 @@ func (s *resizeSupport) check(d discovery.DiscoveryInterface) (bool, error) {
 }
 
 // resizePods resizes the target's running pods in place, through the pods' resize subresource, to the applied
-// resources, and reads how their resizes are going.
+// resources, and reads how their resizes are going. A resize that restarts a container (restartsOnResize) is done
+// within the workload's disruption budget (budgetFor): healthy pods a few at a time, the pods already down first. A
+// pod whose resize is infeasible on its node is evicted, within the same budget (evictInfeasible).
 func (r *Reconciler) resizePods(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, t *target,
 	applied []sizerv1alpha1.AppliedResources) (resizeOutcome, error) {
 	supported, err := r.resize.check(r.Discovery)
@@ -158,6 +174,16 @@ func (r *Reconciler) resizePods(ctx context.Context, wls *sizerv1alpha1.Workload
 	if err := r.APIReader.List(ctx, &pods, client.InNamespace(wls.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return resizeOutcome{}, fmt.Errorf("listing pods to resize: %w", err)
 	}
+	var pdbs policyv1.PodDisruptionBudgetList
+	if err := r.List(ctx, &pdbs, client.InNamespace(wls.Namespace)); err != nil {
+		return resizeOutcome{}, fmt.Errorf("listing disruption budgets: %w", err)
+	}
+	live := slices.DeleteFunc(pods.Items, func(p corev1.Pod) bool {
+		return p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	})
+	// The pods already down go first: restarting them costs the workload nothing more.
+	slices.SortStableFunc(live, func(a, b corev1.Pod) int { return boolCmp(podHealthy(&a), podHealthy(&b)) })
+	budget := budgetFor(t.obj, t.replicas, pdbs.Items, live)
 	deferred, inProgress := r.ResizeDeferredTimeout, r.ResizeInProgressTimeout
 	if deferred == 0 {
 		deferred = DefaultResizeDeferredTimeout
@@ -167,19 +193,38 @@ func (r *Reconciler) resizePods(ctx context.Context, wls *sizerv1alpha1.Workload
 	}
 	now := r.now()
 	var out resizeOutcome
-	for i := range pods.Items {
-		pod := &pods.Items[i]
-		if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+	for i := range live {
+		pod := &live[i]
+		verdict := resizeVerdict(pod, now, deferred, inProgress)
+		if verdict.infeasible != "" {
+			evicted, err := r.evictInfeasible(ctx, wls, pod, verdict.infeasible, &budget)
+			if err != nil {
+				return out, err
+			}
+			out = out.combine(evicted)
 			continue
 		}
-		out = out.combine(resizeVerdict(pod, now, deferred, inProgress))
+		out = out.combine(verdict)
 		if resizeUnderWay(pod) {
 			out = out.combine(resizeOutcome{pending: true, recheck: resizePollInterval})
 		}
+		restart := restartsOnResize(pod, applied)
+		healthy := podHealthy(pod)
 		if !resizeTo(pod, applied) {
 			continue
 		}
 		out = out.combine(resizeOutcome{pending: true, recheck: resizePollInterval})
+		if restart != "" && healthy {
+			if budget.none != "" {
+				out = out.combine(resizeOutcome{fallback: restart + "; " + budget.none})
+				continue
+			}
+			if budget.allowed <= 0 {
+				out = out.combine(resizeOutcome{held: 1})
+				continue
+			}
+			budget.allowed--
+		}
 		if err := r.SubResource("resize").Update(ctx, pod); err != nil {
 			if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
 				// e.g. a QoS class change, or a resource that cannot change in place
@@ -194,6 +239,17 @@ func (r *Reconciler) resizePods(ctx context.Context, wls *sizerv1alpha1.Workload
 		}
 	}
 	return out, nil
+}
+
+// boolCmp orders false before true.
+func boolCmp(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case !a:
+		return -1
+	}
+	return 1
 }
 
 // resizeTo sets the applied resources in pod's spec and reports whether anything changed.
