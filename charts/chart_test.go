@@ -446,7 +446,7 @@ func TestRBACIsExactlyWhatEachControllerUses(t *testing.T) {
 		},
 		"keelson-workload-sizer": {
 			"/pods": "get,list,watch", "/pods/resize": "update", "/services": "create,delete,get,list,update,watch",
-			"/pods/eviction": "create", // a pod whose in-place resize cannot fit its node is evicted alone
+			"/pods/eviction":   "create", // a pod whose in-place resize cannot fit its node is evicted alone
 			"apps/deployments": "create,get,list,patch,watch", "apps/statefulsets": "create,get,list,patch,watch",
 			"networking.k8s.io/ingresses":          "create,delete,get,list,update,watch",
 			"policy/poddisruptionbudgets":          "create,delete,get,list,update,watch",
