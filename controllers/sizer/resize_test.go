@@ -22,10 +22,12 @@ func TestResizeVerdict(t *testing.T) {
 		pod          *corev1.Pod
 		pending      bool
 		fallback     string
+		infeasible   string
 		recheckAtMax time.Duration
 	}{
 		"nothing under way":          {pod: pod(cond(corev1.PodReady, "", time.Hour))},
-		"infeasible at once":         {pod: pod(cond(corev1.PodResizePending, corev1.PodReasonInfeasible, 0)), fallback: "cannot be resized in place"},
+		"infeasible at once":         {pod: pod(cond(corev1.PodResizePending, corev1.PodReasonInfeasible, 0)), infeasible: "cannot be resized in place"},
+		"failed at once":             {pod: pod(cond(corev1.PodResizeInProgress, corev1.PodReasonError, 0)), fallback: "failed"},
 		"deferred, within deadline":  {pod: pod(cond(corev1.PodResizePending, corev1.PodReasonDeferred, time.Minute)), pending: true, recheckAtMax: resizePollInterval},
 		"deferred past five minutes": {pod: pod(cond(corev1.PodResizePending, corev1.PodReasonDeferred, 6*time.Minute)), fallback: "Deferred for 6m0s, past its 5m0s deadline"},
 		"in progress, within an hour": {pod: pod(cond(corev1.PodResizeInProgress, "", 59*time.Minute+58*time.Second)), pending: true,
@@ -34,7 +36,8 @@ func TestResizeVerdict(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := resizeVerdict(tc.pod, now, DefaultResizeDeferredTimeout, DefaultResizeInProgressTimeout)
-			if got.pending != tc.pending || (tc.fallback == "") != (got.fallback == "") || !strings.Contains(got.fallback, tc.fallback) {
+			if got.pending != tc.pending || (tc.fallback == "") != (got.fallback == "") || !strings.Contains(got.fallback, tc.fallback) ||
+				(tc.infeasible == "") != (got.infeasible == "") || !strings.Contains(got.infeasible, tc.infeasible) {
 				t.Errorf("got %+v", got)
 			}
 			if tc.pending && (got.recheck <= 0 || got.recheck > tc.recheckAtMax) {
