@@ -17,15 +17,52 @@ import (
 // An in-place resize restarts a container when a resource it changes has resizePolicy RestartContainer. Such a
 // resize takes the pod out of its Services for the restart, so the sizer does it a few pods at a time, within the
 // workload's disruption budget, as the vertical pod autoscaler does; a resize that restarts nothing is done on every
-// pod at once.
+// pod at once. Evicting a pod whose resize cannot fit its node spends the same budget.
 
-// restartBudget is how many more healthy pods may be restarted at once, and where that number comes from.
+// restartBudget is how many more serving pods may be taken down now: per PodDisruptionBudget that selects the
+// workload's pods, or, without one, per the workload's own maxUnavailable.
 type restartBudget struct {
-	// allowed is how many more healthy pods may go down now (0: wait for one to come back).
-	allowed int
-	// none, when set, says why the workload allows no pod down at all: a restarting resize then goes through the
-	// template, where the workload surges.
+	// pdbs are the budgets that select the workload's pods, each with what it still allows.
+	pdbs []pdbAllowance
+	// workload is what the workload's maxUnavailable still allows, when no budget selects its pods.
+	workload int
+	// none, when set, says why no pod may ever be taken down (a budget that allows no disruption, or a workload
+	// with maxUnavailable 0 and no budget): a restarting resize then goes through the template instead.
 	none string
+}
+
+// pdbAllowance is one PodDisruptionBudget and the disruptions it still allows.
+type pdbAllowance struct {
+	selector labels.Selector
+	allowed  int
+}
+
+// take spends the budget on taking pod down, and reports whether it could: every budget that selects the pod must
+// allow one more disruption.
+func (b *restartBudget) take(pod *corev1.Pod) bool {
+	if b.none != "" {
+		return false
+	}
+	if len(b.pdbs) == 0 {
+		if b.workload <= 0 {
+			return false
+		}
+		b.workload--
+		return true
+	}
+	var mine []*pdbAllowance
+	for i := range b.pdbs {
+		if b.pdbs[i].selector.Matches(labels.Set(pod.Labels)) {
+			if b.pdbs[i].allowed <= 0 {
+				return false
+			}
+			mine = append(mine, &b.pdbs[i])
+		}
+	}
+	for _, a := range mine {
+		a.allowed--
+	}
+	return true
 }
 
 // restartsOnResize says which container of pod a resize to applied restarts, and for which resource ("" when none).
@@ -63,87 +100,114 @@ func changesResource(c corev1.Container, a sizerv1alpha1.AppliedResources, res c
 	return differs(a.Requests, c.Resources.Requests) || differs(a.Limits, c.Resources.Limits)
 }
 
-// podHealthy reports whether a pod serves: Ready, with no resize under way or pending (a pod the sizer asked to
-// resize counts as down from that moment, before the kubelet shows it: the sizer's next look must not spend the
-// same budget twice).
-func podHealthy(pod *corev1.Pod) bool {
-	if pod.DeletionTimestamp != nil || resizeUnderWay(pod) {
+// serving reports whether a pod serves now: Ready and not terminating. Taking a serving pod down spends the budget;
+// restarting one that does not serve costs nothing.
+func serving(pod *corev1.Pod) bool {
+	if pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return false
 	}
-	ready := false
 	for _, c := range pod.Status.Conditions {
-		switch c.Type {
-		case corev1.PodReady:
-			ready = c.Status == corev1.ConditionTrue
-		case corev1.PodResizePending, corev1.PodResizeInProgress:
-			if c.Status == corev1.ConditionTrue {
-				return false
-			}
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
 		}
 	}
-	return ready
+	return false
 }
 
-// budgetFor is the restart budget of a workload's pods: each PodDisruptionBudget that selects them allows its
-// currentHealthy - desiredHealthy, counted from the pods as they are now (a budget's own status lags a restart the
-// sizer just asked for); without one, the workload's own maxUnavailable less the pods down now. The smallest wins.
-func budgetFor(workload client.Object, replicas int32, pdbs []policyv1.PodDisruptionBudget, pods []corev1.Pod) restartBudget {
-	healthy, down := 0, 0
-	for i := range pods {
-		if podHealthy(&pods[i]) {
-			healthy++
-		} else {
-			down++
+// healthy reports whether a pod serves and will go on serving: no resize the kubelet may apply at any moment (one
+// asked for and not applied yet, unless the kubelet found it infeasible, or one in progress), which may restart it.
+// A budget counts only healthy pods, so that the sizer's next look, before the kubelet shows a restart, does not
+// spend the budget twice.
+func healthy(pod *corev1.Pod) bool {
+	if !serving(pod) {
+		return false
+	}
+	infeasible := false
+	for _, c := range pod.Status.Conditions {
+		switch {
+		case c.Type == corev1.PodResizeInProgress && c.Status == corev1.ConditionTrue:
+			return false
+		case c.Type == corev1.PodResizePending && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonInfeasible:
+			infeasible = true
 		}
 	}
-	var governing []string
-	allowed := -1
+	return infeasible || !resizeUnderWay(pod)
+}
+
+// budgetFor is the restart budget of a workload's pods. Each PodDisruptionBudget that selects one of them allows
+// its healthy pods less the pods it wants healthy, counted among every pod it selects as they are now (selected
+// lists them; a budget's own status lags a restart the sizer just asked for). Without one, the workload's own
+// maxUnavailable allows that many pods down, less those down now (missing, terminating, not ready or resizing).
+func budgetFor(workload client.Object, replicas int32, pdbs []policyv1.PodDisruptionBudget, pods []corev1.Pod,
+	selected func(labels.Selector) []corev1.Pod) restartBudget {
+	var b restartBudget
 	for _, pdb := range pdbs {
-		sel, err := metaSelector(pdb)
+		sel, err := budgetSelector(pdb)
 		if err != nil || !selectsAny(sel, pods) {
 			continue
 		}
-		governing = append(governing, pdb.Name)
-		if a := healthy - desiredHealthy(pdb, replicas); allowed < 0 || a < allowed {
-			allowed = a
+		theirs := selected(sel)
+		up := 0
+		for i := range theirs {
+			if healthy(&theirs[i]) {
+				up++
+			}
 		}
+		expected := len(theirs)
+		current := pdb.Status.ObservedGeneration == pdb.Generation && pdb.Status.ExpectedPods > 0
+		if current {
+			expected = max(expected, int(pdb.Status.ExpectedPods))
+		}
+		want := desiredHealthy(pdb, expected, current)
+		if want >= expected {
+			b.none = fmt.Sprintf("PodDisruptionBudget %s allows no pod of its %d down", pdb.Name, expected)
+			return b
+		}
+		b.pdbs = append(b.pdbs, pdbAllowance{selector: sel, allowed: up - want})
 	}
-	if len(governing) > 0 {
-		return restartBudget{allowed: max(allowed, 0)}
+	if len(b.pdbs) > 0 {
+		return b
 	}
 	most, source := maxUnavailable(workload, replicas)
 	if most <= 0 {
-		return restartBudget{none: source + " allows no pod down, and no PodDisruptionBudget allows one"}
+		b.none = source + " allows no pod down, and no PodDisruptionBudget allows one"
+		return b
 	}
-	return restartBudget{allowed: max(most-down, 0)}
+	up := 0
+	for i := range pods {
+		if healthy(&pods[i]) {
+			up++
+		}
+	}
+	b.workload = most - max(int(replicas)-up, 0)
+	return b
 }
 
-// desiredHealthy is how many pods a budget wants healthy: its status's count once the disruption controller has
-// seen its spec (it counts every pod the budget selects), else its spec's against the workload's replicas (a budget
-// just made, or just changed, has no count of its own yet).
-func desiredHealthy(pdb policyv1.PodDisruptionBudget, replicas int32) int {
-	if pdb.Status.ObservedGeneration == pdb.Generation && pdb.Status.ExpectedPods > 0 {
+// desiredHealthy is how many of its expected pods a budget wants healthy: its status's count once the disruption
+// controller has seen its spec (current), else its spec's.
+func desiredHealthy(pdb policyv1.PodDisruptionBudget, expected int, current bool) int {
+	if current {
 		return int(pdb.Status.DesiredHealthy)
 	}
 	switch spec := pdb.Spec; {
 	case spec.MinAvailable != nil:
-		n, err := intstr.GetScaledValueFromIntOrPercent(spec.MinAvailable, int(replicas), true)
+		n, err := intstr.GetScaledValueFromIntOrPercent(spec.MinAvailable, expected, true)
 		if err != nil {
-			return int(replicas)
+			return expected
 		}
 		return n
 	case spec.MaxUnavailable != nil:
-		n, err := intstr.GetScaledValueFromIntOrPercent(spec.MaxUnavailable, int(replicas), true)
+		n, err := intstr.GetScaledValueFromIntOrPercent(spec.MaxUnavailable, expected, true)
 		if err != nil {
-			return int(replicas)
+			return expected
 		}
-		return int(replicas) - n
+		return expected - n
 	}
-	return 1 // policy/v1: a budget that says neither wants one pod available
+	return expected // a budget that says neither: take nothing down
 }
 
 // maxUnavailable is how many of a workload's pods its own update strategy lets be down at once, and a phrase that
-// says so.
+// says so. A Deployment that recreates its pods lets all of them be down.
 func maxUnavailable(workload client.Object, replicas int32) (int, string) {
 	switch w := workload.(type) {
 	case *appsv1.Deployment:
@@ -173,8 +237,8 @@ func maxUnavailable(workload client.Object, replicas int32) (int, string) {
 	return 1, "the workload"
 }
 
-// metaSelector is a budget's selector; a budget without one selects nothing (policy/v1).
-func metaSelector(pdb policyv1.PodDisruptionBudget) (labels.Selector, error) {
+// budgetSelector is a budget's selector; a budget without one selects nothing (policy/v1).
+func budgetSelector(pdb policyv1.PodDisruptionBudget) (labels.Selector, error) {
 	if pdb.Spec.Selector == nil {
 		return labels.Nothing(), nil
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // maxInfeasibleEvictions bounds the pods a sizer evicts because their resize is infeasible, per generation of the
-// sizer (and per process: a new leader may evict as many again). A replacement starts at the template's size and is
+// sizer and per controller process (a new leader may evict as many again). A replacement starts at the template's size and is
 // resized where it lands; when replacements keep landing where the new size cannot fit, the sizer stops evicting and
 // falls back to the template, where the scheduler places each new pod at its new size.
 const maxInfeasibleEvictions = 3
@@ -26,51 +26,32 @@ type infeasibleEvictions struct {
 	count      int
 }
 
-// evictInfeasible evicts pod, whose resize is infeasible on its node (why says so), through the Eviction API, which
-// honours every PodDisruptionBudget. A healthy pod spends the restart budget (and waits while it is spent); a pod
-// already down does not. It reports what became of the resize: pending (evicted, or waiting), or a fallback to the
-// template once the sizer has evicted maxInfeasibleEvictions pods at this generation or the workload allows no pod
-// down.
-func (r *Reconciler) evictInfeasible(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, pod *corev1.Pod, why string,
-	budget *restartBudget) (resizeOutcome, error) {
-	waiting := resizeOutcome{pending: true, recheck: resizePollInterval}
-	if healthy := podHealthy(pod); healthy {
-		switch {
-		case budget.none != "":
-			return resizeOutcome{fallback: why + "; " + budget.none}, nil
-		case budget.allowed <= 0:
-			waiting.held = 1
-			return waiting, nil
-		}
-		budget.allowed--
-	}
-	if !r.mayEvict(client.ObjectKeyFromObject(wls).String(), wls.Generation) {
-		return resizeOutcome{fallback: fmt.Sprintf("%s; %d pods were evicted for resizes infeasible where they ran", why,
-			maxInfeasibleEvictions)}, nil
-	}
+// evictInfeasible evicts pod, whose resize cannot fit its node (why says so), through the Eviction API, which
+// honours every PodDisruptionBudget (the caller has spent the sizer's own budget on it). It reports whether the
+// eviction was held back (a budget refused it now).
+func (r *Reconciler) evictInfeasible(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, pod *corev1.Pod, why string) (bool, error) {
 	eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
 		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}}}
 	switch err := r.SubResource("eviction").Create(ctx, pod, eviction); {
 	case apierrors.IsTooManyRequests(err):
-		waiting.held = 1 // a budget the sizer does not know of refuses it now
-		return waiting, nil
+		return true, nil
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-		return waiting, nil // gone or replaced already
+		return false, nil // gone or replaced already
 	case err != nil:
-		return resizeOutcome{}, fmt.Errorf("evicting pod %s: %w", pod.Name, err)
+		return false, fmt.Errorf("evicting pod %s: %w", pod.Name, err)
 	}
 	r.countEviction(client.ObjectKeyFromObject(wls).String(), wls.Generation)
 	recorder.Record(ctx, r.Recorder, recorder.Subject(wls), recorder.Event{Type: corev1.EventTypeNormal,
 		Reason: EventInfeasiblePodEvicted, Action: "Evict", Note: why + ": evicted it alone; its replacement is resized where it runs"})
-	return waiting, nil
+	return false, nil
 }
 
-// mayEvict reports whether a sizer at generation has evicted fewer than maxInfeasibleEvictions pods.
-func (r *Reconciler) mayEvict(key string, generation int64) bool {
+// mayEvict reports whether a sizer at generation may evict n more pods within maxInfeasibleEvictions.
+func (r *Reconciler) mayEvict(key string, generation int64, n int) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := r.evictions[key]
-	return e.generation != generation || e.count < maxInfeasibleEvictions
+	return e.generation != generation || e.count+n <= maxInfeasibleEvictions
 }
 
 // countEviction counts one more infeasible eviction of a sizer at generation.

@@ -158,7 +158,8 @@ func TestInPlaceRestartsStayWithinTheDisruptionBudget(t *testing.T) {
 		return n
 	}
 	for want := 1; want <= 3; want++ {
-		s.g.Eventually(func() int { return resized(s.memoryLimits(pods...)()) }, timeout, poll).Should(Equal(want))
+		s.g.Eventually(func() int { return resized(s.memoryLimits(pods...)()) }, timeout, poll).Should(Equal(want),
+			func() string { return conditionMessage(s.get("web"), sizerv1alpha1.ConditionSized) })
 		if want < 3 {
 			s.g.Eventually(s.condition("web", sizerv1alpha1.ConditionSized), timeout, poll).Should(Equal("False/" + sizerv1alpha1.ReasonResizing))
 			s.g.Expect(conditionMessage(s.get("web"), sizerv1alpha1.ConditionSized)).To(ContainSubstring("wait for the disruption budget"))
@@ -177,22 +178,25 @@ func TestInPlaceRestartsStayWithinTheDisruptionBudget(t *testing.T) {
 		"the template was rolled")
 }
 
-// A PodDisruptionBudget that allows no disruption holds restarting resizes back (the sizer waits); a workload that
-// allows no pod down by its own strategy, with no budget, is resized through its template instead, where it surges.
+// A PodDisruptionBudget that allows no disruption now holds restarting resizes of serving pods back (the sizer
+// waits), while a pod that serves nothing is resized at no cost; a workload that allows no pod down by its own
+// strategy, with no budget, is resized through its template instead.
 func TestInPlaceRestartsWaitForABudgetOrGoThroughTheTemplate(t *testing.T) {
 	s := newScenario(t)
 	startController(t)
-	d := s.deployment("held", "user", ptr.To[int32](2), restartingApp())
+	d := s.deployment("held", "user", ptr.To[int32](3), restartingApp())
 	s.servingPod("held-a", d)
 	s.servingPod("held-b", d)
+	s.pod("held-c", d.Spec.Template.Labels, d.Spec.Template.Spec.Containers...) // not ready
 	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: s.ns},
 		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(2)), Selector: d.Spec.Selector}}
 	s.g.Expect(env.Client.Create(s.ctx, pdb)).To(Succeed())
 	s.sizer("held", growMemory("held"))
 	s.g.Eventually(func() string { return conditionMessage(s.get("held"), sizerv1alpha1.ConditionSized) }, timeout, poll).
 		Should(ContainSubstring("2 wait for the disruption budget"))
-	s.g.Consistently(s.memoryLimits("held-a", "held-b"), resizeRecheck, poll).
-		Should(Equal(map[string]string{"held-a": "64Mi", "held-b": "64Mi"}), "a pod was restarted against the budget")
+	s.g.Consistently(s.memoryLimits("held-a", "held-b", "held-c"), resizeRecheck, poll).
+		Should(Equal(map[string]string{"held-a": "64Mi", "held-b": "64Mi", "held-c": "96Mi"}),
+			"a serving pod was restarted against the budget, or the pod that serves nothing was not resized")
 
 	// maxUnavailable 0 (the Deployment surges instead) and no budget: through the template.
 	d2 := s.deployment("surge", "user", ptr.To[int32](2), restartingApp())
@@ -209,14 +213,16 @@ func TestInPlaceRestartsWaitForABudgetOrGoThroughTheTemplate(t *testing.T) {
 	s.g.Expect(s.memoryLimits("surge-a")()).To(Equal(map[string]string{"surge-a": "64Mi"}), "the pod was restarted in place")
 }
 
-// A pod whose resize cannot fit its node is evicted alone, with an event: the other pods are resized in place and
-// the template is not rolled.
+// A pod whose resize cannot fit its node is evicted alone (within the budget: maxUnavailable 1), with an event: the
+// other pods are resized in place and the template is not rolled.
 func TestAnInfeasibleResizeEvictsThatPodOnly(t *testing.T) {
 	s := newScenario(t)
 	startController(t)
 	app := corev1.Container{Name: "app", Image: "x", Resources: corev1.ResourceRequirements{
 		Requests: rl("cpu", "100m", "memory", "64Mi"), Limits: rl("cpu", "100m", "memory", "64Mi")}}
 	d := s.deployment("tight", "user", ptr.To[int32](2), app)
+	s.g.Expect(env.Client.Patch(s.ctx, d, client.RawPatch(types.MergePatchType,
+		[]byte(`{"spec":{"strategy":{"rollingUpdate":{"maxUnavailable":1,"maxSurge":1}}}}`)))).To(Succeed())
 	s.servingPod("tight-a", d)
 	b := s.servingPod("tight-b", d)
 	s.sizer("tight", growMemory("tight"))

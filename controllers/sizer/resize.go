@@ -2,6 +2,7 @@ package sizer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -153,9 +155,10 @@ func (s *resizeSupport) check(d discovery.DiscoveryInterface) (bool, error) {
 }
 
 // resizePods resizes the target's running pods in place, through the pods' resize subresource, to the applied
-// resources, and reads how their resizes are going. A resize that restarts a container (restartsOnResize) is done
-// within the workload's disruption budget (budgetFor): healthy pods a few at a time, the pods already down first. A
-// pod whose resize is infeasible on its node is evicted, within the same budget (evictInfeasible).
+// resources, and reads how their resizes are going. It first reads every pod's verdict and touches no pod when one
+// falls back (the template written next rolls them all). A resize that restarts a container (restartsOnResize), and
+// the eviction of a pod whose resize cannot fit its node (evictInfeasible), take a serving pod down: they are done
+// within the disruption budget (budgetFor), the pods that do not serve first, at no cost.
 func (r *Reconciler) resizePods(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, t *target,
 	applied []sizerv1alpha1.AppliedResources) (resizeOutcome, error) {
 	supported, err := r.resize.check(r.Discovery)
@@ -174,16 +177,77 @@ func (r *Reconciler) resizePods(ctx context.Context, wls *sizerv1alpha1.Workload
 	if err := r.APIReader.List(ctx, &pods, client.InNamespace(wls.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return resizeOutcome{}, fmt.Errorf("listing pods to resize: %w", err)
 	}
-	var pdbs policyv1.PodDisruptionBudgetList
-	if err := r.List(ctx, &pdbs, client.InNamespace(wls.Namespace)); err != nil {
-		return resizeOutcome{}, fmt.Errorf("listing disruption budgets: %w", err)
-	}
 	live := slices.DeleteFunc(pods.Items, func(p corev1.Pod) bool {
 		return p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 	})
-	// The pods already down go first: restarting them costs the workload nothing more.
-	slices.SortStableFunc(live, func(a, b corev1.Pod) int { return boolCmp(podHealthy(&a), podHealthy(&b)) })
-	budget := budgetFor(t.obj, t.replicas, pdbs.Items, live)
+	// The pods that do not serve go first: taking them down costs the workload nothing more.
+	slices.SortStableFunc(live, func(a, b corev1.Pod) int { return boolCmp(serving(&a), serving(&b)) })
+
+	out, plan := r.planResizes(live, applied)
+	if out.fallback != "" || len(plan) == 0 {
+		return out, nil
+	}
+	budget, err := r.restartBudget(ctx, wls, live)
+	if err != nil {
+		return out, err
+	}
+	evictions := 0
+	for _, s := range plan {
+		if s.evict == "" && s.restart == "" || !serving(s.pod) {
+			continue
+		}
+		if budget.none != "" {
+			return resizeOutcome{fallback: s.evict + s.restart + "; " + budget.none}, nil
+		}
+		if s.evict != "" {
+			evictions++
+		}
+	}
+	if evictions > 0 && !r.mayEvict(client.ObjectKeyFromObject(wls).String(), wls.Generation, evictions) {
+		return resizeOutcome{fallback: fmt.Sprintf("%s; %d pods were evicted already for resizes that could not fit "+
+			"their node", firstEviction(plan), maxInfeasibleEvictions)}, nil
+	}
+	for _, s := range plan {
+		if (s.evict != "" || s.restart != "") && serving(s.pod) && !budget.take(s.pod) {
+			out = out.combine(resizeOutcome{held: 1})
+			continue
+		}
+		if s.evict != "" {
+			held, err := r.evictInfeasible(ctx, wls, s.pod, s.evict)
+			if err != nil {
+				return out, err
+			}
+			if held {
+				out = out.combine(resizeOutcome{held: 1})
+			}
+			continue
+		}
+		if err := r.SubResource("resize").Update(ctx, s.pod); err != nil {
+			if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
+				// e.g. a QoS class change, or a resource that cannot change in place: the next pass falls back
+				out = out.combine(resizeOutcome{fallback: fmt.Sprintf("the apiserver refuses to resize pod %s in place: %s",
+					s.pod.Name, apierrors.ReasonForError(err))})
+				continue
+			}
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				continue // the pod changed or went; the next pass sees it
+			}
+			return out, fmt.Errorf("resizing pod %s: %w", s.pod.Name, err)
+		}
+	}
+	return out, nil
+}
+
+// podResize is what a pass does to one pod: resize it (restart says which container that restarts, if any), or
+// evict it (evict says why).
+type podResize struct {
+	pod            *corev1.Pod
+	restart, evict string
+}
+
+// planResizes reads every pod's verdict and what it needs: a resize to applied, or, when the kubelet reports the
+// size it has now cannot fit its node, an eviction.
+func (r *Reconciler) planResizes(live []corev1.Pod, applied []sizerv1alpha1.AppliedResources) (resizeOutcome, []podResize) {
 	deferred, inProgress := r.ResizeDeferredTimeout, r.ResizeInProgressTimeout
 	if deferred == 0 {
 		deferred = DefaultResizeDeferredTimeout
@@ -193,52 +257,71 @@ func (r *Reconciler) resizePods(ctx context.Context, wls *sizerv1alpha1.Workload
 	}
 	now := r.now()
 	var out resizeOutcome
+	var plan []podResize
+	waiting := resizeOutcome{pending: true, recheck: resizePollInterval}
 	for i := range live {
 		pod := &live[i]
 		verdict := resizeVerdict(pod, now, deferred, inProgress)
-		if verdict.infeasible != "" {
-			evicted, err := r.evictInfeasible(ctx, wls, pod, verdict.infeasible, &budget)
-			if err != nil {
-				return out, err
-			}
-			out = out.combine(evicted)
-			continue
-		}
-		out = out.combine(verdict)
-		if resizeUnderWay(pod) {
-			out = out.combine(resizeOutcome{pending: true, recheck: resizePollInterval})
-		}
 		restart := restartsOnResize(pod, applied)
-		healthy := podHealthy(pod)
-		if !resizeTo(pod, applied) {
-			continue
-		}
-		out = out.combine(resizeOutcome{pending: true, recheck: resizePollInterval})
-		if restart != "" && healthy {
-			if budget.none != "" {
-				out = out.combine(resizeOutcome{fallback: restart + "; " + budget.none})
-				continue
-			}
-			if budget.allowed <= 0 {
-				out = out.combine(resizeOutcome{held: 1})
-				continue
-			}
-			budget.allowed--
-		}
-		if err := r.SubResource("resize").Update(ctx, pod); err != nil {
-			if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
-				// e.g. a QoS class change, or a resource that cannot change in place
-				out = out.combine(resizeOutcome{fallback: fmt.Sprintf("the apiserver refuses to resize pod %s in place: %s",
-					pod.Name, apierrors.ReasonForError(err))})
-				continue
-			}
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				continue // the pod changed or went; the next pass sees it
-			}
-			return out, fmt.Errorf("resizing pod %s: %w", pod.Name, err)
+		// A copy: the budget counts the pods as they are.
+		resized := pod.DeepCopy()
+		changed := resizeTo(resized, applied)
+		infeasible := verdict.infeasible
+		verdict.infeasible = ""
+		out = out.combine(verdict)
+		switch {
+		case changed:
+			// A new size (one the kubelet found infeasible included: the new one may fit).
+			plan = append(plan, podResize{pod: resized, restart: restart})
+			out = out.combine(waiting)
+		case infeasible != "":
+			plan = append(plan, podResize{pod: pod, evict: infeasible})
+			out = out.combine(waiting)
+		case resizeUnderWay(pod):
+			out = out.combine(waiting)
 		}
 	}
-	return out, nil
+	return out, plan
+}
+
+// restartBudget reads the disruption budgets of the namespace (the cache), the pods each selects and the workload's
+// strategy and replicas (the apiserver: a pod just taken down must count, and a stale strategy must not turn into a
+// fallback that rolls every pod), and makes the restart budget of the target's live pods.
+func (r *Reconciler) restartBudget(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, live []corev1.Pod) (restartBudget, error) {
+	t, err := getTarget(ctx, r.APIReader, wls)
+	switch {
+	case err != nil:
+		return restartBudget{}, fmt.Errorf("reading the workload's strategy: %w", err)
+	case t == nil:
+		return restartBudget{}, errTargetGone
+	}
+	var pdbs policyv1.PodDisruptionBudgetList
+	if err := r.List(ctx, &pdbs, client.InNamespace(wls.Namespace)); err != nil {
+		return restartBudget{}, fmt.Errorf("listing disruption budgets: %w", err)
+	}
+	var listErr error
+	selected := func(sel labels.Selector) []corev1.Pod {
+		var list corev1.PodList
+		if err := r.APIReader.List(ctx, &list, client.InNamespace(wls.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			listErr = fmt.Errorf("listing the pods of a disruption budget: %w", err)
+		}
+		return list.Items
+	}
+	b := budgetFor(t.obj, t.replicas, pdbs.Items, live, selected)
+	return b, listErr
+}
+
+// errTargetGone is the workload gone between two reads of one pass.
+var errTargetGone = errors.New("the workload is gone")
+
+// firstEviction is the reason of the first eviction of plan.
+func firstEviction(plan []podResize) string {
+	for _, s := range plan {
+		if s.evict != "" {
+			return s.evict
+		}
+	}
+	return ""
 }
 
 // boolCmp orders false before true.
