@@ -371,22 +371,40 @@ func (r *Reconciler) deleteRemovedSteps(ctx context.Context, p *inferencev1alpha
 	if err := r.List(ctx, &pods, client.InNamespace(p.Namespace), sel); err != nil {
 		return []error{fmt.Errorf("listing step pods: %w", err)}
 	}
-	callers := make([]*corev1.PodSpec, 0, len(deps.Items)+len(pods.Items))
+	// The pod specs of each step, by step name: its Deployment's template and its pods that still run.
+	specs := map[string][]*corev1.PodSpec{}
 	for i := range deps.Items {
-		callers = append(callers, &deps.Items[i].Spec.Template.Spec)
+		d := &deps.Items[i]
+		specs[d.Labels[inferencev1alpha1.StepLabel]] = append(specs[d.Labels[inferencev1alpha1.StepLabel]], &d.Spec.Template.Spec)
 	}
 	for i := range pods.Items {
 		if pod := &pods.Items[i]; pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
-			callers = append(callers, &pod.Spec)
+			specs[pod.Labels[inferencev1alpha1.StepLabel]] = append(specs[pod.Labels[inferencev1alpha1.StepLabel]], &pod.Spec)
 		}
 	}
 	removed := func(o client.Object) bool {
 		return !names[o.GetLabels()[inferencev1alpha1.StepLabel]] && o.GetDeletionTimestamp() == nil && ownedBy(o, p)
 	}
-	called := map[string]bool{} // removed steps still called, by step name
-	for i := range svcs.Items {
-		if s := &svcs.Items[i]; removed(s) && callsHost(callers, s.Name+"."+s.Namespace+".svc") {
-			called[s.Labels[inferencev1alpha1.StepLabel]] = true
+	// A removed step is still called when a step of the spec, or a removed step still called, names its Service:
+	// a removed step that names itself, or removed steps that name each other, are not kept by that alone.
+	called := map[string]bool{}
+	for grew := true; grew; {
+		grew = false
+		for i := range svcs.Items {
+			s := &svcs.Items[i]
+			step := s.Labels[inferencev1alpha1.StepLabel]
+			if !removed(s) || called[step] {
+				continue
+			}
+			var callers []*corev1.PodSpec
+			for caller, c := range specs {
+				if caller != step && (names[caller] || called[caller]) {
+					callers = append(callers, c...)
+				}
+			}
+			if callsHost(callers, s.Name+"."+s.Namespace+".svc") {
+				called[step], grew = true, true
+			}
 		}
 	}
 	var errs []error

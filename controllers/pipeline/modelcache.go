@@ -101,7 +101,12 @@ type ModelFetch struct {
 }
 
 // Fetcher is what f puts into a step's fetch and hold containers: the fetcher webhook gives it to every new step pod.
+// A configuration the controller refused (a proxy with credentials, a CA bundle without a certificate) gives none:
+// new pods keep the fetcher their step's Deployment was written with, which worked.
 func (f ModelFetch) Fetcher() pipelinespec.Fetcher {
+	if f.Problem != "" {
+		return pipelinespec.Fetcher{}
+	}
 	return pipelinespec.Fetcher{Image: f.Image, Env: f.Env}
 }
 
@@ -445,12 +450,13 @@ func keepFetcher(existing, desired client.Object) {
 	}
 	unchanged := have.Annotations[StepTemplateAnnotation] == want.Annotations[StepTemplateAnnotation]
 	if _, stamped := have.Annotations[StepTemplateAnnotation]; !stamped {
-		// Written by a version that did not stamp it: unchanged when keeping the fetcher makes the whole Deployment
-		// what was last applied, stamp aside.
-		delete(trial.Annotations, StepTemplateAnnotation)
-		needed, err := apply.Needed(have, trial)
+		// Written by a version that did not stamp it: unchanged when keeping the fetcher makes the Deployment what
+		// was last applied, stamp aside, and replicas as they are (a scale is not a change of the step's pods).
+		cmp := trial.DeepCopy()
+		delete(cmp.Annotations, StepTemplateAnnotation)
+		cmp.Spec.Replicas = have.Spec.Replicas
+		needed, err := apply.Needed(have, cmp)
 		unchanged = err == nil && !needed
-		trial.Annotations[StepTemplateAnnotation] = want.Annotations[StepTemplateAnnotation]
 	}
 	if unchanged {
 		*want = *trial

@@ -127,3 +127,35 @@ func TestARenamedStepsServiceStaysUntilItsCallersHaveRolled(t *testing.T) {
 	s.g.Eventually(exists(&corev1.Service{}, "renamed-b"), timeout, poll).Should(BeFalse())
 	s.g.Eventually(exists(&appsv1.Deployment{}, "renamed-b"), timeout, poll).Should(BeFalse())
 }
+
+// A removed step that names its own Service (a user's variable) is not kept by that alone: it goes with the spec.
+func TestARemovedStepThatCallsItselfGoes(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	p := &inferencev1alpha1.Pipeline{}
+	p.Name, p.Namespace = "selfish", s.ns
+	p.Spec.ModelStorage = inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StoragePVC, ClaimName: "models"}
+	p.Spec.Steps = []inferencev1alpha1.Step{
+		{Name: "a", Image: "a:v1"},
+		{Name: "b", Image: "b:v1", Env: []corev1.EnvVar{{Name: "SELF_URL", Value: "http://selfish-b." + s.ns + ".svc:8080"}}},
+	}
+	s.g.Expect(env.Client.Create(s.ctx, p)).To(Succeed())
+	exists := func(name string) func() bool {
+		return func() bool {
+			var svc corev1.Service
+			err := env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: name}, &svc)
+			return err == nil && svc.DeletionTimestamp == nil
+		}
+	}
+	s.g.Eventually(exists("selfish-b"), timeout, poll).Should(BeTrue())
+	b := s.deployment("selfish-b")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "selfish-b-1", Namespace: s.ns, Labels: b.Spec.Template.Labels},
+		Spec: *b.Spec.Template.Spec.DeepCopy()}
+	s.g.Expect(env.Client.Create(s.ctx, pod)).To(Succeed())
+	s.g.Eventually(func() error {
+		p := s.get("selfish")
+		p.Spec.Steps = p.Spec.Steps[:1]
+		return env.Client.Update(s.ctx, p)
+	}, timeout, poll).Should(Succeed())
+	s.g.Eventually(exists("selfish-b"), timeout, poll).Should(BeFalse(), "a step that calls only itself was kept")
+}

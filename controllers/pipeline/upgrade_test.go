@@ -122,6 +122,16 @@ func TestAnUpgradeDoesNotRewriteAStepForItsStamp(t *testing.T) {
 	s.g.Expect(d.Generation).To(Equal(generation), "the upgrade rewrote the step's Deployment: annotations %v", d.Annotations)
 	s.g.Expect(fetcher(s)[0]).To(Equal(pipeline.FetchContainer + " keelson/pipeline-controller:v1 http://proxy-1:3128"))
 
+	// Scaling the step is no change of its pods: it keeps the fetcher.
+	s.g.Eventually(func() error {
+		p := s.get("cached")
+		p.Spec.Steps[0].Replicas = ptr.To[int32](2)
+		return env.Client.Update(s.ctx, p)
+	}, timeout, poll).Should(Succeed())
+	s.g.Eventually(func() int32 { return *s.deployment("cached-a").Spec.Replicas }, timeout, poll).Should(Equal(int32(2)))
+	s.g.Expect(fetcher(s)[0]).To(Equal(pipeline.FetchContainer+" keelson/pipeline-controller:v1 http://proxy-1:3128"),
+		"scaling the step took the new fetcher: its pods rolled")
+
 	// The step's own change rolls it, with the new fetcher, and stamps it.
 	s.g.Eventually(func() error {
 		p := s.get("cached")

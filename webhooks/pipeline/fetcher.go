@@ -2,9 +2,11 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
 
+	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -34,19 +36,42 @@ type FetcherHandler struct {
 	Decoder admission.Decoder
 }
 
-// Handle implements admission.Handler. It admits every pod: one without fetch or hold containers, or one it cannot
-// read, unchanged (an answer that refused would block the pod, which failurePolicy Ignore does not cover).
-func (h FetcherHandler) Handle(_ context.Context, req admission.Request) admission.Response {
+// Handle implements admission.Handler. It admits every pod, whatever happens: a pod without fetch or hold
+// containers, or one it cannot read, unchanged (a refusal, even an error, would block the pod: failurePolicy Ignore
+// covers only a webhook that does not answer). The patch replaces the fetch and hold containers' image and the
+// fetch's env, and nothing else: the pod is never written back whole (fields this build does not know would go).
+func (h FetcherHandler) Handle(_ context.Context, req admission.Request) (resp admission.Response) {
+	defer func() {
+		if r := recover(); r != nil {
+			resp = admission.Allowed(fmt.Sprintf("left unchanged: %v", r))
+		}
+	}()
 	var pod corev1.Pod
 	if err := h.Decoder.DecodeRaw(req.Object, &pod); err != nil {
 		return admission.Allowed("left unchanged: " + err.Error())
 	}
+	before := pod.DeepCopy()
 	if !h.Fetcher.Refresh(&pod.Spec) {
 		return admission.Allowed("")
 	}
-	b, err := json.Marshal(&pod)
-	if err != nil {
-		return admission.Allowed("left unchanged: " + err.Error())
+	var ops []jsonpatch.JsonPatchOperation
+	for i, c := range pod.Spec.InitContainers {
+		old := before.Spec.InitContainers[i]
+		at := fmt.Sprintf("/spec/initContainers/%d", i)
+		if c.Image != old.Image {
+			ops = append(ops, jsonpatch.NewOperation("replace", at+"/image", c.Image))
+		}
+		if c.Name != pipelinespec.FetchContainer || apiequality.Semantic.DeepEqual(c.Env, old.Env) {
+			continue
+		}
+		switch {
+		case len(c.Env) == 0:
+			ops = append(ops, jsonpatch.NewOperation("remove", at+"/env", nil))
+		case len(old.Env) == 0:
+			ops = append(ops, jsonpatch.NewOperation("add", at+"/env", c.Env))
+		default:
+			ops = append(ops, jsonpatch.NewOperation("replace", at+"/env", c.Env))
+		}
 	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, b)
+	return admission.Patched("the running controller's model fetcher", ops...)
 }
