@@ -448,10 +448,11 @@ func TestRBACIsExactlyWhatEachControllerUses(t *testing.T) {
 			"/pods": "get,list,watch", "/pods/resize": "update", "/services": "create,delete,get,list,update,watch",
 			"/pods/eviction":   "create", // a pod whose in-place resize cannot fit its node is evicted alone
 			"apps/deployments": "create,get,list,patch,watch", "apps/statefulsets": "create,get,list,patch,watch",
-			"networking.k8s.io/ingresses":          "create,delete,get,list,update,watch",
-			"policy/poddisruptionbudgets":          "create,delete,get,list,update,watch",
-			"autoscaling/horizontalpodautoscalers": "get,list,watch", // an HPA on a target is reported, not fought
-			"sizer.keelson.dev/workloadsizers":     "get,list,patch,watch", "sizer.keelson.dev/workloadsizers/status": "patch",
+			"networking.k8s.io/ingresses":               "create,delete,get,list,update,watch",
+			"policy/poddisruptionbudgets":               "create,delete,get,list,update,watch",
+			"autoscaling/horizontalpodautoscalers":      "get,list,watch", // an HPA on a target is reported, not fought
+			"autoscaling.k8s.io/verticalpodautoscalers": "list",           // a VPA that updates the same containers is reported
+			"sizer.keelson.dev/workloadsizers":          "get,list,patch,watch", "sizer.keelson.dev/workloadsizers/status": "patch",
 		},
 		"keelson-pipeline-controller": {
 			"/nodes": "get,list,watch", "/pods": "get,list,watch",

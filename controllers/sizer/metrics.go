@@ -26,7 +26,8 @@ var (
 )
 
 // conflictReasons are the Conflict condition's reasons, counted from zero so that a rate over them has a start.
-var conflictReasons = []string{sizerv1alpha1.ReasonConflict, sizerv1alpha1.ReasonObjectNotOwned, sizerv1alpha1.ReasonBudgetOverlap, sizerv1alpha1.ReasonAnotherSizer, sizerv1alpha1.ReasonTakenBack, sizerv1alpha1.ReasonAutoscaler, sizerv1alpha1.ReasonTargetControlled}
+var conflictReasons = []string{sizerv1alpha1.ReasonConflict, sizerv1alpha1.ReasonObjectNotOwned, sizerv1alpha1.ReasonBudgetOverlap, sizerv1alpha1.ReasonAnotherSizer, sizerv1alpha1.ReasonTakenBack, sizerv1alpha1.ReasonAutoscaler, sizerv1alpha1.ReasonTargetControlled,
+	sizerv1alpha1.ReasonAutoscalerWithoutSize, sizerv1alpha1.ReasonVerticalAutoscaler}
 
 func init() {
 	crmetrics.Registry.MustRegister(conflicts, inPlaceFallbacks)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -298,6 +299,77 @@ func TestAnAutoscalerOnTheWorkloadIsReported(t *testing.T) {
 	s.g.Expect(*s.getDeployment("scaled").Spec.Replicas).To(Equal(int32(3)))
 }
 
+// An HPA on the sizer while spec.size is unset reads 0 replicas through the sizer's scale subresource and scales
+// nothing: reported by name (it was silent); setting spec.size ends it. Ready, with size unset, waits for the
+// workload's own replicas.
+func TestAnAutoscalerOnASizerWithoutSizeIsReported(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	s.deployment("unsized", "user", ptr.To[int32](3), corev1.Container{Name: "app", Image: "x"})
+	s.sizer("unsized", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("unsized"), ForceOwnership: true,
+		Resources: []sizerv1alpha1.ContainerResources{{ContainerName: "app", Requests: rl("cpu", "100m")}}})
+	s.g.Eventually(s.condition("unsized", sizerv1alpha1.ConditionReady), timeout, poll).Should(Equal("False/" + sizerv1alpha1.ReasonNotReady))
+	s.g.Expect(conditionMessage(s.get("unsized"), sizerv1alpha1.ConditionReady)).To(ContainSubstring("0 of 3 replicas ready"))
+
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "sizer-hpa", Namespace: s.ns},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{MinReplicas: ptr.To[int32](2), MaxReplicas: 10,
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: sizerv1alpha1.GroupVersion.String(),
+				Kind: "WorkloadSizer", Name: "unsized"}}}
+	s.g.Expect(env.Client.Create(s.ctx, hpa)).To(Succeed())
+	s.g.Eventually(s.condition("unsized", sizerv1alpha1.ConditionConflict), timeout, poll).Should(Equal("True/" + sizerv1alpha1.ReasonAutoscalerWithoutSize))
+	s.g.Expect(conditionMessage(s.get("unsized"), sizerv1alpha1.ConditionConflict)).To(And(ContainSubstring("sizer-hpa"), ContainSubstring("spec.size")))
+
+	s.update("unsized", func(w *sizerv1alpha1.WorkloadSizer) { w.Spec.Size = ptr.To[int32](2) })
+	s.g.Eventually(s.condition("unsized", sizerv1alpha1.ConditionConflict), timeout, poll).Should(Equal("False/" + sizerv1alpha1.ReasonNoConflict))
+}
+
+// A VerticalPodAutoscaler that updates the workload's pods while spec.resources sizes them is reported by name;
+// one that only recommends (updateMode Off) is not.
+func TestAVerticalAutoscalerOnTheWorkloadIsReported(t *testing.T) {
+	s := newScenario(t)
+	installVPACRD(s)
+	startController(t)
+	s.deployment("vertical", "user", ptr.To[int32](1), corev1.Container{Name: "app", Image: "x"})
+	vpa := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+		"metadata": map[string]any{"name": "vertical-vpa", "namespace": s.ns},
+		"spec": map[string]any{"targetRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "vertical"},
+			"updatePolicy": map[string]any{"updateMode": "Recreate"}}}}
+	s.g.Expect(env.Client.Create(s.ctx, vpa)).To(Succeed())
+	s.sizer("vertical", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("vertical"), ForceOwnership: true,
+		Resources: []sizerv1alpha1.ContainerResources{{ContainerName: "app", Requests: rl("cpu", "100m")}}})
+	s.g.Eventually(s.condition("vertical", sizerv1alpha1.ConditionConflict), timeout, poll).Should(Equal("True/" + sizerv1alpha1.ReasonVerticalAutoscaler))
+	s.g.Expect(conditionMessage(s.get("vertical"), sizerv1alpha1.ConditionConflict)).To(And(ContainSubstring("vertical-vpa"), ContainSubstring("Recreate")))
+
+	s.g.Expect(unstructured.SetNestedField(vpa.Object, "Off", "spec", "updatePolicy", "updateMode")).To(Succeed())
+	s.g.Expect(env.Client.Update(s.ctx, vpa)).To(Succeed())
+	// The autoscaler's objects are not watched: the sizer's next pass sees the change.
+	s.update("vertical", func(w *sizerv1alpha1.WorkloadSizer) { w.Spec.Resources[0].Requests = rl("cpu", "150m") })
+	s.g.Eventually(s.condition("vertical", sizerv1alpha1.ConditionConflict), timeout, poll).Should(Equal("False/" + sizerv1alpha1.ReasonNoConflict))
+}
+
+// installVPACRD installs a minimal CustomResourceDefinition of the vertical pod autoscaler's objects, once.
+func installVPACRD(s *scenario) {
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "verticalpodautoscalers.autoscaling.k8s.io",
+			"annotations": map[string]any{"api-approved.kubernetes.io": "https://github.com/kubernetes/kubernetes/pull/63797"}},
+		"spec": map[string]any{"group": "autoscaling.k8s.io", "scope": "Namespaced",
+			"names": map[string]any{"plural": "verticalpodautoscalers", "singular": "verticalpodautoscaler",
+				"kind": "VerticalPodAutoscaler", "listKind": "VerticalPodAutoscalerList"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}}}
+	if err := env.Client.Create(s.ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
+		s.t.Fatal(err)
+	}
+	s.g.Eventually(func() error {
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion("autoscaling.k8s.io/v1")
+		list.SetKind("VerticalPodAutoscalerList")
+		return env.Client.List(s.ctx, list, client.InNamespace(s.ns))
+	}, timeout, poll).Should(Succeed())
+}
+
 // A failed apply shows in Sized (reason and message) and leaves observedGeneration where it was.
 func TestAFailedApplyIsReportedAndNotObserved(t *testing.T) {
 	s := newScenario(t)
@@ -323,9 +395,13 @@ func TestReadyReflectsAWorkloadThatCannotCreatePods(t *testing.T) {
 	startController(t)
 	s.deployment("quota", "user", ptr.To[int32](1), corev1.Container{Name: "app", Image: "x"})
 	s.sizer("quota", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("quota"), ForceOwnership: true})
+	// The Deployment controller's part: its one replica ready.
+	d := s.getDeployment("quota")
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, UpdatedReplicas: 1}
+	s.g.Expect(env.Client.Status().Update(s.ctx, d)).To(Succeed())
 	s.g.Eventually(s.condition("quota", sizerv1alpha1.ConditionReady), timeout, poll).Should(Equal("True/" + sizerv1alpha1.ReasonReady))
 
-	d := s.getDeployment("quota")
+	d = s.getDeployment("quota")
 	d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue,
 		Reason: "FailedCreate", Message: `pods "quota-1" is forbidden: exceeded quota: compute`}}
 	s.g.Expect(env.Client.Status().Update(s.ctx, d)).To(Succeed())

@@ -3,6 +3,7 @@ package sizer
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,17 +59,38 @@ func autoscalersOf(hpas []autoscalingv2.HorizontalPodAutoscaler, ref sizerv1alph
 	return out
 }
 
-// autoscalerConflict returns the conflict of a sizer that sets spec.size on a workload an autoscaler scales, or
-// nil. The sizer then leaves replicas to the autoscaler (two writers of one number would undo each other forever).
-func (r *Reconciler) autoscalerConflict(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer) (*conflict, error) {
-	if wls.Spec.Size == nil {
-		return nil, nil // the supported setup: the autoscaler owns replicas, the sizer the rest
+// autoscalersOfSizer returns the names of the HorizontalPodAutoscalers that scale the sizer itself.
+func autoscalersOfSizer(hpas []autoscalingv2.HorizontalPodAutoscaler, name string) []string {
+	var out []string
+	for _, h := range hpas {
+		t := h.Spec.ScaleTargetRef
+		if t.Kind == "WorkloadSizer" && t.Name == name && (t.APIVersion == "" || strings.HasPrefix(t.APIVersion, sizerv1alpha1.GroupVersion.Group+"/")) {
+			out = append(out, h.Name)
+		}
 	}
+	return out
+}
+
+// autoscalerConflict returns the conflict of a sizer and a HorizontalPodAutoscaler, or nil:
+//   - spec.size set on a workload an autoscaler scales: the sizer leaves replicas to the autoscaler (two writers of
+//     one number would undo each other forever);
+//   - an autoscaler of the sizer while spec.size is unset: the sizer's scale subresource reads 0 replicas, and an
+//     autoscaler does not scale from zero, so it does nothing, silently but for this.
+func (r *Reconciler) autoscalerConflict(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer) (*conflict, error) {
 	var list autoscalingv2.HorizontalPodAutoscalerList
 	if err := r.List(ctx, &list, client.InNamespace(wls.Namespace)); err != nil {
 		return nil, fmt.Errorf("listing autoscalers: %w", err)
 	}
 	ref := wls.Target()
+	if wls.Spec.Size == nil {
+		names := autoscalersOfSizer(list.Items, wls.Name)
+		if len(names) == 0 {
+			return nil, nil // the supported setup: an autoscaler of the workload owns replicas, the sizer the rest
+		}
+		return &conflict{reason: sizerv1alpha1.ReasonAutoscalerWithoutSize, message: fmt.Sprintf(
+			"HorizontalPodAutoscaler %s scales this WorkloadSizer, but spec.size is unset: the autoscaler reads 0 "+
+				"replicas and scales nothing; set spec.size to the replicas to start from", names[0])}, nil
+	}
 	names := autoscalersOf(list.Items, ref)
 	if len(names) == 0 {
 		return nil, nil

@@ -55,6 +55,7 @@ type Reconciler struct {
 	// rolling update; zero means DefaultResizeDeferredTimeout and DefaultResizeInProgressTimeout.
 	ResizeDeferredTimeout, ResizeInProgressTimeout time.Duration
 	resize                                         resizeSupport
+	vpa                                            vpaPresence
 	// pacer spaces out status writes whose only news is counts (see statusUrgent).
 	pacer *pacing.Pacer
 
@@ -83,6 +84,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=autoscaling.k8s.io,resources=verticalpodautoscalers,verbs=list
 
 // pass is one reconcile's working state: the sizer, the status being computed, and what the pass found.
 type pass struct {
@@ -92,6 +94,9 @@ type pass struct {
 	conflicts []conflict
 	// problem is the workload's own report that it cannot reach its size.
 	problem *rolloutProblem
+	// workloadReplicas are the workload's own replicas (spec.replicas), once read: with spec.size unset, Ready
+	// waits for them.
+	workloadReplicas *int32
 	// retryLater: blocked by something the sizer does not watch; look again after retryInterval.
 	retryLater bool
 	// recheck: in-place resizes are under way; look at the pods again after this long.
@@ -142,7 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	setConflict(p.status, wls.Generation, p.conflicts)
-	setReady(p.status, wls, p.problem)
+	setReady(p.status, wls, p.problem, p.workloadReplicas)
 	if p.retryLater && err == nil {
 		result.RequeueAfter = retryInterval
 	}
@@ -252,7 +257,7 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) error {
 			errs = append(errs, err)
 		}
 	} else {
-		p.problem = t.problem
+		p.problem, p.workloadReplicas = t.problem, &t.replicas
 		if err := r.size(ctx, p, t); err != nil {
 			errs = append(errs, err)
 		}
@@ -337,6 +342,11 @@ func (r *Reconciler) size(ctx context.Context, p *pass, t *target) error {
 		p.conflicts = append(p.conflicts, *c)
 		p.autoscaled = true
 		replicas = nil // handed over to the autoscaler with its current value
+	}
+	if c, err := r.verticalAutoscalerConflict(ctx, wls); err != nil {
+		return err
+	} else if c != nil {
+		p.conflicts = append(p.conflicts, *c) // reported; the sizer's resources are the user's ask all the same
 	}
 	var w targetWrite
 	if t.created {

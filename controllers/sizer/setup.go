@@ -185,6 +185,10 @@ func (r *Reconciler) sizersOfAutoscaler(ctx context.Context, obj client.Object) 
 		return nil
 	}
 	t := hpa.Spec.ScaleTargetRef
+	if t.Kind == "WorkloadSizer" {
+		// An autoscaler of the sizer itself: the sizer says when it cannot work (spec.size unset).
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: t.Name}}}
+	}
 	return r.sizersOf(t.Kind)(ctx, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
 		Namespace: obj.GetNamespace(), Name: t.Name}})
 }

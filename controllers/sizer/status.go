@@ -46,9 +46,10 @@ type rolloutProblem struct {
 }
 
 // setReady sums the conditions up: Ready is True when the target exists, is sized, nothing is in conflict, the
-// workload reports no failure to create or roll out its pods, and enough replicas are ready. A not-Ready sizer's
-// reason names the first thing that is wrong, so `kubectl get wls` shows it.
-func setReady(st *sizerv1alpha1.WorkloadSizerStatus, wls *sizerv1alpha1.WorkloadSizer, problem *rolloutProblem) {
+// workload reports no failure to create or roll out its pods, and enough replicas are ready: spec.size of them, or,
+// with spec.size unset, the workload's own replicas (workloadReplicas, nil when it was not read). A not-Ready
+// sizer's reason names the first thing that is wrong, so `kubectl get wls` shows it.
+func setReady(st *sizerv1alpha1.WorkloadSizerStatus, wls *sizerv1alpha1.WorkloadSizer, problem *rolloutProblem, workloadReplicas *int32) {
 	g := wls.Generation
 	if c := meta.FindStatusCondition(st.Conditions, sizerv1alpha1.ConditionConflict); c != nil && c.Status == metav1.ConditionTrue {
 		setCondition(st, g, sizerv1alpha1.ConditionReady, false, c.Reason, c.Message)
@@ -68,8 +69,13 @@ func setReady(st *sizerv1alpha1.WorkloadSizerStatus, wls *sizerv1alpha1.Workload
 		setCondition(st, g, sizerv1alpha1.ConditionReady, false, problem.reason, problem.message)
 		return
 	}
-	if wls.Spec.Size != nil && st.ReadyReplicas < *wls.Spec.Size {
-		setCondition(st, g, sizerv1alpha1.ConditionReady, false, sizerv1alpha1.ReasonNotReady, fmt.Sprintf("%d of %d replicas ready", st.ReadyReplicas, *wls.Spec.Size))
+	want, of := wls.Spec.Size, ""
+	if want == nil {
+		want, of = workloadReplicas, " (the workload's replicas: spec.size is unset)"
+	}
+	if want != nil && st.ReadyReplicas < *want {
+		setCondition(st, g, sizerv1alpha1.ConditionReady, false, sizerv1alpha1.ReasonNotReady, fmt.Sprintf("%d of %d replicas ready%s",
+			st.ReadyReplicas, *want, of))
 		return
 	}
 	setCondition(st, g, sizerv1alpha1.ConditionReady, true, sizerv1alpha1.ReasonReady, fmt.Sprintf("%d replicas ready", st.ReadyReplicas))

@@ -47,6 +47,12 @@ const (
 	ReasonTakenBack = "FieldsTakenBack"
 	// ReasonAutoscaler: a HorizontalPodAutoscaler scales the workload while spec.size is set.
 	ReasonAutoscaler = "AutoscalerOnTarget"
+	// ReasonAutoscalerWithoutSize: a HorizontalPodAutoscaler scales the sizer while spec.size is unset, so it reads
+	// 0 replicas and does nothing.
+	ReasonAutoscalerWithoutSize = "AutoscalerWithoutSize"
+	// ReasonVerticalAutoscaler: a VerticalPodAutoscaler that updates pods sizes the workload's containers while
+	// spec.resources sizes them too.
+	ReasonVerticalAutoscaler = "VerticalAutoscalerOnTarget"
 )
 
 // Reasons of the DisruptionBudgetSafe condition.
