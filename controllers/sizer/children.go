@@ -55,6 +55,11 @@ func (r *Reconciler) claim(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer
 	if err != nil {
 		return false, false, nil
 	}
+	if orphanOf(obj, wls) {
+		if err := r.adopt(ctx, wls, obj); err != nil {
+			return true, false, err
+		}
+	}
 	return true, metav1.IsControlledBy(obj, wls), nil
 }
 

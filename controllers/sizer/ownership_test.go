@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -510,4 +511,40 @@ func TestAWorkloadOfAnotherControllerIsNotSized(t *testing.T) {
 	s.g.Expect(env.Client.Update(s.ctx, d)).To(Succeed())
 	s.g.Eventually(func() int32 { return *s.getDeployment("step").Spec.Replicas }, timeout, poll).Should(Equal(int32(3)))
 	s.g.Eventually(s.condition("step", sizerv1alpha1.ConditionConflict), timeout, poll).Should(Equal("False/" + sizerv1alpha1.ReasonNoConflict))
+}
+
+// A sizer deleted with --cascade=orphan leaves its workload and Service without an owner (the garbage collector
+// takes its references off); the sizer applied again adopts them, as apps/v1 adopts its orphans, instead of
+// refusing them as someone else's. A user's object of the same name is still not taken (TestUsersObjectsNamedLikeTheTargetAreLeftAlone).
+func TestASizerAppliedAgainAdoptsItsOrphans(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	mine := map[string]string{sizerv1alpha1.NameLabel: "again", "app.kubernetes.io/managed-by": "keelson", "app.kubernetes.io/part-of": "keelson"}
+	pods := map[string]string{sizerv1alpha1.NameLabel: "again"}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "again", Namespace: s.ns, Labels: mine},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: pods},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: pods},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "web:v1"}}}}}}
+	s.g.Expect(env.Client.Create(s.ctx, d)).To(Succeed())
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "again", Namespace: s.ns, Labels: mine},
+		Spec: corev1.ServiceSpec{Selector: pods, Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
+	s.g.Expect(env.Client.Create(s.ctx, svc)).To(Succeed())
+
+	s.sizer("again", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("again"), Image: "web:v1", Size: ptr.To[int32](2),
+		Expose: &sizerv1alpha1.ExposeSpec{Service: &sizerv1alpha1.ServiceExpose{Enabled: true, Port: 80, TargetPort: 8080}}})
+	s.g.Eventually(s.condition("again", sizerv1alpha1.ConditionConflict), timeout, poll).Should(Equal("False/" + sizerv1alpha1.ReasonNoConflict))
+	uid := s.get("again").UID
+	controller := func(obj client.Object) func() types.UID {
+		return func() types.UID {
+			if err := env.Client.Get(s.ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				return ""
+			}
+			if ref := metav1.GetControllerOf(obj); ref != nil {
+				return ref.UID
+			}
+			return ""
+		}
+	}
+	s.g.Eventually(controller(&appsv1.Deployment{ObjectMeta: d.ObjectMeta}), timeout, poll).Should(Equal(uid), "the workload was not adopted")
+	s.g.Eventually(controller(&corev1.Service{ObjectMeta: svc.ObjectMeta}), timeout, poll).Should(Equal(uid), "the Service was not adopted")
 }

@@ -282,10 +282,18 @@ func (r *Reconciler) reconcile(ctx context.Context, p *pass) error {
 // workload someone created a moment ago must be found, not created over.
 func (r *Reconciler) readTarget(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer) (*target, error) {
 	t, err := getTarget(ctx, r.Client, wls)
-	if err != nil || t != nil {
+	if err == nil && t == nil {
+		t, err = getTarget(ctx, r.APIReader, wls)
+	}
+	if err != nil || t == nil || !orphanOf(t.obj, wls) {
 		return t, err
 	}
-	return getTarget(ctx, r.APIReader, wls)
+	// A workload this sizer created, orphaned (its previous sizer deleted with --cascade=orphan): its own again.
+	if err := r.adopt(ctx, wls, t.obj); err != nil {
+		return nil, err
+	}
+	t.created = true
+	return t, nil
 }
 
 // size writes replicas, resources and environment to the target as the update mode says, and sets Sized and the
