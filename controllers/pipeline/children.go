@@ -141,7 +141,12 @@ func (r *Reconciler) syncChild(ctx context.Context, p *inferencev1alpha1.Pipelin
 		return nil, err // a failed read is not the step's failure: retried
 	}
 	if existing != nil && !ownedBy(existing, p) {
-		return nameTakenFailure(desired), nil
+		if !orphanOf(existing, p) {
+			return nameTakenFailure(desired), nil
+		}
+		if err := r.adopt(ctx, p, existing); err != nil {
+			return nil, err // retried: the next pass reads it again
+		}
 	}
 	keepShortStepLabel(existing, desired)
 	keepFetcher(existing, desired)
@@ -330,6 +335,30 @@ func (r *Reconciler) current(ctx context.Context, desired client.Object) (client
 		return nil, fmt.Errorf("reading %s %s: %w", kindOf(desired), key.Name, err)
 	}
 	return existing, nil
+}
+
+// orphanOf reports whether obj is an object p's name made that lost its owner: no controller, not being deleted,
+// and the labels the controller puts on what it creates, with p's name (a pipeline deleted with --cascade=orphan
+// leaves its Deployments, Services and claims so). The pipeline applied again adopts them, as apps/v1's controllers
+// adopt their orphans; a user's object does not carry these labels, so it stays NameTaken.
+func orphanOf(obj client.Object, p *inferencev1alpha1.Pipeline) bool {
+	if _, ok := obj.(*corev1.PersistentVolume); ok || metav1.GetControllerOf(obj) != nil || obj.GetDeletionTimestamp() != nil {
+		return false
+	}
+	l := obj.GetLabels()
+	return l[inferencev1alpha1.PipelineLabel] == p.Name && l[managedByLabel] == keelson
+}
+
+// adopt makes p the controller of obj, one of its orphans, under the resourceVersion read: an object changed since
+// is not adopted, and the next pass looks again.
+func (r *Reconciler) adopt(ctx context.Context, p *inferencev1alpha1.Pipeline, obj client.Object) error {
+	base := obj.DeepCopyObject().(client.Object)
+	ref := metav1.NewControllerRef(p, inferencev1alpha1.GroupVersion.WithKind("Pipeline"))
+	obj.SetOwnerReferences(append(obj.GetOwnerReferences(), *ref))
+	if err := r.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("adopting %s %s: %w", kindOf(obj), obj.GetName(), err)
+	}
+	return nil
 }
 
 // ownedBy reports whether obj is p's: controlled by p, or, for the cluster-scoped volume (which cannot have a

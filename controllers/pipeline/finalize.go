@@ -20,14 +20,19 @@ import (
 
 // finalize deletes a pipeline in order: its step workloads, then its claim, then its volume; each stage waits until
 // the previous one is gone. A stage whose objects are already gone is done, so deletion never hangs on an object
-// someone else removed. The status says what it waits for.
+// someone else removed. The status says what it waits for. A pipeline deleted with --cascade=orphan deletes
+// nothing: its objects stay, the garbage collector takes the pipeline's references off them, and the pipeline
+// applied again adopts them (orphanOf).
 func (r *Reconciler) finalize(ctx context.Context, p *inferencev1alpha1.Pipeline) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(p, inferencev1alpha1.Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	waiting, err := r.deleteStage(ctx, p)
-	if err != nil {
-		return passResult(err)
+	var waiting string
+	if !controllerutil.ContainsFinalizer(p, metav1.FinalizerOrphanDependents) {
+		var err error
+		if waiting, err = r.deleteStage(ctx, p); err != nil {
+			return passResult(err)
+		}
 	}
 	if waiting != "" {
 		if p.Status.Phase != inferencev1alpha1.PhaseDeleting || stepsMessage(p) != waiting {

@@ -1,0 +1,75 @@
+package pipeline_test
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+)
+
+// kubectl delete ipl --cascade=orphan keeps the step Deployments and Services (the controller deletes none of them
+// on its way out), and the pipeline applied again adopts them: no NameTaken, no new Deployment.
+func TestAnOrphanDeleteKeepsTheStepsAndTheNextPipelineAdoptsThem(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	newPipeline := func() *inferencev1alpha1.Pipeline {
+		p := &inferencev1alpha1.Pipeline{}
+		p.Name, p.Namespace = "kept", s.ns
+		p.Spec.ModelStorage = inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StoragePVC, ClaimName: "models"}
+		p.Spec.Steps = []inferencev1alpha1.Step{{Name: "a", Image: "a:v1", Next: []string{"b"}}, {Name: "b", Image: "b:v1"}}
+		return p
+	}
+	s.g.Expect(env.Client.Create(s.ctx, newPipeline())).To(Succeed())
+	s.g.Eventually(func() []string { return s.get("kept").Finalizers }, timeout, poll).Should(ContainElement(inferencev1alpha1.Finalizer))
+	s.g.Eventually(func() *appsv1.Deployment { return s.deployment("kept-b") }, timeout, poll).ShouldNot(BeNil())
+	uids := map[string]types.UID{"a": s.deployment("kept-a").UID, "b": s.deployment("kept-b").UID}
+
+	s.g.Expect(env.Client.Delete(s.ctx, s.get("kept"), client.PropagationPolicy(metav1.DeletePropagationOrphan))).To(Succeed())
+	// The controller lets go (its finalizer leaves); the garbage collector's orphan finalizer stays, as no collector
+	// runs here.
+	s.g.Eventually(func() []string { return s.get("kept").Finalizers }, timeout, poll).Should(Equal([]string{metav1.FinalizerOrphanDependents}))
+	for step, uid := range uids {
+		d := s.deployment("kept-" + step)
+		s.g.Expect(d).NotTo(BeNil(), "step %s's Deployment was deleted by an orphan delete", step)
+		s.g.Expect(d.UID).To(Equal(uid))
+		s.g.Expect(d.DeletionTimestamp).To(BeNil(), "step %s's Deployment is being deleted by an orphan delete", step)
+	}
+
+	// The garbage collector's part: the references off the dependents, then its finalizer off the pipeline.
+	for _, name := range []string{"kept-a", "kept-b"} {
+		for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}} {
+			s.g.Expect(env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: name}, obj)).To(Succeed())
+			base := obj.DeepCopyObject().(client.Object)
+			obj.SetOwnerReferences(nil)
+			s.g.Expect(env.Client.Patch(s.ctx, obj, client.MergeFrom(base))).To(Succeed())
+		}
+	}
+	p := s.get("kept")
+	base := p.DeepCopy()
+	controllerutil.RemoveFinalizer(p, metav1.FinalizerOrphanDependents)
+	s.g.Expect(env.Client.Patch(s.ctx, p, client.MergeFrom(base))).To(Succeed())
+	s.g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "kept"}, &inferencev1alpha1.Pipeline{}))
+	}, timeout, poll).Should(BeTrue())
+
+	s.g.Expect(env.Client.Create(s.ctx, newPipeline())).To(Succeed())
+	again := s.get("kept").UID
+	for step, uid := range uids {
+		s.g.Eventually(func() types.UID {
+			if ref := metav1.GetControllerOf(s.deployment("kept-" + step)); ref != nil {
+				return ref.UID
+			}
+			return ""
+		}, timeout, poll).Should(Equal(again), "step %s's Deployment was not adopted", step)
+		s.g.Expect(s.deployment("kept-"+step).UID).To(Equal(uid), "step %s's Deployment was made anew", step)
+		s.g.Expect(s.stepStatus("kept", step).Reason).NotTo(Equal(inferencev1alpha1.ReasonNameTaken))
+	}
+}
