@@ -61,10 +61,10 @@ func (r *Reconciler) syncChildren(ctx context.Context, p *inferencev1alpha1.Pipe
 		return f == nil && err == nil
 	}
 	if p.Spec.ModelStorage.Type == inferencev1alpha1.StorageNFS {
-		pv := DesiredPV(p)
+		pv := desiredPV(p, volumeName(ctx, r.Client, p))
 		pv.Labels[NamespaceLabel] = p.Namespace
 		sync(child{storageKey, pv})
-		sync(child{storageKey, DesiredPVC(p)})
+		sync(child{storageKey, desiredPVC(p, pv)})
 	}
 	// A cache claim serves every step of the pipeline on its node. A step whose claim is not known to be the
 	// pipeline's (its name taken, or not read) is not written: its pods would fetch into a claim of someone else's.

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,6 +48,23 @@ func PVName(p *inferencev1alpha1.Pipeline) string {
 	return fmt.Sprintf("%s-%s-models-%s", p.Namespace, p.Name, string(p.UID)[:min(8, len(p.UID))])
 }
 
+// volumeName is the name of the pipeline's models volume: PVName, or the volume its claim is bound to when that
+// claim was made by an earlier pipeline of the same name (deleted with --cascade=orphan, and adopted) and the volume
+// carries this pipeline's name and namespace: PVName holds the UID of the pipeline that made it, and a bound claim's
+// volume cannot change.
+func volumeName(ctx context.Context, c client.Reader, p *inferencev1alpha1.Pipeline) string {
+	var pvc corev1.PersistentVolumeClaim
+	if err := c.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: ClaimName(p)}, &pvc); err != nil ||
+		pvc.Spec.VolumeName == "" || (!ownedBy(&pvc, p) && !orphanOf(&pvc, p)) {
+		return PVName(p)
+	}
+	var pv corev1.PersistentVolume
+	if err := c.Get(ctx, types.NamespacedName{Name: pvc.Spec.VolumeName}, &pv); err != nil || !ownedBy(&pv, p) {
+		return PVName(p)
+	}
+	return pv.Name
+}
+
 func pipelineLabels(p *inferencev1alpha1.Pipeline) map[string]string {
 	return map[string]string{PipelineNameLabel: p.Name, inferencev1alpha1.PipelineLabel: p.Name, managedByLabel: keelson, partOfLabel: keelson}
 }
@@ -81,6 +100,11 @@ func Endpoint(p *inferencev1alpha1.Pipeline, step string, port int32) string {
 // DesiredPV is the read-only PersistentVolume of an NFS share: Retain (deleting the pipeline never deletes models),
 // a unique volume handle, no storage class, pre-bound to the pipeline's claim.
 func DesiredPV(p *inferencev1alpha1.Pipeline) *corev1.PersistentVolume {
+	return desiredPV(p, PVName(p))
+}
+
+// desiredPV is DesiredPV under the name the pipeline's volume has (volumeName).
+func desiredPV(p *inferencev1alpha1.Pipeline, name string) *corev1.PersistentVolume {
 	ms := p.Spec.ModelStorage
 	capacity := resource.MustParse("10Gi")
 	if ms.Capacity != nil {
@@ -88,7 +112,7 @@ func DesiredPV(p *inferencev1alpha1.Pipeline) *corev1.PersistentVolume {
 	}
 	readOnly := ptr.Deref(ms.ReadOnly, true)
 	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: PVName(p), Labels: pipelineLabels(p)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: pipelineLabels(p)},
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: capacity},
 			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadOnlyMany},
@@ -105,7 +129,7 @@ func DesiredPV(p *inferencev1alpha1.Pipeline) *corev1.PersistentVolume {
 			driver = pipelinespec.DefaultDriver
 		}
 		pv.Spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: driver, ReadOnly: readOnly,
-			VolumeHandle:     fmt.Sprintf("%s#%s#%s", ms.CSIParameter["server"], ms.CSIParameter["share"], PVName(p)),
+			VolumeHandle:     fmt.Sprintf("%s#%s#%s", ms.CSIParameter["server"], ms.CSIParameter["share"], name),
 			VolumeAttributes: ms.CSIParameter}
 	} else {
 		pv.Spec.NFS = &corev1.NFSVolumeSource{Server: ms.CSIParameter["server"], Path: ms.CSIParameter["share"], ReadOnly: readOnly}
@@ -116,7 +140,11 @@ func DesiredPV(p *inferencev1alpha1.Pipeline) *corev1.PersistentVolume {
 // DesiredPVC is the claim pre-bound to the PersistentVolume (volumeName), with the empty storage class so no
 // provisioner takes it.
 func DesiredPVC(p *inferencev1alpha1.Pipeline) *corev1.PersistentVolumeClaim {
-	pv := DesiredPV(p)
+	return desiredPVC(p, DesiredPV(p))
+}
+
+// desiredPVC is DesiredPVC bound to pv.
+func desiredPVC(p *inferencev1alpha1.Pipeline, pv *corev1.PersistentVolume) *corev1.PersistentVolumeClaim {
 	return &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: ClaimName(p), Namespace: p.Namespace, Labels: pipelineLabels(p),
 			OwnerReferences: []metav1.OwnerReference{ownerRef(p)}},

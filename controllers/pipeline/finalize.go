@@ -96,30 +96,33 @@ func (r *Reconciler) deleteStage(ctx context.Context, p *inferencev1alpha1.Pipel
 	if p.Spec.ModelStorage.Type != inferencev1alpha1.StorageNFS {
 		return "", nil // the user's claim is theirs: nothing of ours to delete
 	}
-	for _, obj := range []client.Object{
-		&corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{},
-	} {
-		key := types.NamespacedName{Namespace: p.Namespace, Name: ClaimName(p)}
-		kind := "claim"
-		if _, ok := obj.(*corev1.PersistentVolume); ok {
-			key, kind = types.NamespacedName{Name: PVName(p)}, "volume"
-		}
-		err := r.reader().Get(ctx, key, obj)
-		if apierrors.IsNotFound(err) {
-			continue // already gone: this stage is done
-		}
-		if err != nil {
-			return "", fmt.Errorf("reading the models %s %s: %w", kind, key.Name, err)
-		}
-		if !ownedBy(obj, p) {
-			continue // a claim or volume of that name that is not ours (NameTaken): left alone
-		}
-		if obj.GetDeletionTimestamp() == nil {
-			if err := r.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+	var claim corev1.PersistentVolumeClaim
+	switch err := r.reader().Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: ClaimName(p)}, &claim); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return "", fmt.Errorf("reading the models claim %s: %w", ClaimName(p), err)
+	case ownedBy(&claim, p): // a claim of that name that is not ours (NameTaken) is left alone
+		if claim.DeletionTimestamp == nil {
+			if err := r.Delete(ctx, &claim); client.IgnoreNotFound(err) != nil {
 				return "", err
 			}
 		}
-		return fmt.Sprintf("waiting for the models %s %s to be deleted (finalizers: %v)", kind, key.Name, obj.GetFinalizers()), nil
+		return fmt.Sprintf("waiting for the models claim %s to be deleted (finalizers: %v)", claim.Name, claim.Finalizers), nil
+	}
+	// The volumes labelled with the pipeline's name and namespace: PVName, or the volume of a claim it adopted.
+	var volumes corev1.PersistentVolumeList
+	if err := r.reader().List(ctx, &volumes, client.MatchingLabels{inferencev1alpha1.PipelineLabel: p.Name,
+		NamespaceLabel: p.Namespace}); err != nil {
+		return "", fmt.Errorf("listing the models volumes: %w", err)
+	}
+	for i := range volumes.Items {
+		pv := &volumes.Items[i]
+		if pv.DeletionTimestamp == nil {
+			if err := r.Delete(ctx, pv); client.IgnoreNotFound(err) != nil {
+				return "", err
+			}
+		}
+		return fmt.Sprintf("waiting for the models volume %s to be deleted (finalizers: %v)", pv.Name, pv.Finalizers), nil
 	}
 	return "", nil
 }

@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,17 +14,29 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/pipeline"
 )
 
 // kubectl delete ipl --cascade=orphan keeps the step Deployments and Services (the controller deletes none of them
 // on its way out), and the pipeline applied again adopts them: no NameTaken, no new Deployment.
 func TestAnOrphanDeleteKeepsTheStepsAndTheNextPipelineAdoptsThem(t *testing.T) {
+	for name, storage := range map[string]inferencev1alpha1.ModelStorage{
+		"the user's claim": {Type: inferencev1alpha1.StoragePVC, ClaimName: "models"},
+		// The claim the pipeline made is bound to a volume named with the first pipeline's UID: the next one keeps it.
+		"an NFS share": {Type: inferencev1alpha1.StorageNFS,
+			CSIParameter: map[string]string{"server": "nfs.example.internal", "share": "/exports/models"}},
+	} {
+		t.Run(name, func(t *testing.T) { orphanDeleteAndApplyAgain(t, storage) })
+	}
+}
+
+func orphanDeleteAndApplyAgain(t *testing.T, storage inferencev1alpha1.ModelStorage) {
 	s := newScenario(t)
 	startController(t)
 	newPipeline := func() *inferencev1alpha1.Pipeline {
 		p := &inferencev1alpha1.Pipeline{}
 		p.Name, p.Namespace = "kept", s.ns
-		p.Spec.ModelStorage = inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StoragePVC, ClaimName: "models"}
+		p.Spec.ModelStorage = *storage.DeepCopy()
 		p.Spec.Steps = []inferencev1alpha1.Step{{Name: "a", Image: "a:v1", Next: []string{"b"}}, {Name: "b", Image: "b:v1"}}
 		return p
 	}
@@ -44,13 +57,21 @@ func TestAnOrphanDeleteKeepsTheStepsAndTheNextPipelineAdoptsThem(t *testing.T) {
 	}
 
 	// The garbage collector's part: the references off the dependents, then its finalizer off the pipeline.
+	var dependents []client.Object
 	for _, name := range []string{"kept-a", "kept-b"} {
-		for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}} {
-			s.g.Expect(env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: name}, obj)).To(Succeed())
-			base := obj.DeepCopyObject().(client.Object)
-			obj.SetOwnerReferences(nil)
-			s.g.Expect(env.Client.Patch(s.ctx, obj, client.MergeFrom(base))).To(Succeed())
-		}
+		dependents = append(dependents, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns}},
+			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns}})
+	}
+	nfs := storage.Type == inferencev1alpha1.StorageNFS
+	if nfs {
+		dependents = append(dependents, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: pipeline.ClaimName(s.get("kept")), Namespace: s.ns}})
+	}
+	volume := pipeline.PVName(s.get("kept"))
+	for _, obj := range dependents {
+		s.g.Expect(env.Client.Get(s.ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		base := obj.DeepCopyObject().(client.Object)
+		obj.SetOwnerReferences(nil)
+		s.g.Expect(env.Client.Patch(s.ctx, obj, client.MergeFrom(base))).To(Succeed())
 	}
 	p := s.get("kept")
 	base := p.DeepCopy()
@@ -71,5 +92,26 @@ func TestAnOrphanDeleteKeepsTheStepsAndTheNextPipelineAdoptsThem(t *testing.T) {
 		}, timeout, poll).Should(Equal(again), "step %s's Deployment was not adopted", step)
 		s.g.Expect(s.deployment("kept-"+step).UID).To(Equal(uid), "step %s's Deployment was made anew", step)
 		s.g.Expect(s.stepStatus("kept", step).Reason).NotTo(Equal(inferencev1alpha1.ReasonNameTaken))
+	}
+	if nfs {
+		// The claim is adopted, still bound to the first volume, and no second volume is made.
+		s.g.Eventually(func() string {
+			c := s.get("kept")
+			return c.Status.Steps[0].Reason + "/" + string(c.Status.Phase)
+		}, timeout, poll).ShouldNot(ContainSubstring(inferencev1alpha1.ReasonApplyFailed))
+		var pvs corev1.PersistentVolumeList
+		s.g.Consistently(func() []string {
+			s.g.Expect(env.Client.List(s.ctx, &pvs, client.MatchingLabels{inferencev1alpha1.PipelineLabel: "kept",
+				pipeline.NamespaceLabel: s.ns})).To(Succeed())
+			var names []string
+			for _, pv := range pvs.Items {
+				names = append(names, pv.Name)
+			}
+			return names
+		}, 2*time.Second, poll).Should(Equal([]string{volume}))
+		var claim corev1.PersistentVolumeClaim
+		s.g.Expect(env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: pipeline.ClaimName(s.get("kept"))}, &claim)).To(Succeed())
+		s.g.Expect(metav1.GetControllerOf(&claim)).NotTo(BeNil())
+		s.g.Expect(metav1.GetControllerOf(&claim).UID).To(Equal(again))
 	}
 }

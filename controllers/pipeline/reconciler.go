@@ -213,7 +213,7 @@ func (r *Reconciler) observe(ctx context.Context, p *inferencev1alpha1.Pipeline,
 	o.pods = map[string][]corev1.Pod{}
 	if p.Spec.ModelStorage.Type == inferencev1alpha1.StorageNFS {
 		var pv corev1.PersistentVolume
-		if err := r.Get(ctx, types.NamespacedName{Name: PVName(p)}, &pv); err == nil {
+		if err := r.Get(ctx, types.NamespacedName{Name: volumeName(ctx, r.Client, p)}, &pv); err == nil {
 			o.pv = &pv
 		} else if !apierrors.IsNotFound(err) {
 			return err
