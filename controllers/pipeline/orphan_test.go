@@ -95,10 +95,10 @@ func orphanDeleteAndApplyAgain(t *testing.T, storage inferencev1alpha1.ModelStor
 	}
 	if nfs {
 		// The claim is adopted, still bound to the first volume, and no second volume is made.
-		s.g.Eventually(func() string {
-			c := s.get("kept")
-			return c.Status.Steps[0].Reason + "/" + string(c.Status.Phase)
-		}, timeout, poll).ShouldNot(ContainSubstring(inferencev1alpha1.ReasonApplyFailed))
+		s.g.Eventually(func() int64 { return s.get("kept").Status.ObservedGeneration }, timeout, poll).Should(Equal(s.get("kept").Generation))
+		for _, step := range []string{"a", "b"} {
+			s.g.Expect(s.stepStatus("kept", step).Reason).NotTo(Equal(inferencev1alpha1.ReasonApplyFailed))
+		}
 		var pvs corev1.PersistentVolumeList
 		s.g.Consistently(func() []string {
 			s.g.Expect(env.Client.List(s.ctx, &pvs, client.MatchingLabels{inferencev1alpha1.PipelineLabel: "kept",
