@@ -115,16 +115,16 @@ func (r *Reconciler) deleteStage(ctx context.Context, p *inferencev1alpha1.Pipel
 		NamespaceLabel: p.Namespace}); err != nil {
 		return "", fmt.Errorf("listing the models volumes: %w", err)
 	}
-	for i := range volumes.Items {
-		pv := &volumes.Items[i]
-		if pv.DeletionTimestamp == nil {
-			if err := r.Delete(ctx, pv); client.IgnoreNotFound(err) != nil {
-				return "", err
-			}
-		}
-		return fmt.Sprintf("waiting for the models volume %s to be deleted (finalizers: %v)", pv.Name, pv.Finalizers), nil
+	if len(volumes.Items) == 0 {
+		return "", nil
 	}
-	return "", nil
+	pv := &volumes.Items[0] // one at a time; the next pass takes the next
+	if pv.DeletionTimestamp == nil {
+		if err := r.Delete(ctx, pv); client.IgnoreNotFound(err) != nil {
+			return "", err
+		}
+	}
+	return fmt.Sprintf("waiting for the models volume %s to be deleted (finalizers: %v)", pv.Name, pv.Finalizers), nil
 }
 
 func stepsMessage(p *inferencev1alpha1.Pipeline) string {
