@@ -142,14 +142,16 @@ FUZZTIME ?= 10s
 FUZZ_FLAGS ?=
 
 .PHONY: fuzz
-fuzz: ## Run every fuzz target (webhooks, planners) for FUZZTIME (10s) each; fails on the first crash or broken property.
-	@for dir in $$(grep -rl --include='*_test.go' --exclude-dir=bin --exclude-dir=.cluster '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+fuzz: ## Run every fuzz target (webhooks, planners) for FUZZTIME (10s) each; fails on the first crash or broken property, or when it finds no target.
+	@n=0; for dir in $$(grep -rl --include='*_test.go' --exclude-dir=bin --exclude-dir=.cluster '^func Fuzz' . | xargs -rn1 dirname | sort -u); do \
 		for target in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$dir/*_test.go); do \
-			echo "==> $$dir $$target"; \
+			echo "==> $$dir $$target"; n=$$((n + 1)); \
 			mod=$$(dirname "$$(go -C $$dir env GOMOD)"); \
 			go -C $$mod test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $(FUZZ_FLAGS) ./$$(realpath --relative-to=$$mod $$dir) || exit 1; \
 		done; \
-	done
+	done; \
+	[ $$n -gt 0 ] || { echo "make fuzz: no fuzz target found (func Fuzz... in a _test.go file)"; exit 1; }; \
+	echo "make fuzz: $$n targets"
 
 .PHONY: envtest
 envtest: $(ENVTEST_DIR)/.envtest-ready ## Install the pinned kube-apiserver, etcd and kubectl into bin/ (downloaded or built).
