@@ -75,14 +75,14 @@ func handoverSentence(median time.Duration, lease time.Duration) string {
 		"being released.\n", lease)
 }
 
-// pipelineSentence concludes from the per-step overheads.
+// pipelineSentence concludes from the overheads per pipeline.
 func pipelineSentence(p pipelineResult) string {
-	o := p.OverheadPerStep
+	o := p.Overhead
 	verdict := "under the 1 s target"
 	if o.Median >= time.Second {
 		verdict = "over the 1 s target"
 	}
-	return fmt.Sprintf("- **Pipeline**: a %d-step pipeline reaches Ready %+.3f s per step later than the same "+
+	return fmt.Sprintf("- **Pipeline**: a %d-step pipeline reaches Ready %+.3f s later than the same "+
 		"Deployments and Services created directly reach available (median of %d pairs; p10 %+.3f s, p90 %+.3f s; "+
 		"min %+.3f s, max %+.3f s): %s.\n", p.Steps, o.Median.Seconds(), len(p.Pairs), o.P10.Seconds(), o.P90.Seconds(),
 		o.Min.Seconds(), o.Max.Seconds(), verdict)

@@ -360,8 +360,8 @@ func (r *runner) sizersAndPipelines() error {
 	if r.res.Pipeline, err = pipelineBench(r.ctx, r.c, r.plNS, r.plan.Pipelines, r.plan.PipelineReps); err != nil {
 		return err
 	}
-	o := r.res.Pipeline.OverheadPerStep
-	fmt.Printf("pipeline: %d pairs, overhead per step median %+.3fs (p10 %+.3fs, p90 %+.3fs)\n",
+	o := r.res.Pipeline.Overhead
+	fmt.Printf("pipeline: %d pairs, overhead per pipeline median %+.3fs (p10 %+.3fs, p90 %+.3fs)\n",
 		len(r.res.Pipeline.Pairs), o.Median.Seconds(), o.P10.Seconds(), o.P90.Seconds())
 	return nil
 }
