@@ -245,13 +245,20 @@ func underFailure(f *daemonsetv1alpha1.RolloutFailure, s strategy, updateHash, c
 }
 
 // markFailure sets the conditions of a status computed under a failure: Progressing False, with the failure and what
-// to do; Ready False while a rollback holds (the spec's template is not what runs).
-func markFailure(st *daemonsetv1alpha1.DaemonSetStatus, f *daemonsetv1alpha1.RolloutFailure) {
+// to do; Ready False while a rollback holds (the spec's template is not what runs). A rollback the user's pause holds
+// (userPaused: spec.updateStrategy.rollingUpdate.paused, with nodes left to roll back) says it waits, not that it is
+// done: a pause stops every replacement, the rollback's too.
+func markFailure(st *daemonsetv1alpha1.DaemonSetStatus, f *daemonsetv1alpha1.RolloutFailure, userPaused bool) {
 	st.RolloutFailure = f.DeepCopy()
 	reason, message := daemonsetv1alpha1.ReasonPaused, fmt.Sprintf("rollout paused by its failure policy: %s; "+
 		"apply a fixed template (a new revision rolls out), or change the failure policy to try revision %s again",
 		f.Message, f.Revision)
-	if f.Action == daemonsetv1alpha1.RolloutFailureRollback {
+	switch {
+	case f.Action == daemonsetv1alpha1.RolloutFailureRollback && userPaused:
+		reason, message = daemonsetv1alpha1.ReasonPaused, fmt.Sprintf("the rollback to revision %s waits: the rollout is "+
+			"paused (spec.updateStrategy.rollingUpdate.paused), with %d of %d nodes rolled back; set paused to false to "+
+			"roll back the others. The failure: %s", f.RolledBackTo, st.UpdatedNumberScheduled, st.DesiredNumberScheduled, f.Message)
+	case f.Action == daemonsetv1alpha1.RolloutFailureRollback:
 		reason, message = daemonsetv1alpha1.ReasonRolledBack, fmt.Sprintf("rolled back to revision %s by the failure "+
 			"policy: %s; apply a fixed template (a new revision rolls out), or change the failure policy to try "+
 			"revision %s again", f.RolledBackTo, f.Message, f.Revision)

@@ -135,7 +135,7 @@ func TestPlanUnderFailure(t *testing.T) {
 
 	st := computeStatus(daemonsetv1alpha1.DaemonSetStatus{}, nodes, statusInput{generation: 2, updateHash: update,
 		currentHash: current, strategy: s, now: now})
-	markFailure(&st, rollback)
+	markFailure(&st, rollback, false)
 	if st.RolloutFailure == nil || st.UpdateRevision != oldRev {
 		t.Errorf("status under rollback: %+v", st)
 	}
@@ -143,6 +143,21 @@ func TestPlanUnderFailure(t *testing.T) {
 		if cond := meta.FindStatusCondition(st.Conditions, c); cond.Status != "False" || cond.Reason != daemonsetv1alpha1.ReasonRolledBack {
 			t.Errorf("%s = %s %s, want False %s", c, cond.Status, cond.Reason, daemonsetv1alpha1.ReasonRolledBack)
 		}
+	}
+
+	// The user's pause holds the rollback too: the status says it waits, not that it is done.
+	paused := rolling(1, 0)
+	paused.paused = true
+	s, update, current = underFailure(rollback, paused, newRev, oldRev, oldRev, templates)
+	if got := summary(planNodes(nodes, s, update, current, now)); len(got) != 1 || got[0] != "create c@old" {
+		t.Errorf("paused rollback plan = %v, want [create c@old] (new nodes only)", got)
+	}
+	st = computeStatus(daemonsetv1alpha1.DaemonSetStatus{}, nodes, statusInput{generation: 2, updateHash: update,
+		currentHash: current, strategy: s, now: now})
+	markFailure(&st, rollback, true)
+	cond := meta.FindStatusCondition(st.Conditions, daemonsetv1alpha1.ConditionProgressing)
+	if cond.Reason != daemonsetv1alpha1.ReasonPaused || !strings.Contains(cond.Message, "rollback to revision "+oldRev+" waits") {
+		t.Errorf("Progressing under a paused rollback = %s: %s", cond.Reason, cond.Message)
 	}
 }
 

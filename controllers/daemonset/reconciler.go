@@ -261,7 +261,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 		result.RequeueAfter = sooner(result.RequeueAfter, wait) // no event marks the moment
 	}
 	if verdict.failure != nil {
-		markFailure(&status, verdict.failure)
+		markFailure(&status, verdict.failure, s.paused && status.UpdatedNumberScheduled < status.DesiredNumberScheduled)
 	}
 	if mismatch != "" {
 		markSelectorMismatch(&status, mismatch)
