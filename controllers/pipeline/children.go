@@ -342,8 +342,8 @@ func (r *Reconciler) current(ctx context.Context, desired client.Object) (client
 // leaves its Deployments, Services and claims so). The pipeline applied again adopts them, as apps/v1's controllers
 // adopt their orphans; a user's object does not carry these labels, so it stays NameTaken.
 func orphanOf(obj client.Object, p *inferencev1alpha1.Pipeline) bool {
-	if _, ok := obj.(*corev1.PersistentVolume); ok || metav1.GetControllerOf(obj) != nil || obj.GetDeletionTimestamp() != nil {
-		return false
+	if _, ok := obj.(*corev1.PersistentVolume); ok || len(obj.GetOwnerReferences()) > 0 || obj.GetDeletionTimestamp() != nil {
+		return false // an object with any owner is someone's
 	}
 	l := obj.GetLabels()
 	return l[inferencev1alpha1.PipelineLabel] == p.Name && l[managedByLabel] == keelson
@@ -352,6 +352,15 @@ func orphanOf(obj client.Object, p *inferencev1alpha1.Pipeline) bool {
 // adopt makes p the controller of obj, one of its orphans, under the resourceVersion read: an object changed since
 // is not adopted, and the next pass looks again.
 func (r *Reconciler) adopt(ctx context.Context, p *inferencev1alpha1.Pipeline, obj client.Object) error {
+	// The pipeline as the apiserver has it now: one being deleted (with --cascade=orphan, say) adopts nothing, or the
+	// garbage collector would delete what the user asked to keep once the pipeline is gone.
+	var live inferencev1alpha1.Pipeline
+	if err := r.reader().Get(ctx, client.ObjectKeyFromObject(p), &live); err != nil {
+		return fmt.Errorf("reading the pipeline before adopting %s %s: %w", kindOf(obj), obj.GetName(), err)
+	}
+	if live.UID != p.UID || live.DeletionTimestamp != nil {
+		return fmt.Errorf("not adopting %s %s: the pipeline is being deleted", kindOf(obj), obj.GetName())
+	}
 	base := obj.DeepCopyObject().(client.Object)
 	ref := metav1.NewControllerRef(p, inferencev1alpha1.GroupVersion.WithKind("Pipeline"))
 	obj.SetOwnerReferences(append(obj.GetOwnerReferences(), *ref))
@@ -411,6 +420,14 @@ func (r *Reconciler) deleteRemovedSteps(ctx context.Context, p *inferencev1alpha
 			specs[pod.Labels[inferencev1alpha1.StepLabel]] = append(specs[pod.Labels[inferencev1alpha1.StepLabel]], &pod.Spec)
 		}
 	}
+	// Orphans of the pipeline's name (left by a delete with --cascade=orphan) are its own again, steps it no longer
+	// has included: they go as its other removed steps do.
+	var errs []error
+	for _, o := range append(objectsOf(deps.Items), objectsOf(svcs.Items)...) {
+		if orphanOf(o, p) {
+			errs = append(errs, r.adopt(ctx, p, o))
+		}
+	}
 	removed := func(o client.Object) bool {
 		return !names[o.GetLabels()[inferencev1alpha1.StepLabel]] && o.GetDeletionTimestamp() == nil && ownedBy(o, p)
 	}
@@ -436,7 +453,6 @@ func (r *Reconciler) deleteRemovedSteps(ctx context.Context, p *inferencev1alpha
 			}
 		}
 	}
-	var errs []error
 	for i := range deps.Items {
 		if d := &deps.Items[i]; removed(d) && !called[d.Labels[inferencev1alpha1.StepLabel]] {
 			errs = append(errs, client.IgnoreNotFound(r.Delete(ctx, d)))
@@ -448,6 +464,18 @@ func (r *Reconciler) deleteRemovedSteps(ctx context.Context, p *inferencev1alpha
 		}
 	}
 	return errs
+}
+
+// objectsOf lists pointers to items as objects.
+func objectsOf[T any, PT interface {
+	*T
+	client.Object
+}](items []T) []client.Object {
+	out := make([]client.Object, 0, len(items))
+	for i := range items {
+		out = append(out, PT(&items[i]))
+	}
+	return out
 }
 
 // callsHost reports whether a container of one of specs has an environment variable whose value holds a URL of host

@@ -115,16 +115,41 @@ func (r *Reconciler) deleteStage(ctx context.Context, p *inferencev1alpha1.Pipel
 		NamespaceLabel: p.Namespace}); err != nil {
 		return "", fmt.Errorf("listing the models volumes: %w", err)
 	}
-	if len(volumes.Items) == 0 {
-		return "", nil
-	}
-	pv := &volumes.Items[0] // one at a time; the next pass takes the next
-	if pv.DeletionTimestamp == nil {
-		if err := r.Delete(ctx, pv); client.IgnoreNotFound(err) != nil {
+	for i := range volumes.Items {
+		pv := &volumes.Items[i]
+		kept, err := r.boundElsewhere(ctx, pv, p)
+		if err != nil {
 			return "", err
 		}
+		if kept {
+			continue
+		}
+		if pv.DeletionTimestamp == nil {
+			if err := r.Delete(ctx, pv); client.IgnoreNotFound(err) != nil {
+				return "", err
+			}
+		}
+		return fmt.Sprintf("waiting for the models volume %s to be deleted (finalizers: %v)", pv.Name, pv.Finalizers), nil
 	}
-	return fmt.Sprintf("waiting for the models volume %s to be deleted (finalizers: %v)", pv.Name, pv.Finalizers), nil
+	return "", nil
+}
+
+// boundElsewhere reports whether a volume labelled as p's is bound to a claim that is there and not p's: a claim
+// orphaned by a delete with --cascade=orphan (the garbage collector may finish before this pass sees its finalizer),
+// or someone else's. Such a volume stays with its claim; deleting it would only wait for the claim for good.
+func (r *Reconciler) boundElsewhere(ctx context.Context, pv *corev1.PersistentVolume, p *inferencev1alpha1.Pipeline) (bool, error) {
+	ref := pv.Spec.ClaimRef
+	if ref == nil {
+		return false, nil
+	}
+	var claim corev1.PersistentVolumeClaim
+	switch err := r.reader().Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, &claim); {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reading the claim of the models volume %s: %w", pv.Name, err)
+	}
+	return (ref.UID == "" || claim.UID == ref.UID) && !ownedBy(&claim, p), nil
 }
 
 func stepsMessage(p *inferencev1alpha1.Pipeline) string {

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -114,4 +115,50 @@ func orphanDeleteAndApplyAgain(t *testing.T, storage inferencev1alpha1.ModelStor
 		s.g.Expect(metav1.GetControllerOf(&claim)).NotTo(BeNil())
 		s.g.Expect(metav1.GetControllerOf(&claim).UID).To(Equal(again))
 	}
+}
+
+// The garbage collector may finish an orphan delete (references off, its finalizer gone) before the controller's
+// pass sees it, say while the controller is down: the pass then finds nothing of the pipeline's and must still not
+// delete the models volume its orphaned claim is bound to (the deletion would wait on that claim for good).
+func TestAnOrphanDeleteSeenLateKeepsTheVolume(t *testing.T) {
+	s := newScenario(t)
+	first, _ := env.StartCountedManager(t, pipeline.CacheOptions(), func(o client.Object) bool {
+		_, ok := o.(*inferencev1alpha1.Pipeline)
+		return ok
+	}, func(mgr ctrl.Manager, c client.Client) error {
+		return (&pipeline.Reconciler{Client: c, APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr)
+	})
+	p := &inferencev1alpha1.Pipeline{}
+	p.Name, p.Namespace = "late", s.ns
+	p.Spec.ModelStorage = inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StorageNFS,
+		CSIParameter: map[string]string{"server": "nfs.example.internal", "share": "/exports/models"}}
+	p.Spec.Steps = []inferencev1alpha1.Step{{Name: "a", Image: "a:v1"}}
+	s.g.Expect(env.Client.Create(s.ctx, p)).To(Succeed())
+	var claim corev1.PersistentVolumeClaim
+	claimKey := client.ObjectKey{Namespace: s.ns, Name: pipeline.ClaimName(s.get("late"))}
+	s.g.Eventually(func() error { return env.Client.Get(s.ctx, claimKey, &claim) }, timeout, poll).Should(Succeed())
+	volume := pipeline.PVName(s.get("late"))
+	first.Stop()
+
+	s.g.Expect(env.Client.Delete(s.ctx, s.get("late"), client.PropagationPolicy(metav1.DeletePropagationOrphan))).To(Succeed())
+	for _, obj := range []client.Object{&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "late-a", Namespace: s.ns}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "late-a", Namespace: s.ns}}, &claim} {
+		s.g.Expect(env.Client.Get(s.ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		base := obj.DeepCopyObject().(client.Object)
+		obj.SetOwnerReferences(nil)
+		s.g.Expect(env.Client.Patch(s.ctx, obj, client.MergeFrom(base))).To(Succeed())
+	}
+	late := s.get("late")
+	base := late.DeepCopy()
+	controllerutil.RemoveFinalizer(late, metav1.FinalizerOrphanDependents)
+	s.g.Expect(env.Client.Patch(s.ctx, late, client.MergeFrom(base))).To(Succeed())
+
+	startController(t)
+	s.g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "late"}, &inferencev1alpha1.Pipeline{}))
+	}, timeout, poll).Should(BeTrue(), "the pipeline's deletion hangs")
+	var pv corev1.PersistentVolume
+	s.g.Expect(env.Client.Get(s.ctx, client.ObjectKey{Name: volume}, &pv)).To(Succeed())
+	s.g.Expect(pv.DeletionTimestamp).To(BeNil(), "the volume of the orphaned claim is being deleted")
+	s.g.Expect(s.deployment("late-a")).NotTo(BeNil())
 }

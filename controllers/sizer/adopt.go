@@ -16,8 +16,8 @@ import (
 // Service and Ingress so). apps/v1's controllers adopt their orphans the same way, by what marks them as theirs; a
 // user's object does not carry these labels, so the sizer never takes one.
 func orphanOf(obj client.Object, wls *sizerv1alpha1.WorkloadSizer) bool {
-	if metav1.GetControllerOf(obj) != nil || obj.GetDeletionTimestamp() != nil {
-		return false
+	if len(obj.GetOwnerReferences()) > 0 || obj.GetDeletionTimestamp() != nil {
+		return false // an object with any owner is someone's
 	}
 	l := obj.GetLabels()
 	return l[sizerv1alpha1.NameLabel] == wls.Name && l[managedByLabel] == keelson
@@ -27,6 +27,15 @@ func orphanOf(obj client.Object, wls *sizerv1alpha1.WorkloadSizer) bool {
 // (given another owner, say) is not adopted, and the next pass looks again. A workload is patched, a budget, Service
 // or Ingress updated (the verbs the sizer's role grants on each).
 func (r *Reconciler) adopt(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, obj client.Object) error {
+	// The sizer as the apiserver has it now: one being deleted (with --cascade=orphan, say) adopts nothing, or the
+	// garbage collector would delete what the user asked to keep once the sizer is gone.
+	var live sizerv1alpha1.WorkloadSizer
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(wls), &live); err != nil {
+		return fmt.Errorf("reading the sizer before adopting %s: %w", obj.GetName(), err)
+	}
+	if live.UID != wls.UID || live.DeletionTimestamp != nil {
+		return fmt.Errorf("not adopting %s: the sizer is being deleted", obj.GetName())
+	}
 	base := obj.DeepCopyObject().(client.Object)
 	ref := metav1.NewControllerRef(wls, sizerv1alpha1.GroupVersion.WithKind("WorkloadSizer"))
 	obj.SetOwnerReferences(append(obj.GetOwnerReferences(), *ref))

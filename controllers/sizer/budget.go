@@ -24,7 +24,8 @@ import (
 type restartBudget struct {
 	// pdbs are the budgets that select the workload's pods, each with what it still allows.
 	pdbs []pdbAllowance
-	// workload is what the workload's maxUnavailable still allows, when no budget selects its pods.
+	// workload is what the workload's maxUnavailable still allows: for every pod when no budget selects its pods,
+	// else for the pods no budget selects.
 	workload int
 	// none, when set, says why no pod may ever be taken down (a budget that allows no disruption, or a workload
 	// with maxUnavailable 0 and no budget): a restarting resize then goes through the template instead.
@@ -43,13 +44,6 @@ func (b *restartBudget) take(pod *corev1.Pod) bool {
 	if b.none != "" {
 		return false
 	}
-	if len(b.pdbs) == 0 {
-		if b.workload <= 0 {
-			return false
-		}
-		b.workload--
-		return true
-	}
 	var mine []*pdbAllowance
 	for i := range b.pdbs {
 		if b.pdbs[i].selector.Matches(labels.Set(pod.Labels)) {
@@ -58,6 +52,14 @@ func (b *restartBudget) take(pod *corev1.Pod) bool {
 			}
 			mine = append(mine, &b.pdbs[i])
 		}
+	}
+	if len(mine) == 0 {
+		// No budget selects this pod: the workload's own maxUnavailable does.
+		if b.workload <= 0 {
+			return false
+		}
+		b.workload--
+		return true
 	}
 	for _, a := range mine {
 		a.allowed--
@@ -165,11 +167,8 @@ func budgetFor(workload client.Object, replicas int32, pdbs []policyv1.PodDisrup
 		}
 		b.pdbs = append(b.pdbs, pdbAllowance{selector: sel, allowed: up - want})
 	}
-	if len(b.pdbs) > 0 {
-		return b
-	}
 	most, source := maxUnavailable(workload, replicas)
-	if most <= 0 {
+	if most <= 0 && len(b.pdbs) == 0 {
 		b.none = source + " allows no pod down, and no PodDisruptionBudget allows one"
 		return b
 	}

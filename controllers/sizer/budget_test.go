@@ -68,6 +68,8 @@ func TestBudgetFor(t *testing.T) {
 	}
 	other := pdb(0, true)
 	other.Spec.Selector.MatchLabels = map[string]string{"app": "other"}
+	canary := pdb(0, false)
+	canary.Spec.Selector.MatchLabels = map[string]string{"track": "canary"}
 	three := []corev1.Pod{serving, serving, serving}
 	for name, tc := range map[string]struct {
 		workload *appsv1.Deployment
@@ -90,6 +92,8 @@ func TestBudgetFor(t *testing.T) {
 		"a budget not yet counted: its spec":   {workload: deployment("1"), pdbs: []policyv1.PodDisruptionBudget{pdb(2, false)}, pods: three, takes: 1},
 		"a budget that never allows is none":   {workload: deployment("1"), pdbs: []policyv1.PodDisruptionBudget{pdb(3, false)}, pods: three, none: true},
 		"a budget of other pods is not ours":   {workload: deployment("1"), pdbs: []policyv1.PodDisruptionBudget{other}, pods: three, takes: 1},
+		"a pod no budget selects: the strategy": {workload: deployment("1"), pdbs: []policyv1.PodDisruptionBudget{canary},
+			pods: []corev1.Pod{serving, serving, otherDown}, takes: 0},
 	} {
 		t.Run(name, func(t *testing.T) {
 			selected := func(sel labels.Selector) []corev1.Pod {

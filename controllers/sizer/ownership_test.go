@@ -1,6 +1,7 @@
 package sizer_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -344,9 +345,16 @@ func TestAVerticalAutoscalerOnTheWorkloadIsReported(t *testing.T) {
 
 	s.g.Expect(unstructured.SetNestedField(vpa.Object, "Off", "spec", "updatePolicy", "updateMode")).To(Succeed())
 	s.g.Expect(env.Client.Update(s.ctx, vpa)).To(Succeed())
-	// The autoscaler's objects are not watched: the sizer's next pass sees the change.
-	s.update("vertical", func(w *sizerv1alpha1.WorkloadSizer) { w.Spec.Resources[0].Requests = rl("cpu", "150m") })
-	s.g.Eventually(s.condition("vertical", sizerv1alpha1.ConditionConflict), timeout, poll).Should(Equal("False/" + sizerv1alpha1.ReasonNoConflict))
+	// The autoscaler's objects are not watched, and a namespace's list serves its sizers' passes for 30 s: a pass
+	// after that (a change of the sizer brings one) sees the autoscaler's change.
+	cpu := 150
+	s.g.Eventually(func() string {
+		cpu++
+		s.update("vertical", func(w *sizerv1alpha1.WorkloadSizer) {
+			w.Spec.Resources[0].Requests = rl("cpu", fmt.Sprintf("%dm", cpu))
+		})
+		return s.condition("vertical", sizerv1alpha1.ConditionConflict)()
+	}, 45*time.Second, 2*time.Second).Should(Equal("False/" + sizerv1alpha1.ReasonNoConflict))
 }
 
 // installVPACRD installs a minimal CustomResourceDefinition of the vertical pod autoscaler's objects, once.
@@ -547,4 +555,23 @@ func TestASizerAppliedAgainAdoptsItsOrphans(t *testing.T) {
 	}
 	s.g.Eventually(controller(&appsv1.Deployment{ObjectMeta: d.ObjectMeta}), timeout, poll).Should(Equal(uid), "the workload was not adopted")
 	s.g.Eventually(controller(&corev1.Service{ObjectMeta: svc.ObjectMeta}), timeout, poll).Should(Equal(uid), "the Service was not adopted")
+}
+
+// A sizer that would not create its target (no image, no template) sizes an orphaned workload of its name as the
+// user's, and does not take it: it could not apply the whole of it.
+func TestASizeOnlySizerDoesNotAdoptItsTarget(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	mine := map[string]string{sizerv1alpha1.NameLabel: "sized", "app.kubernetes.io/managed-by": "keelson"}
+	pods := map[string]string{sizerv1alpha1.NameLabel: "sized"}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "sized", Namespace: s.ns, Labels: mine},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: pods},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: pods},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "web:v1"}}}}}}
+	s.g.Expect(env.Client.Create(s.ctx, d)).To(Succeed())
+	s.sizer("sized", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("sized"), Size: ptr.To[int32](2), ForceOwnership: true})
+	s.g.Eventually(func() int32 { return *s.getDeployment("sized").Spec.Replicas }, timeout, poll).Should(Equal(int32(2)))
+	s.g.Expect(metav1.GetControllerOf(s.getDeployment("sized"))).To(BeNil())
+	s.g.Expect(s.condition("sized", sizerv1alpha1.ConditionTargetFound)()).To(Equal("True/" + sizerv1alpha1.ReasonFound))
+	s.g.Expect(s.getDeployment("sized").Spec.Template.Spec.Containers[0].Image).To(Equal("web:v1"))
 }

@@ -285,10 +285,11 @@ func (r *Reconciler) readTarget(ctx context.Context, wls *sizerv1alpha1.Workload
 	if err == nil && t == nil {
 		t, err = getTarget(ctx, r.APIReader, wls)
 	}
-	if err != nil || t == nil || !orphanOf(t.obj, wls) {
+	if err != nil || t == nil || !orphanOf(t.obj, wls) || (wls.Spec.Template == nil && wls.Spec.Image == "") {
 		return t, err
 	}
-	// A workload this sizer created, orphaned (its previous sizer deleted with --cascade=orphan): its own again.
+	// A workload this sizer created, orphaned (its previous sizer deleted with --cascade=orphan): its own again. A
+	// sizer that would not create its target (neither template nor image) sizes it as the user's instead.
 	if err := r.adopt(ctx, wls, t.obj); err != nil {
 		return nil, err
 	}
@@ -352,7 +353,8 @@ func (r *Reconciler) size(ctx context.Context, p *pass, t *target) error {
 		replicas = nil // handed over to the autoscaler with its current value
 	}
 	if c, err := r.verticalAutoscalerConflict(ctx, wls); err != nil {
-		return err
+		// Only a report: a failed look stops no sizing.
+		log.FromContext(ctx).Error(err, "Looking for vertical pod autoscalers of the workload")
 	} else if c != nil {
 		p.conflicts = append(p.conflicts, *c) // reported; the sizer's resources are the user's ask all the same
 	}

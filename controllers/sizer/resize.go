@@ -193,14 +193,14 @@ func (r *Reconciler) resizePods(ctx context.Context, wls *sizerv1alpha1.Workload
 	}
 	evictions := 0
 	for _, s := range plan {
+		if s.evict != "" {
+			evictions++ // every eviction counts against the bound, of a pod that serves or not
+		}
 		if s.evict == "" && s.restart == "" || !serving(s.pod) {
 			continue
 		}
 		if budget.none != "" {
 			return resizeOutcome{fallback: s.evict + s.restart + "; " + budget.none}, nil
-		}
-		if s.evict != "" {
-			evictions++
 		}
 	}
 	if evictions > 0 && !r.mayEvict(client.ObjectKeyFromObject(wls).String(), wls.Generation, evictions) {
