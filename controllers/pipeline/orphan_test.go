@@ -68,16 +68,7 @@ func orphanDeleteAndApplyAgain(t *testing.T, storage inferencev1alpha1.ModelStor
 		dependents = append(dependents, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: pipeline.ClaimName(s.get("kept")), Namespace: s.ns}})
 	}
 	volume := pipeline.PVName(s.get("kept"))
-	for _, obj := range dependents {
-		s.g.Expect(env.Client.Get(s.ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
-		base := obj.DeepCopyObject().(client.Object)
-		obj.SetOwnerReferences(nil)
-		s.g.Expect(env.Client.Patch(s.ctx, obj, client.MergeFrom(base))).To(Succeed())
-	}
-	p := s.get("kept")
-	base := p.DeepCopy()
-	controllerutil.RemoveFinalizer(p, metav1.FinalizerOrphanDependents)
-	s.g.Expect(env.Client.Patch(s.ctx, p, client.MergeFrom(base))).To(Succeed())
+	s.collectOrphans("kept", dependents...)
 	s.g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "kept"}, &inferencev1alpha1.Pipeline{}))
 	}, timeout, poll).Should(BeTrue())
@@ -137,21 +128,16 @@ func TestAnOrphanDeleteSeenLateKeepsTheVolume(t *testing.T) {
 	var claim corev1.PersistentVolumeClaim
 	claimKey := client.ObjectKey{Namespace: s.ns, Name: pipeline.ClaimName(s.get("late"))}
 	s.g.Eventually(func() error { return env.Client.Get(s.ctx, claimKey, &claim) }, timeout, poll).Should(Succeed())
+	s.g.Eventually(func() error {
+		return env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "late-a"}, &corev1.Service{})
+	}, timeout, poll).Should(Succeed())
+	s.g.Eventually(func() *appsv1.Deployment { return s.deployment("late-a") }, timeout, poll).ShouldNot(BeNil())
 	volume := pipeline.PVName(s.get("late"))
 	first.Stop()
 
 	s.g.Expect(env.Client.Delete(s.ctx, s.get("late"), client.PropagationPolicy(metav1.DeletePropagationOrphan))).To(Succeed())
-	for _, obj := range []client.Object{&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "late-a", Namespace: s.ns}},
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "late-a", Namespace: s.ns}}, &claim} {
-		s.g.Expect(env.Client.Get(s.ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
-		base := obj.DeepCopyObject().(client.Object)
-		obj.SetOwnerReferences(nil)
-		s.g.Expect(env.Client.Patch(s.ctx, obj, client.MergeFrom(base))).To(Succeed())
-	}
-	late := s.get("late")
-	base := late.DeepCopy()
-	controllerutil.RemoveFinalizer(late, metav1.FinalizerOrphanDependents)
-	s.g.Expect(env.Client.Patch(s.ctx, late, client.MergeFrom(base))).To(Succeed())
+	s.collectOrphans("late", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "late-a", Namespace: s.ns}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "late-a", Namespace: s.ns}}, &claim)
 
 	startController(t)
 	s.g.Eventually(func() bool {
@@ -161,4 +147,19 @@ func TestAnOrphanDeleteSeenLateKeepsTheVolume(t *testing.T) {
 	s.g.Expect(env.Client.Get(s.ctx, client.ObjectKey{Name: volume}, &pv)).To(Succeed())
 	s.g.Expect(pv.DeletionTimestamp).To(BeNil(), "the volume of the orphaned claim is being deleted")
 	s.g.Expect(s.deployment("late-a")).NotTo(BeNil())
+}
+
+// collectOrphans plays the garbage collector's part in an orphan delete of pipeline name: the owner references off
+// each dependent, then its orphan finalizer off the pipeline.
+func (s *scenario) collectOrphans(name string, dependents ...client.Object) {
+	for _, obj := range dependents {
+		s.g.Expect(env.Client.Get(s.ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		base := obj.DeepCopyObject().(client.Object)
+		obj.SetOwnerReferences(nil)
+		s.g.Expect(env.Client.Patch(s.ctx, obj, client.MergeFrom(base))).To(Succeed())
+	}
+	p := s.get(name)
+	base := p.DeepCopy()
+	controllerutil.RemoveFinalizer(p, metav1.FinalizerOrphanDependents)
+	s.g.Expect(env.Client.Patch(s.ctx, p, client.MergeFrom(base))).To(Succeed())
 }

@@ -52,6 +52,27 @@ func fetcher(s *scenario) []string {
 	return out
 }
 
+// scaleKeepsTheFetcher scales step a of pipeline cached to 2 and checks that its Deployment keeps the v1 fetcher.
+func scaleKeepsTheFetcher(s *scenario) {
+	s.g.Eventually(func() error {
+		p := s.get("cached")
+		p.Spec.Steps[0].Replicas = ptr.To[int32](2)
+		return env.Client.Update(s.ctx, p)
+	}, timeout, poll).Should(Succeed())
+	s.g.Eventually(func() int32 { return *s.deployment("cached-a").Spec.Replicas }, timeout, poll).Should(Equal(int32(2)))
+	s.g.Expect(fetcher(s)[0]).To(Equal(pipeline.FetchContainer+" keelson/pipeline-controller:v1 http://proxy-1:3128"),
+		"scaling the step took the new fetcher: its pods rolled")
+}
+
+// newServerImage changes the image of step a of pipeline cached: a change of the step's own pod template.
+func newServerImage(s *scenario) {
+	s.g.Eventually(func() error {
+		p := s.get("cached")
+		p.Spec.Steps[0].Image = "server:v2"
+		return env.Client.Update(s.ctx, p)
+	}, timeout, poll).Should(Succeed())
+}
+
 // The fetcher is the platform's, not the step's: a new controller image, proxy or CA bundle (a helm upgrade) leaves
 // every step's Deployment as it is, so no step restarts; a step whose own spec changes rolls anyway, and takes the
 // new fetcher then.
@@ -72,21 +93,10 @@ func TestAnUpgradeRestartsNoModelFetchingStep(t *testing.T) {
 	s.g.Expect(fetcher(s)[0]).To(Equal(pipeline.FetchContainer + " keelson/pipeline-controller:v1 http://proxy-1:3128"))
 
 	// A change outside the step's pod template (its replicas) keeps the fetcher: scaling restarts nothing.
-	s.g.Eventually(func() error {
-		p := s.get("cached")
-		p.Spec.Steps[0].Replicas = ptr.To[int32](2)
-		return env.Client.Update(s.ctx, p)
-	}, timeout, poll).Should(Succeed())
-	s.g.Eventually(func() int32 { return *s.deployment("cached-a").Spec.Replicas }, timeout, poll).Should(Equal(int32(2)))
-	s.g.Expect(fetcher(s)[0]).To(Equal(pipeline.FetchContainer+" keelson/pipeline-controller:v1 http://proxy-1:3128"),
-		"scaling the step took the new fetcher: its pods rolled")
+	scaleKeepsTheFetcher(s)
 
 	// The step's own change rolls it, with the new fetcher.
-	s.g.Eventually(func() error {
-		p := s.get("cached")
-		p.Spec.Steps[0].Image = "server:v2"
-		return env.Client.Update(s.ctx, p)
-	}, timeout, poll).Should(Succeed())
+	newServerImage(s)
 	s.g.Eventually(func() []string { return fetcher(s) }, timeout, poll).Should(Equal([]string{
 		pipeline.FetchContainer + " keelson/pipeline-controller:v2 http://proxy-2:3128",
 		pipeline.HoldContainer + " keelson/pipeline-controller:v2 "}))
@@ -123,21 +133,10 @@ func TestAnUpgradeDoesNotRewriteAStepForItsStamp(t *testing.T) {
 	s.g.Expect(fetcher(s)[0]).To(Equal(pipeline.FetchContainer + " keelson/pipeline-controller:v1 http://proxy-1:3128"))
 
 	// Scaling the step is no change of its pods: it keeps the fetcher.
-	s.g.Eventually(func() error {
-		p := s.get("cached")
-		p.Spec.Steps[0].Replicas = ptr.To[int32](2)
-		return env.Client.Update(s.ctx, p)
-	}, timeout, poll).Should(Succeed())
-	s.g.Eventually(func() int32 { return *s.deployment("cached-a").Spec.Replicas }, timeout, poll).Should(Equal(int32(2)))
-	s.g.Expect(fetcher(s)[0]).To(Equal(pipeline.FetchContainer+" keelson/pipeline-controller:v1 http://proxy-1:3128"),
-		"scaling the step took the new fetcher: its pods rolled")
+	scaleKeepsTheFetcher(s)
 
 	// The step's own change rolls it, with the new fetcher, and stamps it.
-	s.g.Eventually(func() error {
-		p := s.get("cached")
-		p.Spec.Steps[0].Image = "server:v2"
-		return env.Client.Update(s.ctx, p)
-	}, timeout, poll).Should(Succeed())
+	newServerImage(s)
 	s.g.Eventually(func() []string { return fetcher(s) }, timeout, poll).Should(ContainElement(
 		pipeline.FetchContainer + " keelson/pipeline-controller:v2 http://proxy-2:3128"))
 	s.g.Expect(s.deployment("cached-a").Annotations).To(HaveKey(pipeline.StepTemplateAnnotation))

@@ -1,6 +1,7 @@
 package sizer_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -141,8 +142,7 @@ func TestInPlaceRestartsStayWithinTheDisruptionBudget(t *testing.T) {
 	s := newScenario(t)
 	startController(t)
 	d := s.deployment("web", "user", ptr.To[int32](3), restartingApp())
-	s.g.Expect(env.Client.Patch(s.ctx, d, client.RawPatch(types.MergePatchType,
-		[]byte(`{"spec":{"strategy":{"rollingUpdate":{"maxUnavailable":1,"maxSurge":1}}}}`)))).To(Succeed())
+	s.setMaxUnavailable(d, 1)
 	pods := []string{"web-a", "web-b", "web-c"}
 	for _, n := range pods {
 		s.servingPod(n, d)
@@ -200,8 +200,7 @@ func TestInPlaceRestartsWaitForABudgetOrGoThroughTheTemplate(t *testing.T) {
 
 	// maxUnavailable 0 (the Deployment surges instead) and no budget: through the template.
 	d2 := s.deployment("surge", "user", ptr.To[int32](2), restartingApp())
-	s.g.Expect(env.Client.Patch(s.ctx, d2, client.RawPatch(types.MergePatchType,
-		[]byte(`{"spec":{"strategy":{"rollingUpdate":{"maxUnavailable":0,"maxSurge":1}}}}`)))).To(Succeed())
+	s.setMaxUnavailable(d2, 0)
 	s.servingPod("surge-a", d2)
 	s.sizer("surge", growMemory("surge"))
 	s.g.Eventually(s.condition("surge", sizerv1alpha1.ConditionSized), timeout, poll).Should(Equal("False/" + sizerv1alpha1.ReasonInPlaceFallback))
@@ -221,8 +220,7 @@ func TestAnInfeasibleResizeEvictsThatPodOnly(t *testing.T) {
 	app := corev1.Container{Name: "app", Image: "x", Resources: corev1.ResourceRequirements{
 		Requests: rl("cpu", "100m", "memory", "64Mi"), Limits: rl("cpu", "100m", "memory", "64Mi")}}
 	d := s.deployment("tight", "user", ptr.To[int32](2), app)
-	s.g.Expect(env.Client.Patch(s.ctx, d, client.RawPatch(types.MergePatchType,
-		[]byte(`{"spec":{"strategy":{"rollingUpdate":{"maxUnavailable":1,"maxSurge":1}}}}`)))).To(Succeed())
+	s.setMaxUnavailable(d, 1)
 	s.servingPod("tight-a", d)
 	b := s.servingPod("tight-b", d)
 	s.sizer("tight", growMemory("tight"))
@@ -242,4 +240,10 @@ func TestAnInfeasibleResizeEvictsThatPodOnly(t *testing.T) {
 	s.g.Eventually(s.condition("tight", sizerv1alpha1.ConditionSized), 3*resizeRecheck, poll).Should(Equal("True/" + sizerv1alpha1.ReasonApplied))
 	s.g.Expect(s.getDeployment("tight").Spec.Template.Spec.Containers[0].Resources.Limits.Memory().String()).To(Equal("64Mi"),
 		"one infeasible pod rolled the whole template")
+}
+
+// setMaxUnavailable gives d's rolling update maxUnavailable n (and maxSurge 1, so that 0 is valid).
+func (s *scenario) setMaxUnavailable(d *appsv1.Deployment, n int) {
+	patch := fmt.Sprintf(`{"spec":{"strategy":{"rollingUpdate":{"maxUnavailable":%d,"maxSurge":1}}}}`, n)
+	s.g.Expect(env.Client.Patch(s.ctx, d, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
 }

@@ -527,13 +527,7 @@ func TestAWorkloadOfAnotherControllerIsNotSized(t *testing.T) {
 func TestASizerAppliedAgainAdoptsItsOrphans(t *testing.T) {
 	s := newScenario(t)
 	startController(t)
-	mine := map[string]string{sizerv1alpha1.NameLabel: "again", "app.kubernetes.io/managed-by": "keelson", "app.kubernetes.io/part-of": "keelson"}
-	pods := map[string]string{sizerv1alpha1.NameLabel: "again"}
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "again", Namespace: s.ns, Labels: mine},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: pods},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: pods},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "web:v1"}}}}}}
-	s.g.Expect(env.Client.Create(s.ctx, d)).To(Succeed())
+	d, mine, pods := s.orphanedDeployment("again", 2)
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "again", Namespace: s.ns, Labels: mine},
 		Spec: corev1.ServiceSpec{Selector: pods, Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
 	s.g.Expect(env.Client.Create(s.ctx, svc)).To(Succeed())
@@ -562,16 +556,23 @@ func TestASizerAppliedAgainAdoptsItsOrphans(t *testing.T) {
 func TestASizeOnlySizerDoesNotAdoptItsTarget(t *testing.T) {
 	s := newScenario(t)
 	startController(t)
-	mine := map[string]string{sizerv1alpha1.NameLabel: "sized", "app.kubernetes.io/managed-by": "keelson"}
-	pods := map[string]string{sizerv1alpha1.NameLabel: "sized"}
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "sized", Namespace: s.ns, Labels: mine},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: pods},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: pods},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "web:v1"}}}}}}
-	s.g.Expect(env.Client.Create(s.ctx, d)).To(Succeed())
+	s.orphanedDeployment("sized", 1)
 	s.sizer("sized", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("sized"), Size: ptr.To[int32](2), ForceOwnership: true})
 	s.g.Eventually(func() int32 { return *s.getDeployment("sized").Spec.Replicas }, timeout, poll).Should(Equal(int32(2)))
 	s.g.Expect(metav1.GetControllerOf(s.getDeployment("sized"))).To(BeNil())
 	s.g.Expect(s.condition("sized", sizerv1alpha1.ConditionTargetFound)()).To(Equal("True/" + sizerv1alpha1.ReasonFound))
 	s.g.Expect(s.getDeployment("sized").Spec.Template.Spec.Containers[0].Image).To(Equal("web:v1"))
+}
+
+// orphanedDeployment creates a Deployment as a sizer of that name made it and an orphan delete left it: its labels,
+// no owner. It returns it, its labels and its pods' labels.
+func (s *scenario) orphanedDeployment(name string, replicas int32) (*appsv1.Deployment, map[string]string, map[string]string) {
+	mine := map[string]string{sizerv1alpha1.NameLabel: name, "app.kubernetes.io/managed-by": "keelson", "app.kubernetes.io/part-of": "keelson"}
+	pods := map[string]string{sizerv1alpha1.NameLabel: name}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.ns, Labels: mine},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: pods},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: pods},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "web:v1"}}}}}}
+	s.g.Expect(env.Client.Create(s.ctx, d)).To(Succeed())
+	return d, mine, pods
 }
