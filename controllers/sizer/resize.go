@@ -224,7 +224,8 @@ func (r *Reconciler) resizePods(ctx context.Context, wls *sizerv1alpha1.Workload
 		}
 		if err := r.SubResource("resize").Update(ctx, s.pod); err != nil {
 			if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
-				// e.g. a QoS class change, or a resource that cannot change in place: the next pass falls back
+				// e.g. a QoS class change, or a resource that cannot change in place: this pass falls back (the
+				// pods it resized already stay so)
 				out = out.combine(resizeOutcome{fallback: fmt.Sprintf("the apiserver refuses to resize pod %s in place: %s",
 					s.pod.Name, apierrors.ReasonForError(err))})
 				continue
