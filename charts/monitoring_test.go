@@ -14,6 +14,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"helm.sh/helm/v3/pkg/chart/loader"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -322,6 +323,11 @@ func TestAlertingRules(t *testing.T) {
 	g.Expect(os.WriteFile(filepath.Join(dir, "rules.yaml"), body, 0o600)).To(Succeed())
 	fixtures, err := os.ReadFile(filepath.Join("testdata", "alerts_test.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
+	// Runbooks are those of the release the chart installs, not of a branch that moves on.
+	chrt, err := loader.Load(chartDir)
+	g.Expect(err).NotTo(HaveOccurred())
+	fixtures = bytes.ReplaceAll(fixtures, []byte("RUNBOOKS"),
+		[]byte("https://github.com/keelson-dev/keelson/blob/v"+chrt.Metadata.AppVersion+"/docs/operations.md"))
 	g.Expect(os.WriteFile(filepath.Join(dir, "alerts_test.yaml"), fixtures, 0o600)).To(Succeed())
 
 	out, err := runCmd(promtool(t), "check", "rules", filepath.Join(dir, "rules.yaml"))
@@ -388,7 +394,7 @@ func TestAlertingRulesFollowTheirValues(t *testing.T) {
 
 // grafanaVariables are the dashboard's variables, as a query runs them: promtool sees what Prometheus would.
 var grafanaVariables = strings.NewReplacer("$__rate_interval", "2m", "$__range", "1h", "$namespace", "keelson-system",
-	"$job", "keelson-daemonset-controller")
+	"$job", "keelson-daemonset-controller", "$cluster", "")
 
 // The dashboard's ConfigMap carries the sidecar's label, and every query of the dashboard names only documented
 // metrics and parses (promtool checks each as a recording rule).
@@ -428,7 +434,15 @@ func TestDashboardQueriesNameExportedMetrics(t *testing.T) {
 	for _, v := range dash.Templating.List {
 		vars = append(vars, v.Name)
 	}
-	g.Expect(vars).To(Equal([]string{"datasource", "namespace", "job"}))
+	g.Expect(vars).To(Equal([]string{"datasource", "cluster", "namespace", "job"}))
+	// "All" controllers are the release's jobs, as keelson_build_info lists them, not any job of a namespace that
+	// other operators share (an allValue of ".+" would be).
+	g.Expect(cm.Data["keelson.json"]).NotTo(ContainSubstring(`"allValue"`))
+	// The runbooks link is the release's, as the alerts' runbook_url.
+	chrt, err := loader.Load(chartDir)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cm.Data["keelson.json"]).To(ContainSubstring(`"url": "https://github.com/keelson-dev/keelson/blob/v` +
+		chrt.Metadata.AppVersion + `/docs/operations.md"`))
 
 	known := documentedSeries(t)
 	var rules []map[string]string
@@ -440,12 +454,17 @@ func TestDashboardQueriesNameExportedMetrics(t *testing.T) {
 		g.Expect(p.Datasource.UID).To(Equal("${datasource}"), "panel %q ignores the data source variable", p.Title)
 		g.Expect(p.Targets).NotTo(BeEmpty(), "panel %q has no query", p.Title)
 		for i, q := range p.Targets {
-			g.Expect(q.Expr).To(ContainSubstring(`namespace="$namespace", job=~"$job"`), "panel %q ignores the variables", p.Title)
+			if strings.Contains(q.Expr, "apiserver_admission_") {
+				// The apiserver's series name the webhook, not the release: picked by cluster and webhook name.
+				g.Expect(q.Expr).To(ContainSubstring(`cluster="$cluster", name=~".+\\.keelson\\.dev"`), "panel %q ignores the variables", p.Title)
+			} else {
+				g.Expect(q.Expr).To(ContainSubstring(`cluster="$cluster", namespace="$namespace", job=~"$job"`), "panel %q ignores the variables", p.Title)
+			}
 			names := metricNames(q.Expr)
 			g.Expect(names).NotTo(BeEmpty(), "panel %q query %d names no metric", p.Title, i)
 			// A follower's work queue fills from its warmed-up informers and never drains: only the leader's counts.
 			if strings.Contains(q.Expr, "workqueue_") {
-				g.Expect(q.Expr).To(ContainSubstring(`and on (namespace, job, pod) (leader_election_master_status{namespace="$namespace", job=~"$job"} == 1)`),
+				g.Expect(q.Expr).To(ContainSubstring(`and on (namespace, job, pod) (leader_election_master_status{cluster="$cluster", namespace="$namespace", job=~"$job"} == 1)`),
 					"panel %q shows the followers' queues", p.Title)
 			}
 			for _, n := range names {

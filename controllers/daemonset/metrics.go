@@ -4,7 +4,9 @@ import (
 	"context"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -43,7 +45,29 @@ func stateKind(list func(context.Context) ([]daemonsetv1alpha1.DaemonSet, error)
 			{Name: "available_nodes", Help: "Nodes that run an available pod of their DaemonSet, summed over DaemonSets.",
 				Values: one(func(s *daemonsetv1alpha1.DaemonSetStatus) int32 { return s.NumberAvailable })},
 		},
+		Faults: faults,
 	}
+}
+
+// Fault reasons of keelson_daemonset_fault.
+const (
+	// faultRolloutStuck: the rollout cannot go on (Progressing False, RolloutStuck).
+	faultRolloutStuck = daemonsetv1alpha1.ReasonRolloutStuck
+	// faultRolloutFailed: the failure policy stopped the rollout, paused or rolled back (status.rolloutFailure).
+	faultRolloutFailed = "RolloutFailed"
+)
+
+// faults is what is wrong with a DaemonSet, for the alerts that name it.
+func faults(ds daemonsetv1alpha1.DaemonSet) (types.NamespacedName, []metrics.Fault) {
+	var out []metrics.Fault
+	if c := meta.FindStatusCondition(ds.Status.Conditions, daemonsetv1alpha1.ConditionProgressing); c != nil &&
+		c.Status == metav1.ConditionFalse && c.Reason == daemonsetv1alpha1.ReasonRolloutStuck {
+		out = append(out, metrics.Fault{Reason: faultRolloutStuck, Value: 1})
+	}
+	if ds.Status.RolloutFailure != nil {
+		out = append(out, metrics.Fault{Reason: faultRolloutFailed, Value: 1})
+	}
+	return types.NamespacedName{Namespace: ds.Namespace, Name: ds.Name}, out
 }
 
 // RegisterMetrics registers the DaemonSets' state metrics, read from mgr's cache on the leader, with

@@ -48,7 +48,19 @@ func stateKind(list func(context.Context) ([]inferencev1alpha1.Pipeline, error))
 				return out
 			},
 		}},
+		Faults: faults,
 	}
+}
+
+// faults is what is wrong with a Pipeline, for the alerts that name it: its Failed and Degraded steps, counted.
+func faults(p inferencev1alpha1.Pipeline) (types.NamespacedName, []metrics.Fault) {
+	var out []metrics.Fault
+	for _, s := range p.Status.Steps {
+		if s.Phase == inferencev1alpha1.PhaseFailed || s.Phase == inferencev1alpha1.PhaseDegraded {
+			out = append(out, metrics.Fault{Reason: string(s.Phase), Value: 1})
+		}
+	}
+	return types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, out
 }
 
 // RegisterMetrics registers the Pipelines' state metrics, read from mgr's cache on the leader, with

@@ -97,3 +97,21 @@ func histogram(t *testing.T) (uint64, float64) {
 	t.Fatal("keelson_pipeline_step_time_to_ready_seconds is not registered")
 	return 0, 0
 }
+
+// A pipeline is at fault, by name, for each Failed or Degraded step (the collector sums them by phase).
+func TestFaultsCountFailingSteps(t *testing.T) {
+	p := inferencev1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "chat"}}
+	p.Status.Steps = stepsIn("a", "Ready", "b", "Failed", "c", "Progressing", "d", "Degraded", "e", "Failed")
+	key, got := faults(p)
+	if key.String() != "ml/chat" {
+		t.Errorf("named %s", key)
+	}
+	want := []string{"Failed", "Degraded", "Failed"}
+	var reasons []string
+	for _, f := range got {
+		reasons = append(reasons, f.Reason)
+	}
+	if diff := cmp.Diff(want, reasons); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

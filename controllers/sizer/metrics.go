@@ -4,7 +4,9 @@ import (
 	"context"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -54,7 +56,17 @@ func stateKind(list func(context.Context) ([]sizerv1alpha1.WorkloadSizer, error)
 		Name:       metrics.KindWorkloadSizer,
 		List:       list,
 		Conditions: func(w sizerv1alpha1.WorkloadSizer) []metav1.Condition { return w.Status.Conditions },
+		Faults:     faults,
 	}
+}
+
+// faults is what is wrong with a WorkloadSizer, for the alerts that name it: a Conflict, by its reason.
+func faults(w sizerv1alpha1.WorkloadSizer) (types.NamespacedName, []metrics.Fault) {
+	var out []metrics.Fault
+	if c := meta.FindStatusCondition(w.Status.Conditions, sizerv1alpha1.ConditionConflict); c != nil && c.Status == metav1.ConditionTrue {
+		out = append(out, metrics.Fault{Reason: c.Reason, Value: 1})
+	}
+	return types.NamespacedName{Namespace: w.Namespace, Name: w.Name}, out
 }
 
 // RegisterMetrics registers the WorkloadSizers' state metrics, read from mgr's cache on the leader, with

@@ -39,3 +39,20 @@ func TestConflictAndFallbackCountersFollowTheEvents(t *testing.T) {
 		}
 	}
 }
+
+// A sizer is at fault, by name, while it is in Conflict, with the conflict's reason.
+func TestFaultsNameTheSizerInConflict(t *testing.T) {
+	w := sizerv1alpha1.WorkloadSizer{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "api"}}
+	if _, got := faults(w); len(got) != 0 {
+		t.Fatalf("a sizer without conditions at fault: %v", got)
+	}
+	w.Status.Conditions = []metav1.Condition{{Type: sizerv1alpha1.ConditionConflict, Status: metav1.ConditionFalse, Reason: sizerv1alpha1.ReasonNoConflict}}
+	if _, got := faults(w); len(got) != 0 {
+		t.Fatalf("a sizer without conflict at fault: %v", got)
+	}
+	w.Status.Conditions[0].Status, w.Status.Conditions[0].Reason = metav1.ConditionTrue, sizerv1alpha1.ReasonAnotherSizer
+	key, got := faults(w)
+	if key.String() != "team-a/api" || len(got) != 1 || got[0].Reason != sizerv1alpha1.ReasonAnotherSizer || got[0].Value != 1 {
+		t.Fatalf("got %s %v, want team-a/api AnotherSizer", key, got)
+	}
+}

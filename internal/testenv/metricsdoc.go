@@ -20,6 +20,9 @@ type DocumentedMetric struct {
 	Type string
 	// Binaries are the binaries that export it; empty for a metric Prometheus makes itself (up).
 	Binaries []string
+	// PerObject: its series name objects (an `object_name` label) and exist only while an object is at fault, so a
+	// scrape of a healthy process has none.
+	PerObject bool
 }
 
 // Binaries are the three controller binaries, as the tables' "all" means them.
@@ -68,7 +71,8 @@ func DocumentedMetrics(root string) ([]DocumentedMetric, error) {
 		if len(cells) < 4 {
 			return nil, fmt.Errorf("%s: a metrics row with %d columns: %s", OperationsDoc, len(cells), line)
 		}
-		m := DocumentedMetric{Name: strings.Trim(strings.TrimSpace(cells[0]), "`"), Type: strings.TrimSpace(cells[1])}
+		m := DocumentedMetric{Name: strings.Trim(strings.TrimSpace(cells[0]), "`"), Type: strings.TrimSpace(cells[1]),
+			PerObject: strings.Contains(cells[2], "`object_name`")}
 		switch b := strings.TrimSpace(cells[3]); b {
 		case "all":
 			m.Binaries = Binaries

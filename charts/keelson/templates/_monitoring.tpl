@@ -38,3 +38,11 @@ namespace="{{ .root.Release.Namespace }}", job="{{ include "keelson.fullname" . 
 {{- end -}}
 namespace="{{ .Release.Namespace }}", job=~"{{ join "|" $jobs }}"
 {{- end }}
+
+{{/*
+Where the alerts' runbooks and the dashboard's link point: metrics.prometheusRule.runbookBaseURL, or the operations
+guide of the release the chart installs (its tag), so a runbook matches the alerts that link to it.
+*/}}
+{{- define "keelson.runbooks" -}}
+{{- .Values.metrics.prometheusRule.runbookBaseURL | default (printf "https://github.com/keelson-dev/keelson/blob/v%s/docs/operations.md" .Chart.AppVersion) -}}
+{{- end }}

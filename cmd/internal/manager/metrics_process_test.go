@@ -81,7 +81,9 @@ func TestEveryDocumentedMetricIsExported(t *testing.T) {
 				}
 				missing = nil
 				for _, m := range documented {
-					if m.ExportedBy(b) && !exports(lines, m.SeriesNames()) {
+					// A per-object metric has series only for objects at fault, which a healthy sample is not: the
+					// collectors' own tests cover those.
+					if m.ExportedBy(b) && !m.PerObject && !exports(lines, m.SeriesNames()) {
 						missing = append(missing, m.Name)
 					}
 				}

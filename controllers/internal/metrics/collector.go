@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
@@ -24,6 +25,18 @@ type Kind[T any] struct {
 	Conditions func(T) []metav1.Condition
 	// Gauges are the kind's other state gauges, each summed over the objects.
 	Gauges []Gauge[T]
+	// Faults returns what is wrong with an object, for keelson_<kind>_fault: reported by the object's namespace and
+	// name, so that an alert names the object at fault and can be routed by its namespace. Nil for a kind without.
+	Faults func(T) (types.NamespacedName, []Fault)
+}
+
+// Fault is one thing wrong with one object: keelson_<kind>_fault{object_namespace, object_name, reason}. Only
+// objects at fault are reported, so the series stay as few as the objects that need a person.
+type Fault struct {
+	// Reason says what is wrong, in one CamelCase word (a condition's reason, a step's phase).
+	Reason string
+	// Value is 1, or how many of the object's parts are at fault (a pipeline's failing steps).
+	Value float64
 }
 
 // Gauge is a state gauge summed over a kind's objects: keelson_<kind>_<Name>, with at most one label.
@@ -81,6 +94,7 @@ type Collector[T any] struct {
 	leading    func() bool
 	conditions *prometheus.Desc
 	gauges     []*prometheus.Desc
+	faults     *prometheus.Desc
 }
 
 var _ prometheus.Collector = &Collector[any]{}
@@ -99,6 +113,12 @@ func NewCollector[T any](kind Kind[T], leading func() bool) *Collector[T] {
 		}
 		c.gauges = append(c.gauges, prometheus.NewDesc(Name(kind.Name, g.Name), g.Help, labels, nil))
 	}
+	if kind.Faults != nil {
+		c.faults = prometheus.NewDesc(Name(kind.Name, "fault"),
+			"What is wrong with a "+kind.Name+" object, by its namespace and name: 1 for each reason (or the number of its "+
+				"parts at fault), reported by the leader for the objects at fault only.",
+			[]string{LabelObjectNamespace, LabelObjectName, LabelReason}, nil)
+	}
 	return c
 }
 
@@ -107,6 +127,9 @@ func (c *Collector[T]) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.conditions
 	for _, d := range c.gauges {
 		ch <- d
+	}
+	if c.faults != nil {
+		ch <- c.faults
 	}
 }
 
@@ -154,6 +177,31 @@ func (c *Collector[T]) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.gauges[i], prometheus.GaugeValue, v, values...)
 		}
 	}
+	if c.faults == nil {
+		return
+	}
+	for _, o := range objs {
+		key, faults := c.kind.Faults(o)
+		for _, f := range SumFaults(faults) {
+			ch <- prometheus.MustNewConstMetric(c.faults, prometheus.GaugeValue, f.Value, key.Namespace, key.Name, f.Reason)
+		}
+	}
+}
+
+// SumFaults adds up an object's faults by reason, in the order the reasons first appear: a metric may not hold two
+// series with the same labels.
+func SumFaults(faults []Fault) []Fault {
+	var out []Fault
+	at := map[string]int{}
+	for _, f := range faults {
+		if i, ok := at[f.Reason]; ok {
+			out[i].Value += f.Value
+			continue
+		}
+		at[f.Reason] = len(out)
+		out = append(out, f)
+	}
+	return out
 }
 
 // Elector is what Leading needs of a manager.

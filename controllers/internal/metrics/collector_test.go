@@ -10,9 +10,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 type thing struct {
+	name       string
 	conditions []metav1.Condition
 	pods       float64
 	phases     []string
@@ -105,6 +107,37 @@ func TestCollectorReportsNothingWhenTheReadFails(t *testing.T) {
 	c := NewCollector(testKind(nil, errors.New("cache not synced")), func() bool { return true })
 	if n := testutil.CollectAndCount(c); n != 0 {
 		t.Fatalf("a failed read reported %d series", n)
+	}
+}
+
+// Faults are reported by object, for the objects at fault only, with two faults of one reason summed into one
+// series (a registry refuses two series with the same labels).
+func TestCollectorReportsFaultsByObject(t *testing.T) {
+	objs := []thing{{name: "a", phases: []string{"Ready"}}, {name: "b", phases: []string{"Failed", "Failed", "Degraded"}}}
+	k := testKind(objs, nil)
+	k.Gauges = nil
+	k.Conditions = func(thing) []metav1.Condition { return nil }
+	k.Faults = func(t thing) (types.NamespacedName, []Fault) {
+		var out []Fault
+		for _, p := range t.phases {
+			if p != "Ready" {
+				out = append(out, Fault{Reason: p, Value: 1})
+			}
+		}
+		return types.NamespacedName{Namespace: "tenant", Name: t.name}, out
+	}
+	c := NewCollector(k, func() bool { return true })
+	want := `
+# HELP keelson_thing_fault What is wrong with a thing object, by its namespace and name: 1 for each reason (or the number of its parts at fault), reported by the leader for the objects at fault only.
+# TYPE keelson_thing_fault gauge
+keelson_thing_fault{object_name="b",object_namespace="tenant",reason="Degraded"} 1
+keelson_thing_fault{object_name="b",object_namespace="tenant",reason="Failed"} 2
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "keelson_thing_fault"); err != nil {
+		t.Fatal(err)
+	}
+	if err := prometheus.NewPedanticRegistry().Register(c); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -21,6 +21,10 @@ const (
 	LabelStatus    = "status"
 	LabelReason    = "reason"
 	LabelPhase     = "phase"
+	// LabelObjectNamespace and LabelObjectName name the object a fault is about. Not "namespace": Prometheus's
+	// target labels hold that name (the controller's own namespace), and a scrape would rename ours.
+	LabelObjectNamespace = "object_namespace"
+	LabelObjectName      = "object_name"
 )
 
 // DurationBuckets are the histogram buckets, in seconds, of how long something takes to converge (a rollout, a
