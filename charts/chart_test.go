@@ -490,8 +490,9 @@ func TestRBACIsExactlyWhatEachControllerUses(t *testing.T) {
 
 	// Roles in the release namespace: the Lease, the own certificate Secret and, for the uninstall hook of a
 	// controller with finalizers, its own Deployment and that Deployment's scale. Keys are "group/resource@names".
+	// Its own Lease only, by name: leader election gets, creates and renews it (a create cannot be scoped by name).
 	roleShared := map[string]string{
-		"coordination.k8s.io/leases@": "get,list,watch,create,update,patch,delete",
+		"coordination.k8s.io/leases@": "create",
 	}
 	hook := map[string]string{"apps/deployments@%s": "get", "apps/deployments/scale@%s": "update,patch"}
 	for _, r := range ofKind[rbacv1.Role](t, mustRender(t, nil), "Role") {
@@ -503,7 +504,8 @@ func TestRBACIsExactlyWhatEachControllerUses(t *testing.T) {
 				}
 			}
 		}
-		expected := map[string]string{"/secrets@" + r.Name + "-webhook-tls": "list,watch,update"}
+		expected := map[string]string{"/secrets@" + r.Name + "-webhook-tls": "list,watch,update",
+			"coordination.k8s.io/leases@" + r.Name: "get,update"}
 		for k, v := range roleShared {
 			expected[k] = v
 		}

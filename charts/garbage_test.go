@@ -109,6 +109,11 @@ var garbageValues = []garbage{
 	{"node selector value with a space", nested("global.nodeSelector", map[string]any{"pool": "system nodes"}), "at '/global/nodeSelector/pool': 'system nodes' does not match pattern"},
 	{"annotation key with a space", nested("daemonsetController.podAnnotations", map[string]any{"my note": "x"}),
 		"at '/daemonsetController/podAnnotations': additional properties 'my note' not allowed"},
+	{"dnsPolicy None without a resolver", nested("global.dnsPolicy", "None"),
+		"daemonsetController.dnsPolicy=None needs daemonsetController.dnsConfig.nameservers (or global.dnsConfig)"},
+	{"dnsConfig with a misspelt key", nested("global.dnsConfig.nameserver", []any{"10.0.0.10"}), "at '/global/dnsConfig': additional properties 'nameserver' not allowed"},
+	{"network policy egress port 0", nested("networkPolicy.egress.apiServerPorts", []any{0}), "at '/networkPolicy/egress/apiServerPorts/0': minimum: got 0, want 1"},
+	{"network policy misspelt key", nested("networkPolicy.webhooksFrom", []any{}), "at '/networkPolicy': additional properties 'webhooksFrom' not allowed"},
 	{"webhook selector value a number", nested("webhooks.namespaceSelector.matchLabels.env", 1), "at '/webhooks/namespaceSelector/matchLabels/env': got number, want string"},
 }
 

@@ -72,6 +72,19 @@ func TestChecksAgainstTheCluster(t *testing.T) {
 		"workloadSizer.enabled=false: 1 WorkloadSizer object(s) still exist")))
 	g.Expect(installAgainstCluster(t, nil)).To(Succeed(), "with the sizer on, its objects are fine")
 
+	// DaemonSets carry no finalizers: their controller may go off while they exist (their pods run on, unmanaged).
+	ds := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "daemonset.keelson.dev/v1alpha1", "kind": "DaemonSet",
+		"metadata": map[string]any{"name": "agent", "namespace": "default"},
+		"spec": map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"app": "agent"}},
+			"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "agent"}},
+				"spec": map[string]any{"containers": []any{map[string]any{"name": "agent", "image": "agent:1"}}}}},
+	}}
+	g.Expect(env.Client.Create(ctx, ds)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, ds) })
+	g.Expect(installAgainstCluster(t, map[string]any{"daemonsetController": map[string]any{"enabled": false}})).
+		To(Succeed(), "a DaemonSet has no finalizer to be left behind")
+
 	g.Expect(installAgainstCluster(t, map[string]any{"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}}})).
 		To(MatchError(ContainSubstring("metrics.serviceMonitor.enabled needs the ServiceMonitor CRD")))
 	g.Expect(installAgainstCluster(t, map[string]any{"webhooks": map[string]any{"certs": map[string]any{"mode": "certManager"}}})).

@@ -12,6 +12,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -202,6 +203,57 @@ func TestHostNetwork(t *testing.T) {
 	} {
 		_, err := render(tc.vals)
 		g.Expect(err).To(MatchError(ContainSubstring(tc.want)), what)
+	}
+}
+
+// With networkPolicy on, each controller's pods take traffic only on their three ports (the webhook's and the
+// metrics' from the peers the values name) and send only DNS and the apiserver's ports, to the peers the values name.
+func TestNetworkPolicy(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(ofKind[networkingv1.NetworkPolicy](t, mustRender(t, nil), "NetworkPolicy")).To(BeEmpty(), "off by default")
+	apiserver := map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.0/28"}}
+	prometheus := map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "monitoring"}}}
+	proxy := map[string]any{"to": []any{map[string]any{"ipBlock": map[string]any{"cidr": "10.1.0.5/32"}}},
+		"ports": []any{map[string]any{"port": 3128, "protocol": "TCP"}}}
+	objs := mustRender(t, map[string]any{"networkPolicy": map[string]any{"enabled": true,
+		"webhookFrom": []any{apiserver}, "metricsFrom": []any{prometheus},
+		"egress": map[string]any{"apiServerTo": []any{apiserver}, "extra": []any{proxy}}}})
+	pols := ofKind[networkingv1.NetworkPolicy](t, objs, "NetworkPolicy")
+	g.Expect(pols).To(HaveLen(len(controllers)))
+	for _, p := range pols {
+		g.Expect(p.Namespace).To(Equal(namespace))
+		g.Expect(p.Spec.PolicyTypes).To(ConsistOf(networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress))
+		g.Expect(p.Spec.PodSelector.MatchLabels).To(HaveKeyWithValue("app.kubernetes.io/instance", "keelson"))
+		ports := map[string][]networkingv1.NetworkPolicyPeer{}
+		for _, in := range p.Spec.Ingress {
+			g.Expect(in.Ports).To(HaveLen(1), p.Name)
+			ports[in.Ports[0].Port.String()] = in.From
+		}
+		g.Expect(ports).To(HaveLen(3), p.Name)
+		g.Expect(ports["webhook"]).To(HaveLen(1))
+		g.Expect(ports["webhook"][0].IPBlock.CIDR).To(Equal("10.0.0.0/28"), "the webhook from the apiserver only")
+		g.Expect(ports["metrics"][0].NamespaceSelector.MatchLabels).To(HaveKeyWithValue("kubernetes.io/metadata.name", "monitoring"))
+		g.Expect(ports["health"]).To(BeEmpty(), "the kubelet's probes come from the node")
+
+		g.Expect(p.Spec.Egress).To(HaveLen(3), p.Name)
+		var dns, api []string
+		for _, port := range p.Spec.Egress[0].Ports {
+			dns = append(dns, string(*port.Protocol)+"/"+port.Port.String())
+		}
+		g.Expect(dns).To(ConsistOf("UDP/53", "TCP/53"))
+		for _, port := range p.Spec.Egress[1].Ports {
+			api = append(api, port.Port.String())
+		}
+		g.Expect(api).To(ConsistOf("443", "6443"), "the apiserver as pods reach it, after the Service's translation")
+		g.Expect(p.Spec.Egress[1].To).To(HaveLen(1))
+		g.Expect(p.Spec.Egress[1].To[0].IPBlock.CIDR).To(Equal("10.0.0.0/28"))
+		g.Expect(p.Spec.Egress[2].Ports[0].Port.IntValue()).To(Equal(3128), "the extra rule")
+	}
+	// Egress may be left open.
+	open := mustRender(t, map[string]any{"networkPolicy": map[string]any{"enabled": true, "egress": map[string]any{"enabled": false}}})
+	for _, p := range ofKind[networkingv1.NetworkPolicy](t, open, "NetworkPolicy") {
+		g.Expect(p.Spec.PolicyTypes).To(ConsistOf(networkingv1.PolicyTypeIngress))
+		g.Expect(p.Spec.Egress).To(BeEmpty())
 	}
 }
 
