@@ -114,6 +114,8 @@ var garbageValues = []garbage{
 	{"dnsConfig with a misspelt key", nested("global.dnsConfig.nameserver", []any{"10.0.0.10"}), "at '/global/dnsConfig': additional properties 'nameserver' not allowed"},
 	{"network policy egress port 0", nested("networkPolicy.egress.apiServerPorts", []any{0}), "at '/networkPolicy/egress/apiServerPorts/0': minimum: got 0, want 1"},
 	{"network policy misspelt key", nested("networkPolicy.webhooksFrom", []any{}), "at '/networkPolicy': additional properties 'webhooksFrom' not allowed"},
+	{"helm test namespace not a name", nested("tests.admissionNamespace", "Team A"), "at '/tests/admissionNamespace': 'Team A' does not match pattern"},
+	{"uninstall hook timeout too short", nested("crds.uninstallHookTimeoutSeconds", 1), "at '/crds/uninstallHookTimeoutSeconds': minimum: got 1, want 10"},
 	{"webhook selector value a number", nested("webhooks.namespaceSelector.matchLabels.env", 1), "at '/webhooks/namespaceSelector/matchLabels/env': got number, want string"},
 }
 

@@ -145,3 +145,84 @@ YAML
 models_served() {
   kubectl get --raw "/api/v1/namespaces/$NAMESPACE/services/model-server:8080/proxy/models-served"
 }
+
+# meshed_and_limited on|off: the release namespace as a service mesh and a policy requiring limits leave it. on: every
+# pod created there that does not opt out (annotation sidecar.istio.io/inject: "false") gets a sidecar that never
+# exits, injected as a mesh's webhook would (a MutatingAdmissionPolicy), and a ResourceQuota on limits refuses any
+# pod whose containers do not all carry cpu and memory limits (a LimitRange cannot refuse them: the apiserver defaults
+# a missing limit to its max). off: both gone (the controllers' own pods carry no cpu limit and are not meant to run
+# meshed).
+meshed_and_limited() {
+  if [ "$1" = off ]; then
+    kubectl delete mutatingadmissionpolicybinding,mutatingadmissionpolicy e2e-mesh-sidecar --ignore-not-found >/dev/null
+    kubectl -n "$KEELSON_NAMESPACE" delete resourcequota e2e-limits-required --ignore-not-found >/dev/null
+    return
+  fi
+  kubectl apply -f - >/dev/null <<YAML
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: e2e-mesh-sidecar}
+spec:
+  failurePolicy: Fail
+  reinvocationPolicy: Never
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  matchConditions:
+    - name: not-opted-out
+      expression: >-
+        !has(object.metadata.annotations) || !('sidecar.istio.io/inject' in object.metadata.annotations) ||
+        object.metadata.annotations['sidecar.istio.io/inject'] != 'false'
+  mutations:
+    - patchType: JSONPatch
+      jsonPatch:
+        expression: >-
+          [JSONPatch{op: "add", path: "/spec/containers/-", value: Object.spec.containers{
+            name: "mesh-proxy", image: "localhost/keelson-echo:e2e",
+            resources: Object.spec.containers.resources{requests: {"cpu": "10m", "memory": "16Mi"}, limits: {"cpu": "50m", "memory": "32Mi"}},
+            securityContext: Object.spec.containers.securityContext{allowPrivilegeEscalation: false, runAsNonRoot: true,
+              runAsUser: 65532, capabilities: Object.spec.containers.securityContext.capabilities{drop: ["ALL"]},
+              seccompProfile: Object.spec.containers.securityContext.seccompProfile{type: "RuntimeDefault"}}}}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {name: e2e-mesh-sidecar}
+spec:
+  policyName: e2e-mesh-sidecar
+  matchResources:
+    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: $KEELSON_NAMESPACE}}
+---
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: e2e-limits-required, namespace: $KEELSON_NAMESPACE}
+spec:
+  hard: {limits.cpu: "20", limits.memory: 20Gi}
+YAML
+  # Both bite: a pod that does not opt out gets the sidecar; a container without limits is refused.
+  eventually "the mesh injects its sidecar" 30 injected
+  eventually "the quota refuses a container without limits" 30 limited
+}
+
+# limited: a pod without limits (that opts out of the mesh) is refused in the release namespace, by the quota.
+limited() {
+  local out
+  if out=$(kubectl -n "$KEELSON_NAMESPACE" run e2e-unlimited --image=localhost/keelson-echo:e2e --dry-run=server \
+    --overrides='{"metadata":{"annotations":{"sidecar.istio.io/inject":"false"}}}' -o name 2>&1); then
+    echo "a pod without limits was admitted: $out" >&2
+    return 1
+  fi
+  case "$out" in *"must specify limits.cpu"*) return 0 ;; esac
+  echo "refused, not by the quota: $out" >&2
+  return 1
+}
+
+# injected: a pod created in the release namespace (a server-side dry run) gets the mesh's sidecar.
+injected() {
+  local out
+  out=$(kubectl -n "$KEELSON_NAMESPACE" run e2e-meshed --image=localhost/keelson-echo:e2e --dry-run=server \
+    --overrides='{"spec":{"containers":[{"name":"e2e-meshed","image":"localhost/keelson-echo:e2e","resources":{"limits":{"cpu":"50m","memory":"32Mi"}}}]}}' \
+    -o go-template='{{range .spec.containers}}{{.name}} {{end}}') || return 1
+  case "$out" in *mesh-proxy*) return 0 ;; esac
+  echo "containers: $out" >&2
+  return 1
+}

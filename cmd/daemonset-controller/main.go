@@ -24,6 +24,7 @@ func main() {
 		SetupControllers: func(mgr ctrl.Manager, _ manager.Options) error {
 			return (&daemonset.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 		},
-		SetupWebhooks: daemonsetwebhook.SetupWithManager,
+		SetupWebhooks:  daemonsetwebhook.SetupWithManager,
+		AdmissionProbe: daemonsetwebhook.Probe,
 	})
 }

@@ -49,7 +49,8 @@ func main() {
 			}
 			return (&pipeline.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ModelFetch: fetch}).SetupWithManager(mgr)
 		},
-		Finalizers:    []manager.Finalizer{{GVK: inferencev1alpha1.GroupVersion.WithKind("Pipeline"), Name: inferencev1alpha1.Finalizer}},
-		SetupWebhooks: func(mgr ctrl.Manager) error { return pipelinewebhook.SetupWithManager(mgr, fetch.Fetcher()) },
+		Finalizers:     []manager.Finalizer{{GVK: inferencev1alpha1.GroupVersion.WithKind("Pipeline"), Name: inferencev1alpha1.Finalizer}},
+		SetupWebhooks:  func(mgr ctrl.Manager) error { return pipelinewebhook.SetupWithManager(mgr, fetch.Fetcher()) },
+		AdmissionProbe: pipelinewebhook.Probe,
 	})
 }

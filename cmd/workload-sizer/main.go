@@ -24,7 +24,8 @@ func main() {
 		SetupControllers: func(mgr ctrl.Manager, _ manager.Options) error {
 			return (&sizer.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 		},
-		Finalizers:    []manager.Finalizer{{GVK: sizerv1alpha1.GroupVersion.WithKind("WorkloadSizer"), Name: sizerv1alpha1.Finalizer}},
-		SetupWebhooks: sizerwebhook.SetupWithManager,
+		Finalizers:     []manager.Finalizer{{GVK: sizerv1alpha1.GroupVersion.WithKind("WorkloadSizer"), Name: sizerv1alpha1.Finalizer}},
+		SetupWebhooks:  sizerwebhook.SetupWithManager,
+		AdmissionProbe: sizerwebhook.Probe,
 	})
 }

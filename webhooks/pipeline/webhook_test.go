@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/internal/admissioncheck"
 	"github.com/keelson-dev/keelson/internal/pipelinespec"
 	"github.com/keelson-dev/keelson/internal/testenv"
 	webhook "github.com/keelson-dev/keelson/webhooks/pipeline"
@@ -542,4 +543,18 @@ func TestUnnamedStepsKeepTheirNamesOnlyWhenUnchanged(t *testing.T) {
 	changed.Spec.Steps[1].Name = ""
 	changed.Spec.Steps[1].Image = "other"
 	g.Expect(withWebhook.Client.Update(ctx, changed)).To(MatchError(ContainSubstring("spec.steps[1].name: Required value")))
+}
+
+// The helm test's probe: through the apiserver with the webhooks, the valid object is admitted and the invalid one
+// refused in the webhook's words; with the CRD alone, the invalid one is admitted, so only the webhook refuses it.
+func TestProbeReachesOnlyTheWebhook(t *testing.T) {
+	serveWebhooks(t)
+	ctx := context.Background()
+	if err := admissioncheck.Run(ctx, withWebhook.Client, namespace(t, withWebhook), webhook.Probe()); err != nil {
+		t.Fatalf("with the webhook: %v", err)
+	}
+	err := admissioncheck.Run(ctx, withoutWebhook.Client, namespace(t, withoutWebhook), webhook.Probe())
+	if err == nil || !strings.Contains(err.Error(), "was admitted") {
+		t.Fatalf("without the webhook: got %v, want the invalid object admitted", err)
+	}
 }

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+	"github.com/keelson-dev/keelson/internal/admissioncheck"
 	"github.com/keelson-dev/keelson/internal/testenv"
 	webhook "github.com/keelson-dev/keelson/webhooks/sizer"
 )
@@ -230,5 +231,19 @@ func TestAZeroHeadroomIsKept(t *testing.T) {
 			want := map[string]int64{"zero": 0, "unset": 10}[name]
 			g.Expect(got).To(Equal(want), "%s headroom", name)
 		}
+	}
+}
+
+// The helm test's probe: through the apiserver with the webhooks, the valid object is admitted and the invalid one
+// refused in the webhook's words; with the CRD alone, the invalid one is admitted, so only the webhook refuses it.
+func TestProbeReachesOnlyTheWebhook(t *testing.T) {
+	serveWebhooks(t)
+	ctx := context.Background()
+	if err := admissioncheck.Run(ctx, withWebhook.Client, namespace(t, withWebhook), webhook.Probe()); err != nil {
+		t.Fatalf("with the webhook: %v", err)
+	}
+	err := admissioncheck.Run(ctx, withoutWebhook.Client, namespace(t, withoutWebhook), webhook.Probe())
+	if err == nil || !strings.Contains(err.Error(), "was admitted") {
+		t.Fatalf("without the webhook: got %v, want the invalid object admitted", err)
 	}
 }

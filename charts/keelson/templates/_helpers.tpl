@@ -140,3 +140,16 @@ spreads a controller's replicas across nodes.
 {{- end -}}
 {{- toYaml $a -}}
 {{- end }}
+
+{{/*
+keelson.hookPodLabels and keelson.hookPodAnnotations: the metadata of the pods that run to completion (the uninstall
+hook, helm test): the controller's podLabels and podAnnotations, and an opt-out of service-mesh sidecar injection, as
+a sidecar never exits and would keep such a pod running. Istio reads its switch from a label before the annotation:
+both say no. (dict labels: the pod's own labels, cfg: the controller's config) and (cfg).
+*/}}
+{{- define "keelson.hookPodLabels" -}}
+{{- toYaml (merge (dict "sidecar.istio.io/inject" "false") .labels (default (dict) .cfg.podLabels)) -}}
+{{- end }}
+{{- define "keelson.hookPodAnnotations" -}}
+{{- toYaml (merge (dict "sidecar.istio.io/inject" "false" "linkerd.io/inject" "disabled") (default (dict) .podAnnotations)) -}}
+{{- end }}

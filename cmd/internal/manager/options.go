@@ -58,6 +58,10 @@ type Options struct {
 	// CheckReadyURL, when set, makes the process GET that URL, exit 0 on a 2xx answer and 1 otherwise (the
 	// chart's helm test uses it, so no other image is needed).
 	CheckReadyURL string
+	// CheckAdmissionNamespace, with CheckReadyURL, also sends the binary's admission probe to this namespace as
+	// server-side dry runs: a valid object must be admitted and one only the webhook refuses must be refused (the
+	// chart's helm test, proving the apiserver reaches the webhooks).
+	CheckAdmissionNamespace string
 	// ReleaseFinalizers, when set, names the controller's Deployment in the pod's namespace: the process scales it
 	// to zero, waits for its pods to go, removes the binary's finalizers from every object of its kinds and exits
 	// (the chart's pre-delete hook, so an uninstall leaves no object that nobody will finalize).
@@ -170,6 +174,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"Name of the validating and mutating webhook configurations to inject the CA into.")
 	fs.StringVar(&o.CheckReadyURL, "check-ready-url", o.CheckReadyURL,
 		"GET this URL and exit 0 if it answers 2xx, 1 otherwise; nothing else runs (for helm test).")
+	fs.StringVar(&o.CheckAdmissionNamespace, "check-admission-namespace", o.CheckAdmissionNamespace,
+		"With --check-ready-url: also dry-run a valid and an invalid object of the binary's kind in this namespace, and "+
+			"fail unless the webhooks admit the first and refuse the second (for helm test).")
 	fs.StringVar(&o.ReleaseFinalizers, "release-finalizers", o.ReleaseFinalizers,
 		"Scale this Deployment (in POD_NAMESPACE) to 0, wait for its pods to go, remove this controller's finalizers "+
 			"from every object of its kinds and exit; nothing else runs (for uninstall).")
@@ -216,6 +223,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ReleaseFinalizersTimeout <= 0 {
 		errs = append(errs, errors.New("--release-finalizers-timeout must be positive"))
+	}
+	if o.CheckAdmissionNamespace != "" && o.CheckReadyURL == "" {
+		errs = append(errs, errors.New("--check-admission-namespace needs --check-ready-url (the controller must be ready first)"))
 	}
 	if o.ReleaseFinalizersReplicas < 0 {
 		errs = append(errs, errors.New("--release-finalizers-replicas must not be negative"))

@@ -28,14 +28,15 @@ func TestValidateNamesEveryBadFlag(t *testing.T) {
 		mutate func(*Options)
 		want   []string
 	}{
-		"log level":      {func(o *Options) { o.LogLevel = "loud" }, []string{"--log-level"}},
-		"log format":     {func(o *Options) { o.LogFormat = "xml" }, []string{"--log-format"}},
-		"concurrency":    {func(o *Options) { o.Concurrency = 0 }, []string{"--concurrency"}},
-		"qps":            {func(o *Options) { o.KubeAPIQPS = 0 }, []string{"--kube-api-qps"}},
-		"webhook port":   {func(o *Options) { o.WebhookPort = 70000 }, []string{"--webhook-port"}},
-		"shutdown":       {func(o *Options) { o.GracefulShutdownTimeout = -time.Second }, []string{"--graceful-shutdown-timeout"}},
-		"drain":          {func(o *Options) { o.WebhookDrain = -time.Second }, []string{"--webhook-drain-duration"}},
-		"release":        {func(o *Options) { o.ReleaseFinalizersTimeout = 0 }, []string{"--release-finalizers-timeout"}},
+		"log level":    {func(o *Options) { o.LogLevel = "loud" }, []string{"--log-level"}},
+		"log format":   {func(o *Options) { o.LogFormat = "xml" }, []string{"--log-format"}},
+		"concurrency":  {func(o *Options) { o.Concurrency = 0 }, []string{"--concurrency"}},
+		"qps":          {func(o *Options) { o.KubeAPIQPS = 0 }, []string{"--kube-api-qps"}},
+		"webhook port": {func(o *Options) { o.WebhookPort = 70000 }, []string{"--webhook-port"}},
+		"shutdown":     {func(o *Options) { o.GracefulShutdownTimeout = -time.Second }, []string{"--graceful-shutdown-timeout"}},
+		"drain":        {func(o *Options) { o.WebhookDrain = -time.Second }, []string{"--webhook-drain-duration"}},
+		"release":      {func(o *Options) { o.ReleaseFinalizersTimeout = 0 }, []string{"--release-finalizers-timeout"}},
+		"admission check without the ready check": {func(o *Options) { o.CheckAdmissionNamespace = "probe" }, []string{"--check-admission-namespace"}},
 		"renew >= lease": {func(o *Options) { o.RenewDeadline = o.LeaseDuration }, []string{"--leader-election-lease-duration"}},
 		"retry too long": {func(o *Options) { o.RetryPeriod = o.RenewDeadline }, []string{"--leader-election-renew-deadline"}},
 		"retry zero":     {func(o *Options) { o.RetryPeriod = 0 }, []string{"--leader-election-retry-period"}},
@@ -80,7 +81,7 @@ func TestBindFlagsParsesEveryFlag(t *testing.T) {
 		"--webhook-cert-dir=/certs", "--log-level=debug", "--log-format=console", "--concurrency=8",
 		"--kube-api-qps=10", "--kube-api-burst=20", "--graceful-shutdown-timeout=5s", "--kubeconfig=/kc", "--webhook-drain-duration=2s",
 		"--webhook-cert-rotation", "--webhook-cert-secret=s", "--webhook-service-name=svc",
-		"--webhook-configuration-name=cfg", "--check-ready-url=http://x/readyz",
+		"--webhook-configuration-name=cfg", "--check-ready-url=http://x/readyz", "--check-admission-namespace=probe",
 		"--release-finalizers=ctl", "--release-finalizers-timeout=1m",
 	})
 	if err != nil {
@@ -90,7 +91,7 @@ func TestBindFlagsParsesEveryFlag(t *testing.T) {
 		MetricsAddr: ":9000", ProbeAddr: ":9001", LeaderElectionNamespace: "ops", LeaderElectionID: "lease-x",
 		LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 3 * time.Second,
 		WebhookPort: 9444, WebhookCertDir: "/certs", WebhookCertRotation: true, WebhookCertSecret: "s",
-		WebhookServiceName: "svc", WebhookConfigName: "cfg", CheckReadyURL: "http://x/readyz",
+		WebhookServiceName: "svc", WebhookConfigName: "cfg", CheckReadyURL: "http://x/readyz", CheckAdmissionNamespace: "probe",
 		ReleaseFinalizers: "ctl", ReleaseFinalizersTimeout: time.Minute,
 		LogLevel: "debug", LogFormat: "console", Concurrency: 8,
 		KubeAPIQPS: 10, KubeAPIBurst: 20, GracefulShutdownTimeout: 5 * time.Second, WebhookDrain: 2 * time.Second,

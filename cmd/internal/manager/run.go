@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/keelson-dev/keelson/cmd/internal/version"
+	"github.com/keelson-dev/keelson/internal/admissioncheck"
 )
 
 // Binary describes one Keelson controller binary: its name, the API groups it uses and what it registers.
@@ -44,6 +45,9 @@ type Binary struct {
 	SetupWebhooks func(mgr ctrl.Manager) error
 	// Finalizers are the finalizers the binary's controllers put on objects; --release-finalizers removes them.
 	Finalizers []Finalizer
+	// AdmissionProbe is what --check-admission-namespace sends through the apiserver to the binary's webhooks (see
+	// package admissioncheck). Nil for a binary without webhooks.
+	AdmissionProbe func() admissioncheck.Probe
 	// RegisterMetrics registers the binary's own metrics (its kinds' state, read from the manager's cache) with
 	// controller-runtime's registry, once per process. Nil registers none.
 	RegisterMetrics func(mgr ctrl.Manager) error
@@ -88,6 +92,15 @@ func Run(ctx context.Context, b Binary, args []string, stdout, stderr io.Writer)
 			return exitError
 		}
 		_, _ = fmt.Fprintf(stdout, "%s: %s is ready\n", b.Name, opts.CheckReadyURL)
+		if opts.CheckAdmissionNamespace == "" {
+			return exitOK
+		}
+		if err := checkAdmission(ctx, b, opts.CheckAdmissionNamespace); err != nil {
+			_, _ = fmt.Fprintf(stderr, "%s: admission through the apiserver, in namespace %s: %v\n", b.Name, opts.CheckAdmissionNamespace, err)
+			return exitError
+		}
+		_, _ = fmt.Fprintf(stdout, "%s: the apiserver reaches the webhooks: a valid object admitted, an invalid one refused (dry runs in %s)\n",
+			b.Name, opts.CheckAdmissionNamespace)
 		return exitOK
 	}
 	if opts.ReleaseFinalizers != "" {
