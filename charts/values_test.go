@@ -82,6 +82,9 @@ func TestUserValuesReachTheirController(t *testing.T) {
 		g.Expect(c.Image).To(HaveSuffix(":0.1.0"), name)
 	}
 	for _, sa := range ofKind[corev1.ServiceAccount](t, objs, "ServiceAccount") {
+		if sa.Labels["app.kubernetes.io/component"] == "test" {
+			continue
+		}
 		if sa.Name == "keelson-workload-sizer" {
 			g.Expect(sa.Annotations).To(HaveKeyWithValue("iam.example.com/role", "sizer"))
 		} else {
@@ -343,6 +346,9 @@ func TestFetcherWebhookSeesStepPodsAndNeverBlocks(t *testing.T) {
 				fetcher = append(fetcher, h)
 				continue
 			}
+			if slices.Contains(h.Rules[0].Resources, "deployments") {
+				continue // TestContainerStubWebhookSeesOnlyStubs
+			}
 			g.Expect(*h.FailurePolicy).To(Equal(admissionregistrationv1.Fail), "%s follows the values", h.Name)
 		}
 	}
@@ -354,6 +360,90 @@ func TestFetcherWebhookSeesStepPodsAndNeverBlocks(t *testing.T) {
 		metav1.LabelSelectorRequirement{Key: "inference.keelson.dev/pipeline", Operator: metav1.LabelSelectorOpExists}))
 	g.Expect(*h.TimeoutSeconds).To(BeNumerically("<=", 3))
 	g.Expect(h.NamespaceSelector.MatchExpressions[0].Values).To(ConsistOf("kube-system", namespace))
+}
+
+// helm test proves the path apiserver → webhook → controller: each controller's test pod dry-runs objects of its
+// kind in tests.admissionNamespace, as a ServiceAccount of its own (the webhooks skip the controller's) allowed only
+// to create that kind there; its pod is admitted where a quota requires limits and opts out of mesh sidecars.
+func TestHelmTestProvesTheWebhookPath(t *testing.T) {
+	g := NewWithT(t)
+	objs := mustRender(t, nil)
+	kinds := map[string]string{"daemonset-controller": "daemonset.keelson.dev/daemonsets",
+		"workload-sizer": "sizer.keelson.dev/workloadsizers", "pipeline-controller": "inference.keelson.dev/pipelines"}
+	pods := map[string]*corev1.Pod{}
+	for _, p := range ofKind[corev1.Pod](t, objs, "Pod") {
+		g.Expect(testHook(p)).To(BeTrue())
+		pods[strings.TrimSuffix(p.Labels["app.kubernetes.io/name"], "-test")] = p
+	}
+	g.Expect(pods).To(HaveLen(len(controllers)))
+	roles := map[string]*rbacv1.Role{}
+	for _, r := range ofKind[rbacv1.Role](t, objs, "Role") {
+		if r.Labels["app.kubernetes.io/component"] == "test" {
+			g.Expect(testHook(r)).To(BeFalse(), "helm test --logs fails on a test hook that is no pod")
+			roles[r.Name] = r
+		}
+	}
+	for name, p := range pods {
+		full := "keelson-" + name
+		g.Expect(p.Spec.ServiceAccountName).To(Equal(full+"-test"), "not the controller's own: the webhooks skip it")
+		g.Expect(p.Annotations).To(HaveKeyWithValue("helm.sh/hook-delete-policy", "before-hook-creation"),
+			"kept after the test, for helm test --logs")
+		c := p.Spec.Containers[0]
+		g.Expect(c.Args).To(ConsistOf("--check-ready-url=http://"+full+"."+namespace+".svc:8081/readyz",
+			"--check-admission-namespace=default"))
+		g.Expect(c.Resources.Limits).To(HaveKey(corev1.ResourceCPU), "a quota requiring limits must admit it")
+		g.Expect(c.Resources.Limits).To(HaveKey(corev1.ResourceMemory))
+		g.Expect(p.Annotations).To(HaveKeyWithValue("sidecar.istio.io/inject", "false"))
+		g.Expect(p.Labels).To(HaveKeyWithValue("sidecar.istio.io/inject", "false"))
+		r := roles[full+"-test"]
+		g.Expect(r).NotTo(BeNil(), name)
+		g.Expect(r.Namespace).To(Equal("default"))
+		g.Expect(r.Rules).To(HaveLen(1))
+		g.Expect(r.Rules[0].APIGroups[0] + "/" + r.Rules[0].Resources[0]).To(Equal(kinds[name]))
+		g.Expect(r.Rules[0].Verbs).To(ConsistOf("create"))
+	}
+	// Readiness only: no ServiceAccount, no Role, no token.
+	objs = mustRender(t, map[string]any{"tests": map[string]any{"admissionNamespace": ""}})
+	for _, p := range ofKind[corev1.Pod](t, objs, "Pod") {
+		g.Expect(p.Spec.Containers[0].Args).To(HaveLen(1))
+		g.Expect(*p.Spec.AutomountServiceAccountToken).To(BeFalse())
+	}
+	for _, r := range ofKind[rbacv1.Role](t, objs, "Role") {
+		g.Expect(r.Labels).NotTo(HaveKeyWithValue("app.kubernetes.io/component", "test"), r.Name)
+	}
+	_, err := render(map[string]any{"tests": map[string]any{"admissionNamespace": namespace}})
+	g.Expect(err).To(MatchError(ContainSubstring("tests.admissionNamespace=" + namespace + ": the webhooks spare")))
+}
+
+// The container-stub webhook sees only updates of Deployments and StatefulSets whose template holds a container
+// without an image (which the apiserver refuses anyway), whatever object selector the values give, and never blocks
+// one (nor holds it long).
+func TestContainerStubWebhookSeesOnlyStubs(t *testing.T) {
+	g := NewWithT(t)
+	objs := mustRender(t, map[string]any{"webhooks": map[string]any{"failurePolicy": "Fail", "timeoutSeconds": 10,
+		"objectSelector": map[string]any{"matchLabels": map[string]any{"team": "a"}}}})
+	var stubs []admissionregistrationv1.MutatingWebhook
+	for _, w := range ofKind[admissionregistrationv1.MutatingWebhookConfiguration](t, objs, "MutatingWebhookConfiguration") {
+		for _, h := range w.Webhooks {
+			if slices.Contains(h.Rules[0].Resources, "deployments") {
+				g.Expect(w.Name).To(Equal("keelson-workload-sizer"))
+				stubs = append(stubs, h)
+			}
+		}
+	}
+	g.Expect(stubs).To(HaveLen(1))
+	h := stubs[0]
+	g.Expect(h.Rules[0].Resources).To(ConsistOf("deployments", "statefulsets"))
+	g.Expect(h.Rules[0].Operations).To(ConsistOf(admissionregistrationv1.Update))
+	g.Expect(*h.FailurePolicy).To(Equal(admissionregistrationv1.Ignore))
+	g.Expect(*h.TimeoutSeconds).To(BeNumerically("<=", 3))
+	g.Expect(h.ObjectSelector).To(BeNil(), "a user's workload carries none of the values' labels")
+	var exprs []string
+	for _, c := range h.MatchConditions {
+		exprs = append(exprs, c.Expression)
+	}
+	g.Expect(exprs).To(ContainElement(`object.spec.template.spec.containers.exists(c, !has(c.image) || c.image == "")`))
+	g.Expect(exprs).To(ContainElement(ContainSubstring("system:serviceaccount:" + namespace + ":keelson-workload-sizer")))
 }
 
 // NOTES.txt names only the enabled kinds and says how to wait for the controllers.

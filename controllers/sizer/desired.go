@@ -23,7 +23,7 @@ const (
 	// FieldOwner is the server-side apply field manager of what the sizer owns outright: a target it created, its
 	// PodDisruptionBudget, Service and Ingress. Fields of a workload it did not create are applied under a field
 	// manager of their own per sizer (workloadFieldOwner).
-	FieldOwner     = "keelson-workload-sizer"
+	FieldOwner     = sizerv1alpha1.FieldManager
 	managedByLabel = "app.kubernetes.io/managed-by"
 	partOfLabel    = "app.kubernetes.io/part-of"
 	keelson        = "keelson"

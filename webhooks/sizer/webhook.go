@@ -27,6 +27,7 @@ const mutatePath = "/mutate-sizer-keelson-dev-v1alpha1-workloadsizer"
 // SetupWithManager registers the WorkloadSizer's webhooks.
 func SetupWithManager(mgr ctrl.Manager) error {
 	defaulting.Register(mgr, mutatePath, &sizerv1alpha1.WorkloadSizer{}, Defaulter{})
+	RegisterContainerStubs(mgr)
 	return ctrl.NewWebhookManagedBy(mgr, &sizerv1alpha1.WorkloadSizer{}).
 		WithValidator(Validator{Reader: mgr.GetClient()}).
 		Complete()

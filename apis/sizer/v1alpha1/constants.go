@@ -9,6 +9,10 @@ const (
 	DefaultContainerName = "app"
 	// Finalizer lets the sizer release the fields it owns on a target it did not create before the sizer goes.
 	Finalizer = "sizer.keelson.dev/release"
+	// FieldManager is the sizer's server-side apply field manager; the fields it writes to a workload it did not
+	// create belong to FieldManager + "/" + the sizer's name (shortened with a hash past the apiserver's 128
+	// characters).
+	FieldManager = "keelson-workload-sizer"
 )
 
 // DefaultMemoryHeadroomPercent is the memory headroom of a runtime spec that sets none.
