@@ -324,16 +324,22 @@ image-local: build ## Build the same three images offline, as OCI archives in bi
 	TINI=$$(tools/install.sh tini) && $(foreach b,$(BINARIES),$(BIN)/tools/image --binary $(BIN)/$(b) --tini $$TINI \
 		--ref $(IMAGE_REGISTRY)/$(IMAGE_REPOSITORY)/$(b):$(IMAGE_TAG) --out $(BIN)/images/$(b).tar &&) true
 
-# make release: the multi-architecture images and the chart, pushed to REGISTRY (host[/path], e.g. ghcr.io/acme).
+# make release: the multi-architecture images and the chart, pushed to REGISTRY (host[/path], e.g. ghcr.io/acme),
+# signed with SIGNING_KEY (a cosign or PEM private key; a cosign key's password in COSIGN_PASSWORD), each with its
+# SBOM and provenance attested. UNSIGNED=1 pushes without (a registry on this machine).
 REGISTRY ?=
+SIGNING_KEY ?=
+UNSIGNED ?=
 RELEASE_PLATFORMS_ARCH := amd64 arm64
 RELEASE_FLAGS ?=
 
 .PHONY: release
-release: ## Build linux/amd64+arm64 images, push one index per controller and the chart (OCI) to REGISTRY=host[/path].
-	@test -n "$(REGISTRY)" || { echo "usage: make release REGISTRY=<host>[/<path>] (log in first: docker login or helm registry login)" >&2; exit 2; }
+release: ## Build linux/amd64+arm64 images, push one index per controller and the chart (OCI) to REGISTRY=host[/path], signed with SIGNING_KEY.
+	@test -n "$(REGISTRY)" || { echo "usage: make release REGISTRY=<host>[/<path>] SIGNING_KEY=<key> (log in first: docker login or helm registry login)" >&2; exit 2; }
+	@test -n "$(SIGNING_KEY)$(UNSIGNED)" || { echo "make release needs SIGNING_KEY=<cosign or PEM private key> (or UNSIGNED=1 for a registry of your own)" >&2; exit 2; }
 	$(call tool,release) --registry $(REGISTRY) --repository $(IMAGE_REPOSITORY) --git-commit $(GIT_COMMIT) \
-		--build-date $(BUILD_DATE) $(foreach a,$(RELEASE_PLATFORMS_ARCH),--tini-$(a) $$(tools/install.sh tini-$(a))) $(RELEASE_FLAGS)
+		--build-date $(BUILD_DATE) $(foreach a,$(RELEASE_PLATFORMS_ARCH),--tini-$(a) $$(tools/install.sh tini-$(a))) \
+		$(if $(SIGNING_KEY),--signing-key $(SIGNING_KEY)) $(if $(UNSIGNED),--unsigned) $(RELEASE_FLAGS)
 
 ##@ Deploy
 

@@ -1,6 +1,7 @@
 package charts_test
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -547,4 +548,22 @@ func TestPackagedChartCarriesItsReadme(t *testing.T) {
 		}
 	}
 	t.Errorf("README.md is not in the packaged chart (check .helmignore)")
+}
+
+// The packaged chart carries the license its Artifact Hub annotation claims, the repository's own.
+func TestPackagedChartCarriesItsLicense(t *testing.T) {
+	g := NewWithT(t)
+	chrt, err := loader.Load(chartDir)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(chrt.Metadata.Annotations).To(HaveKeyWithValue("artifacthub.io/license", "Apache-2.0"))
+	root, err := os.ReadFile("../LICENSE")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(root)).To(ContainSubstring("Apache License\n                           Version 2.0"))
+	var packaged []byte
+	for _, f := range chrt.Files {
+		if f.Name == "LICENSE" {
+			packaged = f.Data
+		}
+	}
+	g.Expect(string(packaged)).To(Equal(string(root)), "the chart's LICENSE is the repository's")
 }

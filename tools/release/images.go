@@ -29,39 +29,52 @@ func (r Release) crossBuild(ctx context.Context, dir, binary, version string, p 
 	return out, nil
 }
 
+// platformImage is one platform's image of an index: where it is, and the binary it holds (for its SBOM).
+type platformImage struct {
+	Platform v1.Platform
+	Digest   name.Digest
+	Binary   string
+}
+
 // pushImage builds binary's image for every platform and pushes them as one index tagged ref. It returns the
-// index by digest: the reference a chart can pin.
-func (r Release) pushImage(ctx context.Context, work, binary string, ref name.Tag) (name.Digest, error) {
+// index by digest (the reference a chart can pin) and each platform's image.
+func (r Release) pushImage(ctx context.Context, work, binary string, ref name.Tag) (name.Digest, []platformImage, error) {
 	var images []v1.Image
+	var platforms []platformImage
 	for _, p := range r.Platforms {
 		bin, err := r.crossBuild(ctx, work, binary, ref.TagStr(), p)
 		if err != nil {
-			return name.Digest{}, err
+			return name.Digest{}, nil, err
 		}
 		data, err := os.ReadFile(bin)
 		if err != nil {
-			return name.Digest{}, err
+			return name.Digest{}, nil, err
 		}
 		tini, err := os.ReadFile(r.Tini[p.Architecture])
 		if err != nil {
-			return name.Digest{}, err
+			return name.Digest{}, nil, err
 		}
 		img, err := oci.Controller(binary, data, tini, p)
 		if err != nil {
-			return name.Digest{}, err
+			return name.Digest{}, nil, err
+		}
+		d, err := img.Digest()
+		if err != nil {
+			return name.Digest{}, nil, err
 		}
 		images = append(images, img)
+		platforms = append(platforms, platformImage{Platform: p, Digest: ref.Context().Digest(d.String()), Binary: bin})
 	}
 	idx, err := oci.Index(images...)
 	if err != nil {
-		return name.Digest{}, err
+		return name.Digest{}, nil, err
 	}
 	if err := remote.WriteIndex(ref, idx, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
-		return name.Digest{}, err
+		return name.Digest{}, nil, err
 	}
 	d, err := idx.Digest()
 	if err != nil {
-		return name.Digest{}, err
+		return name.Digest{}, nil, err
 	}
-	return ref.Context().Digest(d.String()), nil
+	return ref.Context().Digest(d.String()), platforms, nil
 }

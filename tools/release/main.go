@@ -26,6 +26,9 @@ func run() error {
 	flag.StringVar(&r.GitCommit, "git-commit", "unknown", "commit stamped into the binaries")
 	flag.StringVar(&r.BuildDate, "build-date", "unknown", "build date stamped into the binaries (the commit's, so builds are reproducible)")
 	flag.BoolVar(&r.PlainHTTP, "plain-http", false, "talk plain HTTP to the registry (a registry on this machine or in a test)")
+	key := flag.String("signing-key", "", "private key that signs the images, the chart and their SBOM and provenance "+
+		"attestations, in cosign's formats: a PEM key, or one of `cosign generate-key-pair` (its password in COSIGN_PASSWORD)")
+	flag.BoolVar(&r.Unsigned, "unsigned", false, "push without signatures and attestations (a registry on this machine)")
 	for _, p := range defaultPlatforms {
 		flag.Func("tini-"+p.Architecture, "path of Debian's tini-static for "+p.Architecture+" (tools/install.sh tini-"+p.Architecture+")",
 			func(s string) error { r.Tini[p.Architecture] = s; return nil })
@@ -35,6 +38,13 @@ func run() error {
 		return fmt.Errorf("--registry is required")
 	}
 	r.Registry = strings.TrimSuffix(r.Registry, "/")
+	if *key != "" {
+		sv, err := loadSigner(*key)
+		if err != nil {
+			return err
+		}
+		r.Signer = sv
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := r.Run(ctx)

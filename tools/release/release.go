@@ -2,14 +2,22 @@ package main
 
 import (
 	"context"
+	"crypto"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/sigstore/sigstore/pkg/signature"
+	"helm.sh/helm/v3/pkg/chart"
 )
 
 // The controllers and platforms a release builds.
@@ -39,6 +47,11 @@ type Release struct {
 	GitCommit, BuildDate string
 	// PlainHTTP talks HTTP, not HTTPS, to the registry.
 	PlainHTTP bool
+	// Signer signs every image, index and the chart, and their SBOM and provenance attestations (cosign's
+	// formats). Nil pushes them unsigned, which Unsigned must then say.
+	Signer signature.SignerVerifier
+	// Unsigned allows a release without a Signer (a registry on this machine, a test).
+	Unsigned bool
 	// Log receives progress lines.
 	Log io.Writer
 }
@@ -53,6 +66,8 @@ type Result struct {
 	Images map[string]name.Digest
 	// Chart is the pushed chart, by digest.
 	Chart name.Digest
+	// Platforms maps each binary to its per-platform images, by digest.
+	Platforms map[string][]platformImage
 }
 
 // ChartRepository is the chart's repository (without a tag), the oci:// reference `helm install` takes.
@@ -83,22 +98,129 @@ func (r Release) Run(ctx context.Context) (*Result, error) {
 	}
 	defer func() { _ = os.RemoveAll(work) }()
 
-	res := &Result{Version: meta.AppVersion, ChartVersion: meta.Version, Images: map[string]name.Digest{}}
+	if r.Signer == nil && !r.Unsigned {
+		return nil, errors.New("no signing key: give one (make release SIGNING_KEY=<cosign or PEM private key>), or say the release is unsigned")
+	}
+	if err := r.refuseOverwrite(ctx, meta); err != nil {
+		return nil, err
+	}
+	res := &Result{Version: meta.AppVersion, ChartVersion: meta.Version, Images: map[string]name.Digest{},
+		Platforms: map[string][]platformImage{}}
 	for _, b := range r.Binaries {
 		ref, err := r.imageRef(b, meta.AppVersion)
 		if err != nil {
 			return nil, err
 		}
-		if res.Images[b], err = r.pushImage(ctx, work, b, ref); err != nil {
+		if res.Images[b], res.Platforms[b], err = r.pushImage(ctx, work, b, ref); err != nil {
 			return nil, fmt.Errorf("%s: %w", b, err)
 		}
 		r.logf("pushed %s", res.Images[b])
+		if err := r.signImage(ctx, b, ref, res, start); err != nil {
+			return nil, fmt.Errorf("%s: %w", b, err)
+		}
 	}
 	if res.Chart, err = r.pushChart(ctx, work); err != nil {
 		return nil, fmt.Errorf("chart: %w", err)
 	}
+	if r.Signer != nil {
+		claimed := res.ChartRepository() + ":" + meta.Version
+		if err := r.sign(ctx, r.Signer, res.Chart, claimed, predicate{slsaProvenancePredicateType,
+			r.provenanceOf("chart "+meta.Name, meta.Version, "", start)}); err != nil {
+			return nil, fmt.Errorf("chart: %w", err)
+		}
+		if err := r.verifyAll(ctx, res); err != nil {
+			return nil, err
+		}
+	}
 	r.logf("pushed %s (%s in all)", res.Chart, time.Since(start).Round(time.Second))
 	return res, nil
+}
+
+// signImage signs binary's index and each platform's image; each platform image gets its SBOM and its provenance
+// attested, the index its provenance.
+func (r Release) signImage(ctx context.Context, binary string, ref name.Tag, res *Result, start time.Time) error {
+	if r.Signer == nil {
+		return nil
+	}
+	claimed := ref.Name()
+	for _, p := range res.Platforms[binary] {
+		bom, err := sbom(p.Binary, res.Version)
+		if err != nil {
+			return err
+		}
+		if err := r.sign(ctx, r.Signer, p.Digest, claimed,
+			predicate{cycloneDXPredicateType, bom},
+			predicate{slsaProvenancePredicateType, r.provenanceOf("image "+binary, res.Version, p.Platform.String(), start)}); err != nil {
+			return err
+		}
+	}
+	return r.sign(ctx, r.Signer, res.Images[binary], claimed,
+		predicate{slsaProvenancePredicateType, r.provenanceOf("image index "+binary, res.Version, "", start)})
+}
+
+// verifyAll checks what the release signed, as a user's `cosign verify` would, before it says it is done.
+func (r Release) verifyAll(ctx context.Context, res *Result) error {
+	pub, err := r.Signer.PublicKey()
+	if err != nil {
+		return err
+	}
+	v, err := signature.LoadVerifier(pub, crypto.SHA256)
+	if err != nil {
+		return err
+	}
+	check := func(d name.Digest, want ...string) error {
+		got, err := Verify(ctx, v, d)
+		if err != nil {
+			return err
+		}
+		for _, w := range want {
+			if _, ok := got[w]; !ok {
+				return fmt.Errorf("%s: no %s attestation", d, w)
+			}
+		}
+		return nil
+	}
+	for _, b := range r.Binaries {
+		if err := check(res.Images[b], slsaProvenancePredicateType); err != nil {
+			return err
+		}
+		for _, p := range res.Platforms[b] {
+			if err := check(p.Digest, cycloneDXPredicateType, slsaProvenancePredicateType); err != nil {
+				return err
+			}
+		}
+	}
+	return check(res.Chart, slsaProvenancePredicateType)
+}
+
+// refuseOverwrite fails when any tag the release would push is already in the registry: a version is pushed
+// once, and a second push would change what users who pinned it pull.
+func (r Release) refuseOverwrite(ctx context.Context, meta *chart.Metadata) error {
+	var tags []name.Tag
+	for _, b := range r.Binaries {
+		ref, err := r.imageRef(b, meta.AppVersion)
+		if err != nil {
+			return err
+		}
+		tags = append(tags, ref)
+	}
+	chartTag, err := name.NewTag(fmt.Sprintf("%s/%s/charts/%s:%s", r.Registry, r.Repository, meta.Name, meta.Version), r.nameOptions()...)
+	if err != nil {
+		return err
+	}
+	tags = append(tags, chartTag)
+	for _, t := range tags {
+		_, err := remote.Head(t, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain))
+		var terr *transport.Error
+		switch {
+		case err == nil:
+			return fmt.Errorf("%s is already pushed: a released version is never pushed again (bump the chart's version and appVersion)", t)
+		case errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound:
+		default:
+			return fmt.Errorf("looking for %s: %w", t, err)
+		}
+	}
+	return nil
 }
 
 // nameOptions parse references to the release's registry: plain HTTP where asked.

@@ -4,7 +4,12 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto"
+	"crypto/elliptic"
+	"crypto/sha256"
 	"debug/elf"
+	"encoding/hex"
+	"encoding/json"
 	"io"
 	"log"
 	"net/http/httptest"
@@ -24,6 +29,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	"github.com/sigstore/sigstore/pkg/signature"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	helmregistry "helm.sh/helm/v3/pkg/registry"
 )
@@ -83,6 +90,10 @@ func TestReleasePushesMultiArchImagesAndTheChart(t *testing.T) {
 	for _, p := range defaultPlatforms {
 		r.Tini[p.Architecture] = tiniFor(t, p.Architecture)
 	}
+	if _, err := r.Run(ctx); err == nil || !strings.Contains(err.Error(), "no signing key") {
+		t.Fatalf("a release without a key and without --unsigned: %v, want a refusal", err)
+	}
+	r.Signer, r.Unsigned = signingKey(t), false
 	start := time.Now()
 	res, err := r.Run(ctx)
 	if err != nil {
@@ -97,6 +108,7 @@ func TestReleasePushesMultiArchImagesAndTheChart(t *testing.T) {
 		t.Fatalf("released version %s, the chart's appVersion is %s", res.Version, meta.AppVersion)
 	}
 
+	shipped := map[string][]byte{} // "<binary> <platform>" → the binary in that image
 	for _, b := range r.Binaries {
 		tag, _ := name.NewTag(reg+"/keelson/"+b+":"+meta.AppVersion, name.Insecure)
 		idx, err := remote.Index(tag, remote.WithContext(ctx))
@@ -139,6 +151,7 @@ func TestReleasePushesMultiArchImagesAndTheChart(t *testing.T) {
 				compressed += s
 			}
 			fs := files(t, img)
+			shipped[where] = fs[b]
 			for _, f := range []string{"tini", b} {
 				ef, err := elf.NewFile(bytes.NewReader(fs[f]))
 				if err != nil {
@@ -169,6 +182,8 @@ func TestReleasePushesMultiArchImagesAndTheChart(t *testing.T) {
 			t.Errorf("%s: platforms (-want +got):\n%s", b, diff)
 		}
 	}
+
+	checkSigned(ctx, t, r, res, shipped)
 
 	// The chart, pulled back as `helm pull oci://...` would.
 	client, err := helmregistry.NewClient(helmregistry.ClientOptPlainHTTP(), helmregistry.ClientOptWriter(io.Discard),
@@ -213,6 +228,126 @@ func TestReleasePushesMultiArchImagesAndTheChart(t *testing.T) {
 		if b := path.Base(tag.RepositoryStr()); desc.Digest.String() != res.Images[b].DigestStr() {
 			t.Errorf("%s resolves to %s, the release pushed %s", ref, desc.Digest, res.Images[b])
 		}
+	}
+}
+
+// signingKey writes a key as `cosign generate-key-pair` does (encrypted, its password in COSIGN_PASSWORD) and loads
+// it as the release does.
+func signingKey(t *testing.T) signature.SignerVerifier {
+	t.Helper()
+	t.Setenv("COSIGN_PASSWORD", "release-test")
+	priv, _, err := cryptoutils.GeneratePEMEncodedECDSAKeyPair(elliptic.P256(), cryptoutils.StaticPasswordFunc([]byte("release-test")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "cosign.key")
+	if err := os.WriteFile(path, priv, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sv, err := loadSigner(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sv
+}
+
+// verifierOf is the public half of sv, as a user holding cosign.pub verifies with it.
+func verifierOf(t *testing.T, sv signature.SignerVerifier) signature.Verifier {
+	t.Helper()
+	pub, err := sv.PublicKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := signature.LoadVerifier(pub, crypto.SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// checkSigned verifies, against the registry, that the release signed every index, every platform's image (both
+// architectures) and the chart; that each platform image's SBOM is of the binary in that image (its SHA-256, the
+// modules it links) and its provenance names its platform and commit; that another key verifies none of it; and
+// that a second release of the same version is refused.
+func checkSigned(ctx context.Context, t *testing.T, r Release, res *Result, binaries map[string][]byte) {
+	pub := verifierOf(t, r.Signer)
+	for _, b := range r.Binaries {
+		got, err := Verify(ctx, pub, res.Images[b])
+		if err != nil {
+			t.Fatalf("%s index: %v", b, err)
+		}
+		if _, ok := got[slsaProvenancePredicateType]; !ok {
+			t.Errorf("%s index: no provenance", b)
+		}
+		var archs []string
+		for _, p := range res.Platforms[b] {
+			where := b + " " + p.Platform.String()
+			archs = append(archs, p.Platform.Architecture)
+			got, err := Verify(ctx, pub, p.Digest)
+			if err != nil {
+				t.Fatalf("%s: %v", where, err)
+			}
+			var bom struct {
+				Metadata struct {
+					Component struct {
+						Name    string `json:"name"`
+						Version string `json:"version"`
+						Hashes  []struct {
+							Content string `json:"content"`
+						} `json:"hashes"`
+					} `json:"component"`
+				} `json:"metadata"`
+				Components []struct {
+					Purl string `json:"purl"`
+				} `json:"components"`
+			}
+			if err := json.Unmarshal(got[cycloneDXPredicateType], &bom); err != nil {
+				t.Fatalf("%s: SBOM: %v", where, err)
+			}
+			sum := sha256.Sum256(binaries[where])
+			if c := bom.Metadata.Component; c.Name != "github.com/keelson-dev/keelson/cmd/"+b || c.Version != res.Version ||
+				len(c.Hashes) != 1 || c.Hashes[0].Content != hex.EncodeToString(sum[:]) {
+				t.Errorf("%s: the SBOM describes %+v, not the image's binary (sha256 %x)", where, c, sum)
+			}
+			var purls []string
+			for _, c := range bom.Components {
+				purls = append(purls, c.Purl)
+			}
+			if !slices.ContainsFunc(purls, func(p string) bool { return strings.HasPrefix(p, "pkg:golang/sigs.k8s.io/controller-runtime@v") }) ||
+				!slices.ContainsFunc(purls, func(p string) bool { return strings.HasPrefix(p, "pkg:golang/stdlib@go") }) {
+				t.Errorf("%s: the SBOM lacks the modules the binary links: %v", where, purls)
+			}
+			var prov provenance
+			if err := json.Unmarshal(got[slsaProvenancePredicateType], &prov); err != nil {
+				t.Fatalf("%s: provenance: %v", where, err)
+			}
+			if e := prov.BuildDefinition.ExternalParameters; e.Platform != p.Platform.String() || e.GitCommit != r.GitCommit || e.Version != res.Version {
+				t.Errorf("%s: provenance says %+v", where, e)
+			}
+		}
+		slices.Sort(archs)
+		if diff := cmp.Diff([]string{"amd64", "arm64"}, archs); diff != "" {
+			t.Errorf("%s: signed architectures (-want +got):\n%s", b, diff)
+		}
+	}
+	got, err := Verify(ctx, pub, res.Chart)
+	if err != nil {
+		t.Fatalf("chart: %v", err)
+	}
+	if _, ok := got[slsaProvenancePredicateType]; !ok {
+		t.Error("chart: no provenance")
+	}
+	// Someone else's key verifies nothing.
+	other := verifierOf(t, signingKey(t))
+	if _, err := Verify(ctx, other, res.Chart); err == nil {
+		t.Error("the chart's signature verified with another key")
+	}
+	if _, err := Verify(ctx, other, res.Platforms[r.Binaries[0]][0].Digest); err == nil {
+		t.Error("an image's signature verified with another key")
+	}
+	// A version is pushed once.
+	if _, err := r.Run(ctx); err == nil || !strings.Contains(err.Error(), "is already pushed") {
+		t.Errorf("a second release of the same version: %v, want a refusal", err)
 	}
 }
 
