@@ -337,6 +337,7 @@ RELEASE_FLAGS ?=
 release: ## Build linux/amd64+arm64 images, push one index per controller and the chart (OCI) to REGISTRY=host[/path], signed with SIGNING_KEY.
 	@test -n "$(REGISTRY)" || { echo "usage: make release REGISTRY=<host>[/<path>] SIGNING_KEY=<key> (log in first: docker login or helm registry login)" >&2; exit 2; }
 	@test -n "$(SIGNING_KEY)$(UNSIGNED)" || { echo "make release needs SIGNING_KEY=<cosign or PEM private key> (or UNSIGNED=1 for a registry of your own)" >&2; exit 2; }
+	@[ -n "$(UNSIGNED)" ] || [ "$$(git tag --points-at HEAD | grep -x 'v$(VERSION)')" = "v$(VERSION)" ] || { echo "make release needs HEAD tagged v$(VERSION) (the runbook links of the release's alerts point at it): git tag v$(VERSION)" >&2; exit 2; }
 	$(call tool,release) --registry $(REGISTRY) --repository $(IMAGE_REPOSITORY) --git-commit $(GIT_COMMIT) \
 		--build-date $(BUILD_DATE) $(foreach a,$(RELEASE_PLATFORMS_ARCH),--tini-$(a) $$(tools/install.sh tini-$(a))) \
 		$(if $(SIGNING_KEY),--signing-key $(SIGNING_KEY)) $(if $(UNSIGNED),--unsigned) $(RELEASE_FLAGS)

@@ -84,6 +84,10 @@ func TestChecksAgainstTheCluster(t *testing.T) {
 	t.Cleanup(func() { _ = env.Client.Delete(ctx, ds) })
 	g.Expect(installAgainstCluster(t, map[string]any{"daemonsetController": map[string]any{"enabled": false}})).
 		To(Succeed(), "a DaemonSet has no finalizer to be left behind")
+	// Without crds.keep, the CRD would go with the controller, and every DaemonSet with it: refused.
+	g.Expect(installAgainstCluster(t, map[string]any{"daemonsetController": map[string]any{"enabled": false},
+		"crds": map[string]any{"keep": false}})).To(MatchError(ContainSubstring(
+		"daemonsetController.enabled=false: 1 DaemonSet object(s) still exist, and with crds.keep=false their CRD would go")))
 
 	g.Expect(installAgainstCluster(t, map[string]any{"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}}})).
 		To(MatchError(ContainSubstring("metrics.serviceMonitor.enabled needs the ServiceMonitor CRD")))

@@ -1,7 +1,9 @@
 package charts_test
 
 import (
+	"encoding/json"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -403,17 +405,40 @@ func TestHelmTestProvesTheWebhookPath(t *testing.T) {
 		g.Expect(r.Rules[0].APIGroups[0] + "/" + r.Rules[0].Resources[0]).To(Equal(kinds[name]))
 		g.Expect(r.Rules[0].Verbs).To(ConsistOf("create"))
 	}
-	// Readiness only: no ServiceAccount, no Role, no token.
-	objs = mustRender(t, map[string]any{"tests": map[string]any{"admissionNamespace": ""}})
+	// Readiness only, with no ServiceAccount, Role or token, where the webhooks would not see the dry runs: the
+	// value empty, a namespace they spare (a release in default keeps the default value), a namespace selector whose
+	// labels the namespace may lack, an object selector with expressions.
+	for what, vals := range map[string]map[string]any{
+		"empty":                     {"tests": map[string]any{"admissionNamespace": ""}},
+		"the release namespace":     {"tests": map[string]any{"admissionNamespace": namespace}},
+		"kube-system":               {"tests": map[string]any{"admissionNamespace": "kube-system"}},
+		"a namespace selector":      {"webhooks": map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"keelson": "on"}}}},
+		"an object selector's rule": {"webhooks": map[string]any{"objectSelector": map[string]any{"matchExpressions": []any{map[string]any{"key": "skip", "operator": "DoesNotExist"}}}}},
+	} {
+		objs := mustRender(t, vals)
+		for _, p := range ofKind[corev1.Pod](t, objs, "Pod") {
+			g.Expect(p.Spec.Containers[0].Args).To(HaveLen(1), what)
+			g.Expect(*p.Spec.AutomountServiceAccountToken).To(BeFalse(), what)
+		}
+		for _, r := range ofKind[rbacv1.Role](t, objs, "Role") {
+			g.Expect(r.Labels).NotTo(HaveKeyWithValue("app.kubernetes.io/component", "test"), what)
+		}
+	}
+	// An object selector's labels go on the dry runs' objects.
+	objs = mustRender(t, map[string]any{"webhooks": map[string]any{"objectSelector": map[string]any{"matchLabels": map[string]any{"keelson": "on"}}}})
 	for _, p := range ofKind[corev1.Pod](t, objs, "Pod") {
-		g.Expect(p.Spec.Containers[0].Args).To(HaveLen(1))
-		g.Expect(*p.Spec.AutomountServiceAccountToken).To(BeFalse())
+		g.Expect(p.Spec.Containers[0].Args).To(ContainElements("--check-admission-namespace=default", "--check-admission-label=keelson=on"))
 	}
-	for _, r := range ofKind[rbacv1.Role](t, objs, "Role") {
-		g.Expect(r.Labels).NotTo(HaveKeyWithValue("app.kubernetes.io/component", "test"), r.Name)
+	// The test's Role is bound to dry runs: a ValidatingAdmissionPolicy refuses any other write of its account.
+	var dryRunOnly *admissionregistrationv1.ValidatingAdmissionPolicy
+	for _, p := range ofKind[admissionregistrationv1.ValidatingAdmissionPolicy](t, mustRender(t, nil), "ValidatingAdmissionPolicy") {
+		if strings.HasSuffix(p.Name, "-tests-dry-run-only") {
+			dryRunOnly = p
+		}
 	}
-	_, err := render(map[string]any{"tests": map[string]any{"admissionNamespace": namespace}})
-	g.Expect(err).To(MatchError(ContainSubstring("tests.admissionNamespace=" + namespace + ": the webhooks spare")))
+	g.Expect(dryRunOnly).NotTo(BeNil())
+	g.Expect(dryRunOnly.Spec.Validations[0].Expression).To(Equal("request.dryRun == true"))
+	g.Expect(dryRunOnly.Spec.MatchConditions[0].Expression).To(ContainSubstring("system:serviceaccount:" + namespace + ":keelson-"))
 }
 
 // The container-stub webhook sees only updates of Deployments and StatefulSets whose template holds a container
@@ -548,6 +573,41 @@ func TestPackagedChartCarriesItsReadme(t *testing.T) {
 		}
 	}
 	t.Errorf("README.md is not in the packaged chart (check .helmignore)")
+}
+
+// What global holds is written once in the schema ($defs.controllerSettings): global and each controller block
+// refer to it, and each controller block, closed, names every one of its settings (as true: the $ref checks them),
+// so a setting added to global is a controller override too.
+func TestSchemaWritesTheSettingsOnce(t *testing.T) {
+	g := NewWithT(t)
+	raw, err := os.ReadFile(filepath.Join(chartDir, "values.schema.json"))
+	g.Expect(err).NotTo(HaveOccurred())
+	var schema struct {
+		Defs struct {
+			Settings struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"controllerSettings"`
+		} `json:"$defs"`
+		Properties map[string]struct {
+			Ref                  string                     `json:"$ref"`
+			Properties           map[string]json.RawMessage `json:"properties"`
+			AdditionalProperties *bool                      `json:"additionalProperties"`
+		} `json:"properties"`
+	}
+	g.Expect(json.Unmarshal(raw, &schema)).To(Succeed())
+	g.Expect(schema.Defs.Settings.Properties).To(HaveKey("image"))
+	g.Expect(schema.Properties["global"].Ref).To(Equal("#/$defs/controllerSettings"))
+	for _, c := range []string{"daemonsetController", "workloadSizer", "pipelineController"} {
+		b := schema.Properties[c]
+		g.Expect(b.Ref).To(Equal("#/$defs/controllerSettings"), c)
+		g.Expect(b.AdditionalProperties).To(HaveValue(BeFalse()), c)
+		for k := range schema.Defs.Settings.Properties {
+			g.Expect(string(b.Properties[k])).To(Equal("true"), "%s does not name the setting %s", c, k)
+		}
+	}
+	// A controller override is checked as global is.
+	_, err = render(map[string]any{"workloadSizer": map[string]any{"image": map[string]any{"pullPolicy": "Sometimes"}}})
+	g.Expect(err).To(MatchError(ContainSubstring("at '/workloadSizer/image/pullPolicy': value must be one of")))
 }
 
 // The packaged chart carries the license its Artifact Hub annotation claims, the repository's own.

@@ -29,13 +29,17 @@ type Probe struct {
 // of its own never meets a user's object.
 const probeName = "keelson-admission-check-"
 
-// Run sends p's two objects to namespace ns through c as server-side dry runs and says whether the webhook answered
-// both as it should. c needs create on the kind in ns.
-func Run(ctx context.Context, c client.Client, ns string, p Probe) error {
+// Run sends p's two objects, labelled with labels (those a webhook's object selector asks for), to namespace ns
+// through c as server-side dry runs and says whether the webhook answered both as it should. c needs create on the
+// kind in ns.
+func Run(ctx context.Context, c client.Client, ns string, labels map[string]string, p Probe) error {
 	send := func(obj client.Object) error {
 		obj.SetNamespace(ns)
 		obj.SetName("")
 		obj.SetGenerateName(probeName)
+		if len(labels) > 0 {
+			obj.SetLabels(labels)
+		}
 		return c.Create(ctx, obj, client.DryRunAll)
 	}
 	return Judge(send(p.Valid()), send(p.Invalid()), p.Refusal)
@@ -49,7 +53,8 @@ func Judge(validErr, invalidErr error, refusal string) error {
 	}
 	if invalidErr == nil {
 		return errors.New("an object only the webhook refuses was admitted: the apiserver did not call the " +
-			"validating webhook, or let the call's failure through (failurePolicy Ignore)")
+			"validating webhook (a namespace or object selector that leaves the test's objects out), or let the " +
+			"call's failure through (failurePolicy Ignore)")
 	}
 	if !strings.Contains(invalidErr.Error(), refusal) {
 		return fmt.Errorf("an invalid object was refused, but not with the webhook's words (%q): %w", refusal, invalidErr)

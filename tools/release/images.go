@@ -7,10 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/keelson-dev/keelson/tools/internal/oci"
 )
@@ -36,45 +34,42 @@ type platformImage struct {
 	Binary   string
 }
 
-// pushImage builds binary's image for every platform and pushes them as one index tagged ref. It returns the
-// index by digest (the reference a chart can pin) and each platform's image.
-func (r Release) pushImage(ctx context.Context, work, binary string, ref name.Tag) (name.Digest, []platformImage, error) {
+// buildImage builds binary's image for every platform and their index, which ref's tag will name. It returns the
+// index, its digest in ref's repository (the reference a chart can pin) and each platform's image.
+func (r Release) buildImage(ctx context.Context, work, binary string, ref name.Tag) (v1.ImageIndex, name.Digest, []platformImage, error) {
 	var images []v1.Image
 	var platforms []platformImage
 	for _, p := range r.Platforms {
 		bin, err := r.crossBuild(ctx, work, binary, ref.TagStr(), p)
 		if err != nil {
-			return name.Digest{}, nil, err
+			return nil, name.Digest{}, nil, err
 		}
 		data, err := os.ReadFile(bin)
 		if err != nil {
-			return name.Digest{}, nil, err
+			return nil, name.Digest{}, nil, err
 		}
 		tini, err := os.ReadFile(r.Tini[p.Architecture])
 		if err != nil {
-			return name.Digest{}, nil, err
+			return nil, name.Digest{}, nil, err
 		}
 		img, err := oci.Controller(binary, data, tini, p)
 		if err != nil {
-			return name.Digest{}, nil, err
+			return nil, name.Digest{}, nil, err
 		}
 		d, err := img.Digest()
 		if err != nil {
-			return name.Digest{}, nil, err
+			return nil, name.Digest{}, nil, err
 		}
 		images = append(images, img)
 		platforms = append(platforms, platformImage{Platform: p, Digest: ref.Context().Digest(d.String()), Binary: bin})
 	}
 	idx, err := oci.Index(images...)
 	if err != nil {
-		return name.Digest{}, nil, err
-	}
-	if err := remote.WriteIndex(ref, idx, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
-		return name.Digest{}, nil, err
+		return nil, name.Digest{}, nil, err
 	}
 	d, err := idx.Digest()
 	if err != nil {
-		return name.Digest{}, nil, err
+		return nil, name.Digest{}, nil, err
 	}
-	return ref.Context().Digest(d.String()), platforms, nil
+	return idx, ref.Context().Digest(d.String()), platforms, nil
 }

@@ -28,6 +28,7 @@ import (
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
@@ -183,8 +184,6 @@ func TestReleasePushesMultiArchImagesAndTheChart(t *testing.T) {
 		}
 	}
 
-	checkSigned(ctx, t, r, res, shipped)
-
 	// The chart, pulled back as `helm pull oci://...` would.
 	client, err := helmregistry.NewClient(helmregistry.ClientOptPlainHTTP(), helmregistry.ClientOptWriter(io.Discard),
 		helmregistry.ClientOptCredentialsFile(filepath.Join(t.TempDir(), "registry.json")))
@@ -229,6 +228,8 @@ func TestReleasePushesMultiArchImagesAndTheChart(t *testing.T) {
 			t.Errorf("%s resolves to %s, the release pushed %s", ref, desc.Digest, res.Images[b])
 		}
 	}
+	// Last: it releases again, and overwrites a tag to see the next release refuse it.
+	checkSigned(ctx, t, r, res, shipped)
 }
 
 // signingKey writes a key as `cosign generate-key-pair` does (encrypted, its password in COSIGN_PASSWORD) and loads
@@ -345,9 +346,21 @@ func checkSigned(ctx context.Context, t *testing.T, r Release, res *Result, bina
 	if _, err := Verify(ctx, other, res.Platforms[r.Binaries[0]][0].Digest); err == nil {
 		t.Error("an image's signature verified with another key")
 	}
-	// A version is pushed once.
-	if _, err := r.Run(ctx); err == nil || !strings.Contains(err.Error(), "is already pushed") {
-		t.Errorf("a second release of the same version: %v, want a refusal", err)
+	// A version is pushed once: its chart's tag says it is out.
+	if _, err := r.Run(ctx); err == nil || !strings.Contains(err.Error(), "charts/keelson:"+res.ChartVersion+" is already pushed") {
+		t.Errorf("a second release of the same version: %v, want a refusal naming the chart", err)
+	}
+	// An image tag holding anything but this build is never overwritten.
+	tag, _ := name.NewTag(res.Images[r.Binaries[0]].Context().Name()+":"+res.Version, name.Insecure)
+	foreign, err := random.Image(64, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(tag, foreign, remote.WithContext(ctx)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(ctx); err == nil || !strings.Contains(err.Error(), tag.String()+" is already pushed, as sha256:") {
+		t.Errorf("a release over another image's tag: %v, want a refusal naming it", err)
 	}
 }
 

@@ -77,8 +77,10 @@ func (h ContainerStubsHandler) Handle(_ context.Context, req admission.Request) 
 }
 
 // ContainerStubs returns, in order, the indexes of the containers that a write removed but that stayed as stubs of a
-// sizer's fields: without an image now, with one before the write (so a user's container, not one made without an
-// image), and with fields a sizer's field manager owns (so the sizer's ownership kept it).
+// sizer's fields: without an image now, with one before the write, and owned by a sizer's field manager alone. The
+// apiserver computes the write's managedFields before it calls the webhook, so a user who still owns a field of the
+// container (a PUT or a patch that dropped only its image, an apply with `image: ""`) keeps it, and the apiserver
+// refuses the write as it would have: only what no one but a sizer holds any more is removed.
 func ContainerStubs(containers, before []corev1.Container, managed []metav1.ManagedFieldsEntry) []int {
 	var out []int
 	for i, c := range containers {
@@ -88,34 +90,44 @@ func ContainerStubs(containers, before []corev1.Container, managed []metav1.Mana
 		if !slices.ContainsFunc(before, func(o corev1.Container) bool { return o.Name == c.Name && o.Image != "" }) {
 			continue
 		}
-		if sizerOwnsContainer(managed, c.Name) {
+		if sizer, others := containerOwners(managed, c.Name); sizer && !others {
 			out = append(out, i)
 		}
 	}
 	return out
 }
 
-// sizerOwnsContainer reports whether a sizer's field manager owns any field of the template's container name.
-func sizerOwnsContainer(managed []metav1.ManagedFieldsEntry, name string) bool {
+// isSizer reports whether a field manager is a sizer's.
+func isSizer(manager string) bool {
+	return manager == sizerv1alpha1.FieldManager || strings.HasPrefix(manager, sizerv1alpha1.FieldManager+"/")
+}
+
+// containerOwners reports whether a sizer's field manager, and whether any other manager, owns a field of the
+// template's container name. Managed fields that cannot be read count as another owner's: a container is removed
+// only when it is sure no one else holds it.
+func containerOwners(managed []metav1.ManagedFieldsEntry, name string) (sizer, others bool) {
 	prefix := fieldpath.MakePathOrDie("spec", "template", "spec", "containers", fieldpath.KeyByFields("name", name))
 	for _, e := range managed {
-		if e.Manager != sizerv1alpha1.FieldManager && !strings.HasPrefix(e.Manager, sizerv1alpha1.FieldManager+"/") {
-			continue
-		}
-		if e.FieldsV1 == nil || e.Subresource != "" {
+		if e.FieldsV1 == nil {
 			continue
 		}
 		set := &fieldpath.Set{}
 		if err := set.FromJSON(e.FieldsV1.GetRawReader()); err != nil {
+			others = true
 			continue
 		}
 		owns := false
 		set.Iterate(func(p fieldpath.Path) {
 			owns = owns || (len(p) >= len(prefix) && p[:len(prefix)].Equals(prefix))
 		})
-		if owns {
-			return true
+		if !owns {
+			continue
+		}
+		if isSizer(e.Manager) && e.Subresource == "" {
+			sizer = true
+		} else {
+			others = true
 		}
 	}
-	return false
+	return sizer, others
 }

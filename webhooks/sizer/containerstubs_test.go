@@ -28,6 +28,9 @@ func entry(manager, fields string) metav1.ManagedFieldsEntry {
 
 const sizerOwnsApp = `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:name":{},"f:resources":{"f:limits":{"f:memory":{}}}}}}}}}`
 
+// userOwnsApp is what a user's manager still holds of a container it kept: its name and ports, its image dropped.
+const userOwnsApp = `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:name":{},"f:ports":{}}}}}}}`
+
 // A container is a stub to remove only when it lost its image in this write, had one before, and a sizer's fields
 // are what kept it.
 func TestContainerStubs(t *testing.T) {
@@ -46,6 +49,8 @@ func TestContainerStubs(t *testing.T) {
 			[]metav1.ManagedFieldsEntry{entry(sizerv1alpha1.FieldManager, sizerOwnsApp)}, []int{1}},
 		"another manager's stub is not ours to judge": {[]corev1.Container{stub, server}, before,
 			[]metav1.ManagedFieldsEntry{entry("mesh-injector", sizerOwnsApp)}, nil},
+		"a user who dropped only the image keeps the container (the write is refused)": {[]corev1.Container{stub, server}, before,
+			[]metav1.ManagedFieldsEntry{entry("kubectl-edit", userOwnsApp), entry(sizerv1alpha1.FieldManager+"/web", sizerOwnsApp)}, nil},
 		"a container that never had an image": {[]corev1.Container{{Name: "app"}}, nil,
 			[]metav1.ManagedFieldsEntry{entry(sizerv1alpha1.FieldManager+"/web", sizerOwnsApp)}, nil},
 		"a container with its image": {[]corev1.Container{{Name: "app", Image: "web:2"}}, before,
@@ -54,6 +59,8 @@ func TestContainerStubs(t *testing.T) {
 			[]metav1.ManagedFieldsEntry{entry(sizerv1alpha1.FieldManager+"/web", sizerOwnsApp)}, nil},
 		"unreadable fields": {[]corev1.Container{stub}, before,
 			[]metav1.ManagedFieldsEntry{entry(sizerv1alpha1.FieldManager+"/web", `{"f:spec":`)}, nil},
+		"another manager's unreadable fields": {[]corev1.Container{stub}, before,
+			[]metav1.ManagedFieldsEntry{entry("gitops", `{"f:spec":`), entry(sizerv1alpha1.FieldManager+"/web", sizerOwnsApp)}, nil},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := webhook.ContainerStubs(tc.containers, tc.before, tc.managed)
@@ -120,6 +127,27 @@ func TestRenameUnderServerSideApply(t *testing.T) {
 		}
 		if strings.Join(names, ",") != "server=web:1" {
 			t.Fatalf("containers after the rename: %v, want only server=web:1", names)
+		}
+		// A user who keeps the container but leaves its image out still owns it: refused, never removed, even with
+		// another container beside it.
+		if err := applyWeb(ctx, c, ns, "gitops", [2]string{"server", "web:1"}, [2]string{"side", "side:1"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := applyWeb(ctx, c, ns, sizerv1alpha1.FieldManager+"/web", [2]string{"server", ""}); err != nil {
+			t.Fatal(err)
+		}
+		var live appsv1.Deployment
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &live); err != nil {
+			t.Fatal(err)
+		}
+		for i := range live.Spec.Template.Spec.Containers {
+			if live.Spec.Template.Spec.Containers[i].Name == "server" {
+				live.Spec.Template.Spec.Containers[i].Image = ""
+			}
+		}
+		err = c.Update(ctx, &live, client.FieldOwner("kubectl-edit"))
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "image: Required value") {
+			t.Fatalf("an update that drops only an image: got %v, want the apiserver's refusal, the container kept", err)
 		}
 		// A removal that leaves no container at all is the user's own mistake: still refused.
 		if err := applyWeb(ctx, c, ns, sizerv1alpha1.FieldManager+"/web", [2]string{"server", ""}); err != nil {

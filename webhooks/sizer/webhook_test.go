@@ -239,10 +239,10 @@ func TestAZeroHeadroomIsKept(t *testing.T) {
 func TestProbeReachesOnlyTheWebhook(t *testing.T) {
 	serveWebhooks(t)
 	ctx := context.Background()
-	if err := admissioncheck.Run(ctx, withWebhook.Client, namespace(t, withWebhook), webhook.Probe()); err != nil {
+	if err := admissioncheck.Run(ctx, withWebhook.Client, namespace(t, withWebhook), nil, webhook.Probe()); err != nil {
 		t.Fatalf("with the webhook: %v", err)
 	}
-	err := admissioncheck.Run(ctx, withoutWebhook.Client, namespace(t, withoutWebhook), webhook.Probe())
+	err := admissioncheck.Run(ctx, withoutWebhook.Client, namespace(t, withoutWebhook), map[string]string{"team": "a"}, webhook.Probe())
 	if err == nil || !strings.Contains(err.Error(), "was admitted") {
 		t.Fatalf("without the webhook: got %v, want the invalid object admitted", err)
 	}

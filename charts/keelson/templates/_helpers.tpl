@@ -153,3 +153,18 @@ both say no. (dict labels: the pod's own labels, cfg: the controller's config) a
 {{- define "keelson.hookPodAnnotations" -}}
 {{- toYaml (merge (dict "sidecar.istio.io/inject" "false" "linkerd.io/inject" "disabled") (default (dict) .podAnnotations)) -}}
 {{- end }}
+
+{{/*
+keelson.admissionNamespace: where helm test dry-runs the kinds through their webhooks (root), or "" for a readiness
+check only: tests.admissionNamespace, unless it is a namespace the webhooks spare (kube-system, the release's: a
+release installed in `default` keeps the default value and checks readiness only), or the webhooks' selectors may
+leave it out (a namespaceSelector, whose labels the test cannot know the namespace carries; an objectSelector with
+expressions, which the probes' labels cannot be sure to meet).
+*/}}
+{{- define "keelson.admissionNamespace" -}}
+{{- $ns := .Values.tests.admissionNamespace -}}
+{{- $w := .Values.webhooks -}}
+{{- if and $ns (not (has $ns (list "kube-system" .Release.Namespace))) (empty $w.namespaceSelector) (empty (dig "matchExpressions" list $w.objectSelector)) -}}
+{{- $ns -}}
+{{- end -}}
+{{- end }}

@@ -20,7 +20,7 @@ const checkAdmissionTimeout = time.Minute
 
 // checkAdmission sends the binary's admission probe to namespace ns through the apiserver (--check-admission-
 // namespace, run by helm test): it proves the apiserver reaches the binary's webhooks and the controller answers.
-func checkAdmission(ctx context.Context, b Binary, ns string) error {
+func checkAdmission(ctx context.Context, b Binary, ns string, labels map[string]string) error {
 	if b.AdmissionProbe == nil {
 		return errors.New("this binary serves no webhook to check")
 	}
@@ -41,5 +41,5 @@ func checkAdmission(ctx context.Context, b Binary, ns string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, checkAdmissionTimeout)
 	defer cancel()
-	return admissioncheck.Run(ctx, c, ns, b.AdmissionProbe())
+	return admissioncheck.Run(ctx, c, ns, labels, b.AdmissionProbe())
 }

@@ -62,6 +62,8 @@ type Options struct {
 	// server-side dry runs: a valid object must be admitted and one only the webhook refuses must be refused (the
 	// chart's helm test, proving the apiserver reaches the webhooks).
 	CheckAdmissionNamespace string
+	// CheckAdmissionLabels label the admission check's objects: those the webhooks' object selector asks for.
+	CheckAdmissionLabels map[string]string
 	// ReleaseFinalizers, when set, names the controller's Deployment in the pod's namespace: the process scales it
 	// to zero, waits for its pods to go, removes the binary's finalizers from every object of its kinds and exits
 	// (the chart's pre-delete hook, so an uninstall leaves no object that nobody will finalize).
@@ -177,6 +179,18 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.CheckAdmissionNamespace, "check-admission-namespace", o.CheckAdmissionNamespace,
 		"With --check-ready-url: also dry-run a valid and an invalid object of the binary's kind in this namespace, and "+
 			"fail unless the webhooks admit the first and refuse the second (for helm test).")
+	fs.Func("check-admission-label", "key=value label of the admission check's objects, for a webhook object "+
+		"selector (repeatable)", func(s string) error {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("%q is not key=value", s)
+		}
+		if o.CheckAdmissionLabels == nil {
+			o.CheckAdmissionLabels = map[string]string{}
+		}
+		o.CheckAdmissionLabels[k] = v
+		return nil
+	})
 	fs.StringVar(&o.ReleaseFinalizers, "release-finalizers", o.ReleaseFinalizers,
 		"Scale this Deployment (in POD_NAMESPACE) to 0, wait for its pods to go, remove this controller's finalizers "+
 			"from every object of its kinds and exit; nothing else runs (for uninstall).")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -81,7 +82,7 @@ func TestBindFlagsParsesEveryFlag(t *testing.T) {
 		"--webhook-cert-dir=/certs", "--log-level=debug", "--log-format=console", "--concurrency=8",
 		"--kube-api-qps=10", "--kube-api-burst=20", "--graceful-shutdown-timeout=5s", "--kubeconfig=/kc", "--webhook-drain-duration=2s",
 		"--webhook-cert-rotation", "--webhook-cert-secret=s", "--webhook-service-name=svc",
-		"--webhook-configuration-name=cfg", "--check-ready-url=http://x/readyz", "--check-admission-namespace=probe",
+		"--webhook-configuration-name=cfg", "--check-ready-url=http://x/readyz", "--check-admission-namespace=probe", "--check-admission-label=team=a",
 		"--release-finalizers=ctl", "--release-finalizers-timeout=1m",
 	})
 	if err != nil {
@@ -91,12 +92,12 @@ func TestBindFlagsParsesEveryFlag(t *testing.T) {
 		MetricsAddr: ":9000", ProbeAddr: ":9001", LeaderElectionNamespace: "ops", LeaderElectionID: "lease-x",
 		LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 3 * time.Second,
 		WebhookPort: 9444, WebhookCertDir: "/certs", WebhookCertRotation: true, WebhookCertSecret: "s",
-		WebhookServiceName: "svc", WebhookConfigName: "cfg", CheckReadyURL: "http://x/readyz", CheckAdmissionNamespace: "probe",
+		WebhookServiceName: "svc", WebhookConfigName: "cfg", CheckReadyURL: "http://x/readyz", CheckAdmissionNamespace: "probe", CheckAdmissionLabels: map[string]string{"team": "a"},
 		ReleaseFinalizers: "ctl", ReleaseFinalizersTimeout: time.Minute,
 		LogLevel: "debug", LogFormat: "console", Concurrency: 8,
 		KubeAPIQPS: 10, KubeAPIBurst: 20, GracefulShutdownTimeout: 5 * time.Second, WebhookDrain: 2 * time.Second,
 	}
-	if o != want {
+	if !reflect.DeepEqual(o, want) {
 		t.Fatalf("parsed options\n got %+v\nwant %+v", o, want)
 	}
 	if got := fs.Lookup("kubeconfig"); got == nil || got.Value.String() != "/kc" {

@@ -95,7 +95,7 @@ func Run(ctx context.Context, b Binary, args []string, stdout, stderr io.Writer)
 		if opts.CheckAdmissionNamespace == "" {
 			return exitOK
 		}
-		if err := checkAdmission(ctx, b, opts.CheckAdmissionNamespace); err != nil {
+		if err := checkAdmission(ctx, b, opts.CheckAdmissionNamespace, opts.CheckAdmissionLabels); err != nil {
 			_, _ = fmt.Fprintf(stderr, "%s: admission through the apiserver, in namespace %s: %v\n", b.Name, opts.CheckAdmissionNamespace, err)
 			return exitError
 		}
