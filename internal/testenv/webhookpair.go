@@ -1,10 +1,14 @@
 package testenv
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/keelson-dev/keelson/internal/admissioncheck"
 )
 
 // WebhookPair is two control planes for admission tests: With calls the webhooks of a generated webhook
@@ -41,4 +45,19 @@ func (p *WebhookPair) Stop() error {
 func (p *WebhookPair) Serve(t testing.TB, setup func(ctrl.Manager) error) {
 	t.Helper()
 	p.With.StartManager(t, ManagerOptions{Setup: setup})
+}
+
+// CheckProbe runs a kind's helm test probe against both control planes (the webhooks must be served by a manager
+// the test started): with the webhooks the valid object is admitted and the invalid one refused in the webhook's
+// words; with the CRD alone the invalid one is admitted, so only the webhook refuses it.
+func (p *WebhookPair) CheckProbe(t *testing.T, probe admissioncheck.Probe) {
+	t.Helper()
+	ctx := context.Background()
+	if err := admissioncheck.Run(ctx, p.With.Client, p.With.Namespace(t, "probe"), nil, probe); err != nil {
+		t.Fatalf("with the webhook: %v", err)
+	}
+	err := admissioncheck.Run(ctx, p.Without.Client, p.Without.Namespace(t, "probe"), map[string]string{"team": "a"}, probe)
+	if err == nil || !strings.Contains(err.Error(), "was admitted") {
+		t.Fatalf("without the webhook: got %v, want the invalid object admitted", err)
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -123,10 +122,14 @@ func attestationLayer(sv signature.Signer, d name.Digest, predicateType string, 
 	return static.NewLayer(env, dsseMediaType), map[string]string{predicateTypeAnnotation: predicateType}, nil
 }
 
-// attachment is the OCI image cosign stores an attachment in: an empty config and the given layer.
+// attachmentBase is the OCI image cosign stores attachments in, before its layers: an empty config.
+func attachmentBase() v1.Image {
+	return mutate.MediaType(mutate.ConfigMediaType(empty.Image, types.OCIConfigJSON), types.OCIManifestSchema1)
+}
+
+// attachment is an attachment image with the one given layer.
 func attachment(l v1.Layer, annotations map[string]string) (v1.Image, error) {
-	base := mutate.MediaType(mutate.ConfigMediaType(empty.Image, types.OCIConfigJSON), types.OCIManifestSchema1)
-	return mutate.Append(base, mutate.Addendum{Layer: l, Annotations: annotations})
+	return mutate.Append(attachmentBase(), mutate.Addendum{Layer: l, Annotations: annotations})
 }
 
 // predicate is one attestation to attach: its type and body.
@@ -137,7 +140,7 @@ type predicate struct {
 
 // sign pushes a signature of d and, when there are predicates, one attestation image holding each of them.
 func (r Release) sign(ctx context.Context, sv signature.Signer, d name.Digest, claimed string, predicates ...predicate) error {
-	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}
+	opts := r.remoteOptions(ctx)
 	sigImg, err := signatureImage(sv, d, claimed)
 	if err != nil {
 		return err
@@ -152,7 +155,7 @@ func (r Release) sign(ctx context.Context, sv signature.Signer, d name.Digest, c
 	if len(predicates) == 0 {
 		return nil
 	}
-	img := mutate.MediaType(mutate.ConfigMediaType(empty.Image, types.OCIConfigJSON), types.OCIManifestSchema1)
+	img := attachmentBase()
 	for _, p := range predicates {
 		l, ann, err := attestationLayer(sv, d, p.Type, p.Body)
 		if err != nil {

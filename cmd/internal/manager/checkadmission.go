@@ -24,22 +24,32 @@ func checkAdmission(ctx context.Context, b Binary, ns string, labels map[string]
 	if b.AdmissionProbe == nil {
 		return errors.New("this binary serves no webhook to check")
 	}
-	cfg, err := config.GetConfig()
+	c, err := oneShotClient(b.Name, b.AddToScheme...)
 	if err != nil {
-		return fmt.Errorf("loading kubeconfig: %w", err)
-	}
-	cfg.UserAgent = b.Name + "/" + version.Version
-	scheme := runtime.NewScheme()
-	for _, add := range b.AddToScheme {
-		if err := add(scheme); err != nil {
-			return fmt.Errorf("registering API types: %w", err)
-		}
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return fmt.Errorf("creating the client: %w", err)
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, checkAdmissionTimeout)
 	defer cancel()
 	return admissioncheck.Run(ctx, c, ns, labels, b.AdmissionProbe())
+}
+
+// oneShotClient is an uncached client, with the given API groups, for the binary's one-shot modes (the admission
+// check, the release of finalizers): they run without a manager.
+func oneShotClient(binary string, addToScheme ...func(*runtime.Scheme) error) (client.Client, error) {
+	cfg, err := config.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	cfg.UserAgent = binary + "/" + version.Version
+	scheme := runtime.NewScheme()
+	for _, add := range addToScheme {
+		if err := add(scheme); err != nil {
+			return nil, fmt.Errorf("registering API types: %w", err)
+		}
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating the client: %w", err)
+	}
+	return c, nil
 }

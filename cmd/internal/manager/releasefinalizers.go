@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -24,9 +23,6 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/config"
-
-	"github.com/keelson-dev/keelson/cmd/internal/version"
 )
 
 // Finalizer is a finalizer a binary puts on objects of one kind. Uninstalling the binary must take it off again,
@@ -51,18 +47,9 @@ func releaseFinalizers(ctx context.Context, b Binary, opts Options, out io.Write
 	if err != nil {
 		return errors.New("--release-finalizers: not running in a pod and POD_NAMESPACE is unset")
 	}
-	cfg, err := config.GetConfig()
+	c, err := oneShotClient(b.Name, clientgoscheme.AddToScheme)
 	if err != nil {
-		return fmt.Errorf("loading kubeconfig: %w", err)
-	}
-	cfg.UserAgent = b.Name + "/" + version.Version
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return fmt.Errorf("registering API types: %w", err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return fmt.Errorf("creating the client: %w", err)
+		return err
 	}
 	runCtx, cancel := context.WithTimeout(ctx, opts.ReleaseFinalizersTimeout)
 	defer cancel()
