@@ -102,3 +102,38 @@ func TestFailurePolicyRollsBackABrokenRollout(t *testing.T) {
 	}
 	s.g.Expect(names).To(HaveKey(agent+"-"+ds.Status.RolloutFailure.Revision), "the failed revision was pruned")
 }
+
+// A rollback holds when the DaemonSet's status is lost while its template stays the failed one (a restore that does
+// not restore status, an orphan delete and the same DaemonSet applied again): the failure is recorded on the failed
+// revision too, the failed revision does not roll out again, and the status says so again. Once a new template rolls
+// out, the record goes.
+func TestARollbackHoldsWhenItsStatusIsLost(t *testing.T) {
+	s := newScenario(t)
+	s.rolledOutUnder(daemonsetv1alpha1.RolloutFailureRollback)
+	s.update(agent, func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.Image = "agent:crash" })
+	everyNodeBack := map[string]string{s.label + "-a": "agent:v1", s.label + "-b": "agent:v1", s.label + "-c": "agent:v1"}
+	s.g.Eventually(s.imagesByNode, timeout, poll).Should(Equal(everyNodeBack))
+	failed := s.get(agent).Status.RolloutFailure.Revision
+	record := func() string {
+		var rev appsv1.ControllerRevision
+		s.g.Expect(env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: agent + "-" + failed}, &rev)).To(Succeed())
+		return rev.Annotations[daemonsetv1alpha1.RolloutFailureAnnotation]
+	}
+	s.g.Eventually(record, timeout, poll).Should(ContainSubstring(`"action":"Rollback"`))
+
+	ds := s.get(agent)
+	ds.Status = daemonsetv1alpha1.DaemonSetStatus{}
+	s.g.Expect(env.Client.Status().Update(s.ctx, ds)).To(Succeed())
+	s.g.Consistently(s.imagesByNode, "3s", poll).Should(Equal(everyNodeBack), "the failed revision rolled out again")
+	s.g.Eventually(func() string {
+		if f := s.get(agent).Status.RolloutFailure; f != nil {
+			return f.Revision
+		}
+		return ""
+	}, timeout, poll).Should(Equal(failed))
+	s.g.Expect(s.reasonOf(agent, daemonsetv1alpha1.ConditionProgressing)()).To(Equal(daemonsetv1alpha1.ReasonRolledBack))
+
+	s.update(agent, func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.Image = "agent:v2" })
+	s.g.Eventually(s.rolledOut, timeout, poll).Should(BeTrue())
+	s.g.Eventually(record, timeout, poll).Should(BeEmpty(), "the failure stayed recorded after a new template rolled out")
+}

@@ -213,7 +213,11 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 	}
 	verdict := decideFailure(views, failureInput{policy: failurePolicy(ds), generation: ds.Generation,
 		updateHash: history.updateHash, currentHash: history.currentHash, stableHash: ds.Status.StableRevision,
-		recorded: ds.Status.RolloutFailure, known: history.templates, strategy: s, now: now})
+		recorded: recordedFailure(ds.Status.RolloutFailure, revList.Items, history.updateHash), known: history.templates,
+		strategy: s, now: now})
+	if err := r.syncFailureRecords(ctx, revList.Items, verdict.failure); err != nil {
+		return ctrl.Result{}, nil, err
+	}
 	// Under a failure the pass plans with the revision it keeps or rolls back to, and so does the status.
 	s, updateHash, currentHash := underFailure(verdict.failure, s, history.updateHash, history.currentHash,
 		ds.Status.StableRevision, history.templates)
