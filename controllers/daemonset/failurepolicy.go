@@ -57,10 +57,13 @@ func settleTime(ds *daemonsetv1alpha1.DaemonSet) time.Duration {
 }
 
 // settled says whether updateHash is now the stable revision: every eligible node runs only pods of it, every one
-// ready for settle, and no node keeps an older pod. When it is not yet only because pods have not been ready for long
-// enough, wait says when they will have been.
+// ready for settle, and no node keeps an older pod. Under constant node churn a node that joined within the settle
+// time can never have a pod ready for all of it: its pod need only be ready, once at least one pod of the revision
+// has been ready for the whole settle time on a node that was there (the revision proved itself there). When it is
+// not yet settled only because pods have not been ready for long enough, wait says when to look again.
 func settled(nodes []nodeView, updateHash string, settle time.Duration, now time.Time) (ok bool, wait time.Duration) {
-	desired := 0
+	desired, proven := 0, 0
+	var newNodesWait time.Duration // how long until the first pod on a new node proves the revision
 	for _, n := range nodes {
 		if !n.shouldRun || n.down {
 			continue // a down node, or one that admits no new pod, does not hold the revision back
@@ -74,13 +77,30 @@ func settled(nodes []nodeView, updateHash string, settle time.Duration, now time
 				return false, 0
 			}
 			available, w := availability(pod, int32(settle/time.Second), now)
-			if !available && w == 0 {
-				return false, 0
+			switch {
+			case available:
+				proven++
+			case w == 0:
+				return false, 0 // not ready
+			case now.Sub(n.joined) < settle:
+				newNodesWait = minPositive(newNodesWait, w)
+			default:
+				wait = max(wait, w)
 			}
-			wait = max(wait, w)
 		}
 	}
+	if proven == 0 && wait == 0 {
+		wait = newNodesWait
+	}
 	return desired > 0 && wait == 0, wait
+}
+
+// minPositive is the smaller of a and b, a zero counting as none.
+func minPositive(a, b time.Duration) time.Duration {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // progressDeadline is the policy's progressDeadlineSeconds, or its default.

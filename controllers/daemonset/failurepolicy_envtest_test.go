@@ -121,9 +121,11 @@ func TestARollbackHoldsWhenItsStatusIsLost(t *testing.T) {
 	}
 	s.g.Eventually(record, timeout, poll).Should(ContainSubstring(`"action":"Rollback"`))
 
-	ds := s.get(agent)
-	ds.Status = daemonsetv1alpha1.DaemonSetStatus{}
-	s.g.Expect(env.Client.Status().Update(s.ctx, ds)).To(Succeed())
+	s.g.Eventually(func() error { // the controller writes the status too: try again on a conflict
+		ds := s.get(agent)
+		ds.Status = daemonsetv1alpha1.DaemonSetStatus{}
+		return env.Client.Status().Update(s.ctx, ds)
+	}, timeout, poll).Should(Succeed())
 	s.g.Consistently(s.imagesByNode, "3s", poll).Should(Equal(everyNodeBack), "the failed revision rolled out again")
 	s.g.Eventually(func() string {
 		if f := s.get(agent).Status.RolloutFailure; f != nil {

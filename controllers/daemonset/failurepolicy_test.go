@@ -179,6 +179,26 @@ func TestSettled(t *testing.T) {
 	if ok, _ := settled([]nodeView{view("a", testPod("pa", newRev, available)), view("b", crashLooping("pb"))}, newRev, 0, now); ok {
 		t.Error("settled with a crash-looping pod")
 	}
+	// Under constant node churn a pod on a node that joined within the settle time is never ready for all of it: such
+	// a pod need only be ready, once the revision has proven itself for the whole settle time on the nodes that were
+	// there. A pod as young on a node that was there holds it back, and so does a young node's pod not ready at all.
+	joined := func(v nodeView, ago time.Duration) nodeView { v.joined = now.Add(-ago); return v }
+	churn := []nodeView{view("a", testPod("pa", newRev, available)), joined(view("b", readyFor(testPod("pb", newRev, available), 5*time.Second)), 10*time.Second)}
+	if ok, _ := settled(churn, newRev, 30*time.Second, now); !ok {
+		t.Error("not settled because of a pod on a node that joined 10s ago, ready since")
+	}
+	replaced := []nodeView{view("a", testPod("pa", newRev, available)), view("b", readyFor(testPod("pb", newRev, available), 5*time.Second))}
+	if ok, wait := settled(replaced, newRev, 30*time.Second, now); ok || wait != 25*time.Second {
+		t.Errorf("a young pod on a node that was there: settled %v, wait %s, want false and 25s", ok, wait)
+	}
+	if ok, _ := settled([]nodeView{churn[0], joined(view("b", testPod("pb", newRev, starting)), 10*time.Second)}, newRev, 30*time.Second, now); ok {
+		t.Error("settled with a new node's pod not ready")
+	}
+	allNew := []nodeView{joined(view("a", readyFor(testPod("pa", newRev, available), 5*time.Second)), 10*time.Second),
+		joined(view("b", readyFor(testPod("pb", newRev, available), 8*time.Second)), 10*time.Second)}
+	if ok, wait := settled(allNew, newRev, 30*time.Second, now); ok || wait != 22*time.Second {
+		t.Errorf("every node new: settled %v, wait %s, want false and 22s (proven nowhere yet)", ok, wait)
+	}
 	// A node that admits no new pod, or is down, does not hold the revision back (a NotReady node is tainted too).
 	if ok, _ := settled([]nodeView{view("a", testPod("pa", newRev, available)), tainted(view("b", testPod("pb", oldRev, available)))},
 		newRev, 0, now); !ok {

@@ -26,6 +26,8 @@ type nodeView struct {
 	terminating int
 	// backoff is how long failed pods on the node must still wait before they are replaced; 0 when they need not.
 	backoff time.Duration
+	// joined is when the node was created (zero for a node the cache no longer has).
+	joined time.Time
 }
 
 // strategy is the resolved update strategy.

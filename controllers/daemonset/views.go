@@ -81,6 +81,7 @@ func buildViews(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSpe
 			pods:        byNode[n.Name],
 			terminating: terminating[n.Name],
 			backoff:     backoff(n.Name),
+			joined:      n.CreationTimestamp.Time,
 		})
 	}
 	for node, ps := range byNode {

@@ -275,7 +275,8 @@ type DaemonSetStatus struct {
 	CollisionCount *int32 `json:"collisionCount,omitempty"`
 	// StableRevision is the newest revision that ran on every eligible node with every pod ready, without
 	// interruption, for the failure policy's progressDeadlineSeconds (minReadySeconds without a policy): the
-	// revision a failure policy of Rollback moves pods back to.
+	// revision a failure policy of Rollback moves pods back to. A node that joined within that time needs its pod
+	// ready only, once a node that was there has had its pod ready for all of it.
 	// +optional
 	StableRevision string `json:"stableRevision,omitempty"`
 	// RolloutFailure records the rollout the failure policy paused or rolled back, while it holds: while it does,
