@@ -73,7 +73,8 @@ func (r *Reconciler) adoptAndRelease(ctx context.Context, ds *daemonsetv1alpha1.
 	logger := log.FromContext(ctx)
 	h := handover{occupied: map[string]int{}}
 	released := map[*corev1.Pod]bool{}
-	for _, pod := range release {
+	for _, cached := range release {
+		pod := cached.DeepCopy() // the cache's own object (ownedPods): the patch writes its answer into pod
 		done, err := r.patchOwners(ctx, pod, withoutOwner(pod.OwnerReferences, ds))
 		if err != nil {
 			return handover{}, fmt.Errorf("releasing pod %s: %w", pod.Name, err)
@@ -83,7 +84,7 @@ func (r *Reconciler) adoptAndRelease(ctx context.Context, ds *daemonsetv1alpha1.
 			continue
 		}
 		logger.Info("Released pod that no longer matches the selector", "pod", pod.Name, "node", PodNode(pod))
-		released[pod] = true
+		released[cached] = true
 	}
 	h.pods = make([]*corev1.Pod, 0, len(owned)+len(adopt))
 	for _, pod := range owned {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
@@ -55,6 +54,8 @@ type Reconciler struct {
 	seeded       *seenSet
 	written      statuswrite.Written[*daemonsetv1alpha1.DaemonSetStatus]
 	vanished     *vanishedPods
+	// stores are the pod and node informers' indexers (cachereads.go), set by SetupWithManager.
+	stores informerStores
 }
 
 // RBAC of the daemonset-controller (make manifests turns these into its ClusterRole).
@@ -164,9 +165,9 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 	satisfied := r.expectations.Satisfied(key)
 
 	// The nodes are read, never written: the cache's own objects, not a copy of every node on every pass.
-	var nodes corev1.NodeList
-	if err := r.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
-		return ctrl.Result{}, nil, fmt.Errorf("listing nodes: %w", err)
+	nodes, err := r.allNodes(ctx)
+	if err != nil {
+		return ctrl.Result{}, nil, err
 	}
 	owned, err := r.ownedPods(ctx, ds)
 	if err != nil {
@@ -203,7 +204,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 	if err != nil {
 		return ctrl.Result{}, nil, err
 	}
-	views, err := buildViews(ds, template, nodes.Items, pods, terminating, r.backoffFor(ds, history.updateHash, now))
+	views, err := buildViews(ds, template, nodes, pods, terminating, r.backoffFor(ds, history.updateHash, now))
 	if err != nil {
 		return ctrl.Result{}, nil, err
 	}
@@ -237,7 +238,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 	} else if satisfied {
 		p := planNodes(views, s, updateHash, currentHash, now)
 		progressing := len(p.creates)+len(p.deletes)+len(p.updates) > 0
-		log.FromContext(ctx).V(1).Info("Planned", "nodes", len(nodes.Items), "pods", len(pods),
+		log.FromContext(ctx).V(1).Info("Planned", "nodes", len(nodes), "pods", len(pods),
 			"creates", len(p.creates), "deletes", len(p.deletes), "updates", len(p.updates), "requeueAfter", p.requeueAfter)
 		for _, node := range p.failedNodes {
 			r.backoff.failed(backoffKey(ds, history.updateHash, node), now)

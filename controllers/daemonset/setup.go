@@ -116,6 +116,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return fmt.Errorf("indexing orphaned %T: %w", obj, err)
 		}
 	}
+	stores, err := storesOf(ctx, mgr.GetCache())
+	if err != nil {
+		return err
+	}
+	r.stores = stores
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&daemonsetv1alpha1.DaemonSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).

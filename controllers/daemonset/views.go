@@ -1,7 +1,6 @@
 package daemonset
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"time"
@@ -10,23 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 )
-
-// ownedPods lists the pods the DaemonSet controls from the cache, those being deleted included.
-func (r *Reconciler) ownedPods(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet) ([]*corev1.Pod, error) {
-	var list corev1.PodList
-	if err := r.List(ctx, &list, client.InNamespace(ds.Namespace), client.MatchingFields{ownerIndex: string(ds.UID)}); err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
-	}
-	pods := make([]*corev1.Pod, 0, len(list.Items))
-	for i := range list.Items {
-		pods = append(pods, &list.Items[i])
-	}
-	return pods, nil
-}
 
 // splitPods separates the pods the planner sees from those being deleted, which it counts per node (no new pod goes
 // to a node while its old pod still runs). A terminal pod (Failed or Succeeded) whose deletion was requested counts
@@ -51,7 +36,7 @@ func isTerminal(pod *corev1.Pod) bool {
 
 // buildViews turns nodes and pods into the planner's view: eligibility per node and the pods on each, sorted by
 // name. Pods pinned to nodes that no longer exist get an ineligible view of their own, so they are removed.
-func buildViews(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSpec, nodes []corev1.Node, pods []*corev1.Pod,
+func buildViews(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSpec, nodes []*corev1.Node, pods []*corev1.Pod,
 	terminating map[string]int, backoff func(string) time.Duration) ([]nodeView, error) {
 	var canary labels.Selector
 	if ru := ds.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Selector != nil {
@@ -70,8 +55,7 @@ func buildViews(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSpe
 	}
 	views := make([]nodeView, 0, len(nodes))
 	seen := map[string]bool{}
-	for i := range nodes {
-		n := &nodes[i]
+	for _, n := range nodes {
 		seen[n.Name] = true
 		views = append(views, nodeView{
 			name:        n.Name,

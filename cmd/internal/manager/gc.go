@@ -1,8 +1,11 @@
 package manager
 
 import (
+	"math"
 	"os"
 	"runtime/debug"
+
+	"github.com/KimMachineGun/automemlimit/memlimit"
 )
 
 // defaultGCPercent is the garbage collector's target when GOGC is not set. A controller's heap is mostly its
@@ -20,4 +23,20 @@ func tuneGC() int {
 	}
 	debug.SetGCPercent(defaultGCPercent)
 	return defaultGCPercent
+}
+
+// memoryLimitRatio is the share of the container's memory limit the Go runtime aims to stay under (GOMEMLIMIT). The
+// collector's target alone (1.5 times the live heap) knows nothing of the limit: a burst of work on a large cluster
+// could take the heap past it and the kernel would kill the process, where the runtime, told of the limit, collects
+// harder first. The rest of the limit is for what the runtime does not count (stacks of the kernel's, the binary).
+const memoryLimitRatio = 0.9
+
+// tuneMemoryLimit sets GOMEMLIMIT to memoryLimitRatio of the cgroup's memory limit, unless the operator set
+// GOMEMLIMIT (or AUTOMEMLIMIT=off). It returns the limit in effect, 0 for none; an error leaves the runtime's own.
+func tuneMemoryLimit() (int64, error) {
+	limit, err := memlimit.Set(memlimit.WithRatio(memoryLimitRatio), memlimit.WithProvider(memlimit.FromCgroup))
+	if limit == math.MaxInt64 {
+		limit = 0
+	}
+	return limit, err
 }

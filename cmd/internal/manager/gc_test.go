@@ -28,3 +28,17 @@ func TestTuneGC(t *testing.T) {
 		t.Fatalf("the collector runs at %d, want 70", cur)
 	}
 }
+
+// The operator's GOMEMLIMIT, as the runtime applied it at start, is kept; the cgroup's limit is not read then.
+func TestTuneMemoryLimitKeepsTheOperators(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	t.Setenv("GOMEMLIMIT", "100MiB")
+	debug.SetMemoryLimit(100 << 20)
+	got, err := tuneMemoryLimit()
+	if err != nil || got != 100<<20 {
+		t.Fatalf("with GOMEMLIMIT=100MiB: %d, %v", got, err)
+	}
+	if cur := debug.SetMemoryLimit(-1); cur != 100<<20 {
+		t.Fatalf("the runtime's limit is %d, want 100 MiB", cur)
+	}
+}

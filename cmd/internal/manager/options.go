@@ -25,6 +25,9 @@ type Options struct {
 	MetricsWebhookCert bool
 	// ProbeAddr is where /healthz and /readyz are served.
 	ProbeAddr string
+	// PprofAddr is where Go's profiles (/debug/pprof/) are served, plain HTTP with no authentication; "" (the
+	// default) serves none. Bind it to localhost and reach it with kubectl port-forward.
+	PprofAddr string
 
 	// LeaderElect turns on leader election; off only for single-replica debugging.
 	LeaderElect bool
@@ -147,6 +150,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr,
 		"Address /healthz and /readyz bind to.")
 
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr,
+		`Address Go's profiles (/debug/pprof/) are served on, e.g. "127.0.0.1:8082"; empty (the default) serves none. `+
+			"Plain HTTP without authentication: bind it to localhost and use kubectl port-forward.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
 		"Elect one active replica through a Lease. Only turn off when exactly one replica runs.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace,

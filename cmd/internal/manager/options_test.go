@@ -75,7 +75,7 @@ func TestBindFlagsParsesEveryFlag(t *testing.T) {
 	fs.SetOutput(io.Discard)
 	o.BindFlags(fs)
 	err := fs.Parse([]string{
-		"--metrics-bind-address=:9000", "--metrics-secure=false", "--health-probe-bind-address=:9001",
+		"--metrics-bind-address=:9000", "--metrics-secure=false", "--health-probe-bind-address=:9001", "--pprof-bind-address=127.0.0.1:9002",
 		"--leader-elect=false", "--leader-election-namespace=ops", "--leader-election-id=lease-x",
 		"--leader-election-lease-duration=30s", "--leader-election-renew-deadline=20s",
 		"--leader-election-retry-period=3s", "--enable-webhooks=false", "--webhook-port=9444",
@@ -89,7 +89,7 @@ func TestBindFlagsParsesEveryFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Options{
-		MetricsAddr: ":9000", ProbeAddr: ":9001", LeaderElectionNamespace: "ops", LeaderElectionID: "lease-x",
+		MetricsAddr: ":9000", ProbeAddr: ":9001", PprofAddr: "127.0.0.1:9002", LeaderElectionNamespace: "ops", LeaderElectionID: "lease-x",
 		LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 3 * time.Second,
 		WebhookPort: 9444, WebhookCertDir: "/certs", WebhookCertRotation: true, WebhookCertSecret: "s",
 		WebhookServiceName: "svc", WebhookConfigName: "cfg", CheckReadyURL: "http://x/readyz", CheckAdmissionNamespace: "probe", CheckAdmissionLabels: map[string]string{"team": "a"},

@@ -117,6 +117,10 @@ func Run(ctx context.Context, b Binary, args []string, stdout, stderr io.Writer)
 	klog.SetLogger(log)
 	setupLog := log.WithName("setup")
 	gcPercent := tuneGC()
+	memoryLimit, err := tuneMemoryLimit()
+	if err != nil {
+		setupLog.Error(err, "Unable to set the Go memory limit from the container's; running without one")
+	}
 
 	mgr, webhooks, err := newManager(b, opts)
 	if err != nil {
@@ -124,7 +128,8 @@ func Run(ctx context.Context, b Binary, args []string, stdout, stderr io.Writer)
 		return exitError
 	}
 	setupLog.Info("Starting", "binary", b.Name, "version", version.Version, "commit", version.GitCommit,
-		"leaderElection", opts.LeaderElect, "webhooks", opts.EnableWebhooks && b.SetupWebhooks != nil, "gogc", gcPercent)
+		"leaderElection", opts.LeaderElect, "webhooks", opts.EnableWebhooks && b.SetupWebhooks != nil, "gogc", gcPercent,
+		"gomemlimit", memoryLimit)
 	if err := mgr.Start(ctx); err != nil {
 		setupLog.Error(err, "Manager stopped with an error")
 		return exitError
@@ -213,6 +218,7 @@ func newManager(b Binary, opts Options) (ctrl.Manager, *drainingServer, error) {
 		Cache:                         cacheOpts,
 		Metrics:                       metricsOpts,
 		HealthProbeBindAddress:        opts.ProbeAddr,
+		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.LeaderElect,
 		LeaderElectionID:              opts.LeaderElectionID,
 		LeaderElectionNamespace:       leaseNamespace,
