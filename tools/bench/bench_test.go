@@ -168,14 +168,15 @@ func TestMissingMeasurements(t *testing.T) {
 	r.Plan.Pipelines, r.Plan.PipelineReps = 4, 1
 	r.DaemonSet = append(r.DaemonSet, trial{Bench: benchRollingUpdate, Impl: implKeelson, Nodes: 100})
 	writers := []expectedWriter{{What: "sizers to Sized", User: "u", Writes: 5}}
-	r.Plan.ScaleNodes = 500
+	r.Plan.ScaleNodes = []int{500}
 	if got := missingMeasurements(r, writers); !cmp.Equal(got, []string{"DaemonSet in-place-update-gated: no trial",
-		"DaemonSet in-place-update: no trial", "DaemonSet scale: no trial", "scale: no daemonset-controller memory read at N = 500"}) {
+		"DaemonSet in-place-update: no trial", "DaemonSet scale: no trial", "scale: no daemonset-controller memory read at N = 500",
+		"scale: no daemonset-controller pass time read at N = 500"}) {
 		t.Fatalf("a run without the in-place and scale trials: %v", got)
 	}
 	r.DaemonSet = append(r.DaemonSet, trial{Bench: benchInPlace, Impl: implKeelson, Nodes: 100},
 		trial{Bench: benchInPlaceGated, Impl: implKeelson, Nodes: 100}, trial{Bench: benchScale, Impl: implKeelson, Nodes: 500})
-	r.ScaleRSS = 40 << 20
+	r.ScaleRSS, r.ScalePassP99 = map[int]int64{500: 40 << 20}, map[int]float64{500: 0.25}
 	if got := missingMeasurements(r, writers); len(got) != 0 {
 		t.Fatalf("a complete run: %v", got)
 	}
@@ -426,5 +427,45 @@ func TestAStalledTrialIsNamed(t *testing.T) {
 	}
 	if got := stalledTrials(trials[2:]); len(got) != 0 {
 		t.Fatalf("no stall, yet %q", got)
+	}
+}
+
+// The write floor is the time a client budget lets the writes take: the burst at once, the rest at qps. A run slower
+// than 1.1 times it misses the sizer's target, and the table of targets says so.
+func TestSizerWriteFloor(t *testing.T) {
+	qps, burst := budgetOf([]string{"--log-level=info", "--kube-api-qps=50", "--kube-api-burst=100"})
+	if qps != 50 || burst != 100 {
+		t.Fatalf("budget = %v/%v, want 50/100", qps, burst)
+	}
+	if f := writeFloor(2100, qps, burst); f != 40*time.Second {
+		t.Fatalf("floor of 2100 writes = %s, want 40s", f)
+	}
+	if f := writeFloor(80, qps, burst); f != 0 {
+		t.Fatalf("writes within the burst: floor %s, want 0", f)
+	}
+	r := sampleResults()
+	r.Sizer = sizerResult{Sizers: 1000, ToSized: 46 * time.Second, Writes: 2100, QPS: qps, Burst: burst, Floor: writeFloor(2100, qps, burst),
+		ByKind: map[string]int{"patch deployments": 1000, "patch workloadsizers/status": 1100}}
+	page := summaryText(r)
+	for _, want := range []string{"2.10 per sizer", "| patch deployments | 1000 | 1.00 |", "Sized ≤ 1.1 × their write floor | 1.15 × (40.00 s for 2100 writes) | **missed** |"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+}
+
+// The cost curve names each scale point; a p99 past the histogram's last bucket reads as such, and misses the target.
+func TestScaleCostTable(t *testing.T) {
+	r := sampleResults()
+	r.Plan.ScaleNodes = []int{1000, 10000}
+	r.Scale = Report{{Nodes: 1000, Ratio: 0.98}, {Nodes: 10000, Ratio: 0.97}}
+	r.ScaleRSS = map[int]int64{1000: 90 << 20, 10000: 180 << 20}
+	r.ScalePassP99 = map[int]float64{1000: 0.25, 10000: noBound}
+	page := summaryText(r)
+	for _, want := range []string{"| 1000 | ", "| 10000 | ", "≤ 0.25 s", "| longest pass (p99) < 2 s at N = 10000 | over 60 s | **missed** |",
+		"| daemonset-controller RSS ≤ 250 MiB at N = 10000 | 180.0 MiB | met |"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
 	}
 }

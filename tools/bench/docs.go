@@ -2,10 +2,13 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -60,10 +63,9 @@ func summaryText(r Results) string {
 		"against the built-in's rolling update above\n\nWithout the readiness gate (`inPlaceReadinessGate: Disabled`, a daemon no "+
 		"Service sends traffic to):\n\n%s\nWith the readiness gate (the default: the pod leaves its Services before its "+
 		"container stops; three writes per pod):\n\n%s\n", r.Plan.RollingNodes, r.InPlaceUpdate.Table(), r.InPlaceGated.Table())
-	if r.Plan.ScaleNodes > 0 {
-		fmt.Fprintf(&b, "### DaemonSet convergence at N = %d (one repetition each)\n\n%s\n"+
-			"daemonset-controller's resident size once Keelson's DaemonSet had converged on %d nodes: %.1f MiB.\n\n",
-			r.Plan.ScaleNodes, r.Scale.Table(), r.Plan.ScaleNodes, float64(r.ScaleRSS)/(1<<20))
+	if len(r.Plan.ScaleNodes) > 0 {
+		fmt.Fprintf(&b, "### DaemonSet cost as the pool grows (one convergence per implementation at each N)\n\n%s\n%s\n",
+			r.Scale.Table(), scaleCostTable(r))
 	}
 	fmt.Fprintf(&b, "Over the %d repetitions at each N, Keelson went first %d times and the built-in %d times.\n\n",
 		r.Plan.Reps, r.FirstCounts[implKeelson], r.FirstCounts[implBuiltin])
@@ -92,8 +94,11 @@ func summaryText(r Results) string {
 	}
 	fmt.Fprintf(&b, "\n### Leader handover (workload-sizer, %d leader pod deletions)\n\nmedian %s (min %s, max %s); lease duration %s\n",
 		len(r.Handovers), sec(r.HandoverMedian.Median), sec(r.HandoverMedian.Min), sec(r.HandoverMedian.Max), leaseOf(r))
-	fmt.Fprintf(&b, "\n### WorkloadSizer\n\n%d sizers over existing Deployments: all Sized in %s, with %d writes by the sizer until then\n",
-		r.Sizer.Sizers, sec(r.Sizer.ToSized), r.Sizer.Writes)
+	fmt.Fprintf(&b, "\n### WorkloadSizer\n\n%d sizers over existing Deployments: all Sized in %s, with %d writes by the sizer "+
+		"until then (%.2f per sizer, from the audit log). At the sizer's client budget (%.0f writes a second after a burst "+
+		"of %.0f) those writes take at least %s: %.2f times that floor.\n\n%s",
+		r.Sizer.Sizers, sec(r.Sizer.ToSized), r.Sizer.Writes, perSizer(r.Sizer), r.Sizer.QPS, r.Sizer.Burst,
+		sec(r.Sizer.Floor), r.Sizer.floorRatio(), sizerWritesTable(r.Sizer))
 	p, o := r.Pipeline, r.Pipeline.Overhead
 	fmt.Fprintf(&b, "\n### Pipeline (%d pairs: %d pipelines × %d repetitions, %d steps each; Keelson first in %d, bare first in %d)\n\n"+
 		"| | median | p10 | p90 | min | max |\n|---|---|---|---|---|---|\n", len(p.Pairs), p.Pipelines, p.Reps, p.Steps,
@@ -118,6 +123,18 @@ func summaryText(r Results) string {
 	fmt.Fprintf(&b, "| RSS ≤ 100 MiB per controller | largest %.1f MiB | %s |\n", float64(maxRSS)/(1<<20), verdict(maxRSS > 0 && maxRSS <= 100<<20))
 	fmt.Fprintf(&b, "| leader handover < 2 s | median %s | %s |\n", sec(r.HandoverMedian.Median), verdict(len(r.Handovers) > 0 && r.HandoverMedian.Median < 2*time.Second))
 	fmt.Fprintf(&b, "| %d sizers Sized < 60 s | %s | %s |\n", r.Sizer.Sizers, sec(r.Sizer.ToSized), verdict(r.Sizer.ToSized > 0 && r.Sizer.ToSized < time.Minute))
+	fmt.Fprintf(&b, "| %d sizers Sized ≤ %.1f × their write floor | %.2f × (%s for %d writes) | %s |\n", r.Sizer.Sizers,
+		sizerFloorTarget, r.Sizer.floorRatio(), sec(r.Sizer.Floor), r.Sizer.Writes,
+		verdict(r.Sizer.floorRatio() > 0 && r.Sizer.floorRatio() <= sizerFloorTarget))
+	if n := len(r.Plan.ScaleNodes); n > 0 {
+		largest := r.Plan.ScaleNodes[n-1]
+		row, _ := scaleRow(r.Scale, largest)
+		fmt.Fprintf(&b, "| DaemonSet Keelson / built-in ≤ 1.0 at N = %d | %.2f | %s |\n", largest, row.Ratio, verdict(row.Ratio > 0 && row.Ratio <= 1.0))
+		p99 := r.ScalePassP99[largest]
+		fmt.Fprintf(&b, "| longest pass (p99) < 2 s at N = %d | %s | %s |\n", largest, passText(p99), verdict(p99 > 0 && p99 <= maxScalePass))
+		rss := r.ScaleRSS[largest]
+		fmt.Fprintf(&b, "| daemonset-controller RSS ≤ 250 MiB at N = %d | %.1f MiB | %s |\n", largest, float64(rss)/(1<<20), verdict(rss > 0 && rss <= maxScaleRSS))
+	}
 	fmt.Fprintf(&b, "| pipeline overhead < 1 s per pipeline | median %s (p90 %s) | %s |\n", ssec(o.Median), ssec(o.P90), verdict(len(p.Pairs) > 0 && o.Median < time.Second))
 	return b.String()
 }
@@ -152,7 +169,7 @@ func writeDocs(r Results, dir string) error {
 		return err
 	}
 	doc := fmt.Sprintf(benchmarksDoc, r.Started.UTC().Format("2006-01-02"), r.Plan.Reps, r.Machine.CPUs, r.Machine.MemoryGiB,
-		r.Machine.Kernel, r.Machine.Commit, r.Machine.Go, r.Plan.ScaleNodes, auditNote(r), r.Pipeline.Steps, r.Pipeline.Steps, steadyNote(r),
+		r.Machine.Kernel, r.Machine.Commit, r.Machine.Go, scalePoints(r.Plan.ScaleNodes), auditNote(r), r.Pipeline.Steps, r.Pipeline.Steps, steadyNote(r),
 		meaning(r), summaryText(r))
 	// The model-cache section is make bench-model-cache's: kept as it is.
 	if old, err := os.ReadFile(filepath.Join(dir, "benchmarks.md")); err == nil {
@@ -209,9 +226,10 @@ noisy (%d cores, %d GiB, kernel %s; commit %s, %s): trust the ratios within the 
   a container whose image changed restarts (a new container ID, one more restart), and a pod whose readiness gates
   are all True becomes Ready. (kwok's own stage sets a gate's condition True when a pod starts, which a kubelet never
   does: a gated pod's first write, opening its gate, is not made here.)
-- **The scale point** (N = %d when shown) runs first, one convergence per implementation (Keelson first, so
-  the order favours neither repeatedly but is not balanced), and reads the daemonset-controller's resident size once
-  Keelson's DaemonSet has converged there.
+- **The scale points** (N = %s when shown) run first, smallest first, one convergence per implementation at each
+  (Keelson first, so the order favours neither repeatedly but is not balanced); once Keelson's DaemonSet has
+  converged, they read the daemonset-controller's resident size and the bucket of its pass-time histogram that holds
+  the 99th percentile of the passes it made meanwhile.
 - **Client budgets are equal**: every Keelson controller runs with the chart's default ` + "`kubeAPI`" + ` and the local
   cluster gives kube-controller-manager the same (its own default, 20/30, would cap the apps/v1 DaemonSet controller
   at about 20 pod creations per second, and the comparison would measure that). Both DaemonSets' pods are bound by
@@ -303,9 +321,9 @@ func meaning(r Results) string {
 	if n := len(r.Scale); n > 0 {
 		row := r.Scale[n-1]
 		fmt.Fprintf(&b, "- **At %d nodes** a DaemonSet converges in %.1f s with Keelson and %.1f s with apps/v1 (ratio %.2f), "+
-			"%.2f writes per node against %.2f; daemonset-controller then holds %.1f MiB.\n", row.Nodes,
+			"%.2f writes per node against %.2f; its passes took at most %s (p99), and daemonset-controller then holds %.1f MiB.\n", row.Nodes,
 			row.Keelson.Median.Seconds(), row.Builtin.Median.Seconds(), row.Ratio, row.KeelsonWritesPerNode,
-			row.BuiltinWritesPerNode, float64(r.ScaleRSS)/(1<<20))
+			row.BuiltinWritesPerNode, passText(r.ScalePassP99[row.Nodes]), float64(r.ScaleRSS[row.Nodes])/(1<<20))
 	}
 	b.WriteString(idleSentence(r.Steady, r.Setup))
 	b.WriteString(memorySentence(r.RSS, r.MemoryRequest, r.MemoryLimit, r.Plan.RollingNodes, r.Plan.Unrelated))
@@ -327,4 +345,88 @@ func rates(m map[string]float64) string {
 		parts = append(parts, fmt.Sprintf("%s %.2f", name, m[name]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// Targets at the largest scale point: the longest pass (p99) and the daemonset-controller's resident size.
+const (
+	maxScalePass = 2.0       // seconds
+	maxScaleRSS  = 250 << 20 // bytes
+)
+
+// scaleRow is the report's row at n nodes.
+func scaleRow(rep Report, n int) (Row, bool) {
+	for _, row := range rep {
+		if row.Nodes == n {
+			return row, true
+		}
+	}
+	return Row{}, false
+}
+
+// scaleCostTable is the cost curve: at each scale point, Keelson's convergence, writes per node, the
+// daemonset-controller's resident size and its longest passes.
+func scaleCostTable(r Results) string {
+	var b strings.Builder
+	b.WriteString("| N | Keelson convergence | / built-in | writes per node | daemonset-controller RSS | longest pass (p99) |\n|---|---|---|---|---|---|\n")
+	for _, n := range r.Plan.ScaleNodes {
+		row, _ := scaleRow(r.Scale, n)
+		fmt.Fprintf(&b, "| %d | %.1f s | %.2f | %.2f | %.1f MiB | %s |\n", n, row.Keelson.Median.Seconds(), row.Ratio,
+			row.KeelsonWritesPerNode, float64(r.ScaleRSS[n])/(1<<20), passText(r.ScalePassP99[n]))
+	}
+	b.WriteString("\nThe longest pass is the upper bound of the histogram bucket (controller-runtime's " +
+		"`controller_runtime_reconcile_time_seconds`) that holds the 99th percentile of the passes made while the " +
+		"DaemonSet converged; the resident size is read once it had.\n")
+	return b.String()
+}
+
+// passText renders a pass-time bound; noBound marks one past the histogram's last finite bucket.
+func passText(seconds float64) string {
+	switch {
+	case seconds <= 0:
+		return "-"
+	case seconds >= noBound:
+		return "over 60 s"
+	}
+	return fmt.Sprintf("≤ %g s", seconds)
+}
+
+// noBound stands for a quantile past the histogram's last finite bucket (JSON has no infinity).
+const noBound = math.MaxFloat64
+
+// perSizer is the sizer's writes per sizer.
+func perSizer(s sizerResult) float64 {
+	if s.Sizers == 0 {
+		return 0
+	}
+	return float64(s.Writes) / float64(s.Sizers)
+}
+
+// sizerWritesTable splits the sizer's writes by verb and resource, per sizer.
+func sizerWritesTable(s sizerResult) string {
+	if len(s.ByKind) == 0 {
+		return ""
+	}
+	kinds := make([]string, 0, len(s.ByKind))
+	for k := range s.ByKind {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	var b strings.Builder
+	b.WriteString("| write | count | per sizer |\n|---|---|---|\n")
+	for _, k := range kinds {
+		fmt.Fprintf(&b, "| %s | %d | %.2f |\n", k, s.ByKind[k], float64(s.ByKind[k])/float64(max(1, s.Sizers)))
+	}
+	return b.String()
+}
+
+// scalePoints renders the scale points as "1000, 5000 and 10000".
+func scalePoints(ns []int) string {
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = strconv.Itoa(n)
+	}
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -69,4 +71,35 @@ func memorySettings(ctx context.Context, c client.Client, releaseNS, release str
 		}
 	}
 	return request, limit, nil
+}
+
+// clientBudget reads a controller Deployment's client budget from its container's flags (--kube-api-qps,
+// --kube-api-burst), as deployed.
+func clientBudget(ctx context.Context, c client.Client, ns, name string) (qps, burst float64, err error) {
+	var d appsv1.Deployment
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &d); err != nil {
+		return 0, 0, fmt.Errorf("the %s Deployment: %w", name, err)
+	}
+	for _, ctr := range d.Spec.Template.Spec.Containers {
+		if ctr.Name == "controller" {
+			qps, burst = budgetOf(ctr.Args)
+		}
+	}
+	if qps <= 0 {
+		return 0, 0, fmt.Errorf("the %s Deployment's controller sets no --kube-api-qps", name)
+	}
+	return qps, burst, nil
+}
+
+// budgetOf reads --kube-api-qps and --kube-api-burst from a container's arguments (0 for one not given).
+func budgetOf(args []string) (qps, burst float64) {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--kube-api-qps="); ok {
+			qps, _ = strconv.ParseFloat(v, 64)
+		}
+		if v, ok := strings.CutPrefix(a, "--kube-api-burst="); ok {
+			burst, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	return qps, burst
 }

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -62,10 +63,12 @@ type Results struct {
 	// gate, with the built-in's rolling update of the same run.
 	InPlaceUpdate Report `json:"inPlaceUpdate"`
 	InPlaceGated  Report `json:"inPlaceGated"`
-	// Scale is convergence at Plan.ScaleNodes; ScaleRSS the daemonset-controller's resident size once Keelson's
-	// DaemonSet had converged there.
-	Scale    Report `json:"scale"`
-	ScaleRSS int64  `json:"scaleRSSBytes"`
+	// Scale is convergence at each of Plan.ScaleNodes; ScaleRSS the daemonset-controller's resident size once
+	// Keelson's DaemonSet had converged there (its largest replica), and ScalePassP99 the upper bound of the
+	// histogram bucket holding the 99th percentile of its passes during that convergence, in seconds, by N.
+	Scale        Report          `json:"scale"`
+	ScaleRSS     map[int]int64   `json:"scaleRSSBytes"`
+	ScalePassP99 map[int]float64 `json:"scalePassP99Seconds"`
 	// FirstCounts is how often each implementation went first at each node count.
 	FirstCounts map[string]int `json:"firstCounts"`
 	// Steady is the idle window with every controller holding objects.
@@ -124,7 +127,7 @@ func parseOptions(args []string) (options, Plan, error) {
 	}
 	if o.nodes != "" {
 		plan.Nodes = nil
-		plan.ScaleNodes = 0 // exploring one size measures that size only
+		plan.ScaleNodes = nil // exploring one size measures that size only
 		for _, f := range strings.Split(o.nodes, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil || n < 1 {
@@ -154,6 +157,8 @@ type runner struct {
 	steadyUsers             map[string]string
 	// The namespaces of the DaemonSets, sizers and pipelines.
 	dsNS, szNS, plNS string
+	// scr reads the controllers' metrics.
+	scr *metrics.Scraper
 }
 
 func run() error {
@@ -213,6 +218,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	r.scr = scr
 	if o.sizersOnly > 0 {
 		return exploreSizers(ctx, c, scr, o.clusterTool, o.clusterDir, o.auditLog, r.namespace, r.sizerUser, o.sizersOnly, plan.Idle)
 	}
@@ -277,24 +283,38 @@ func (r *runner) record(ts []trial) {
 // the updates in place at the largest.
 func (r *runner) daemonSets() error {
 	ctx, c, o, plan, res := r.ctx, r.c, r.o, r.plan, r.res
-	// The scale point first, while nothing else of the benchmark is in the cluster: one convergence per
-	// implementation at the large pool, and the controller's memory once Keelson's has converged there.
-	if plan.ScaleNodes > 0 {
-		if err := resizePool(ctx, c, o.clusterTool, o.clusterDir, plan.ScaleNodes); err != nil {
+	// The scale points first, while nothing else of the benchmark is in the cluster: one convergence per
+	// implementation at each pool size, and Keelson's memory and longest passes once its DaemonSet has converged.
+	res.ScaleRSS, res.ScalePassP99 = map[int]int64{}, map[int]float64{}
+	for _, n := range plan.ScaleNodes {
+		if err := resizePool(ctx, c, o.clusterTool, o.clusterDir, n); err != nil {
 			return err
 		}
 		for _, impl := range Order(0, []string{implKeelson, implBuiltin}) {
 			shape := trialShape{convergence: benchScale}
 			if impl == implKeelson {
+				before, err := r.passBuckets()
+				if err != nil {
+					return err
+				}
 				shape.converged = func() error {
 					rss, err := RSS("daemonset-controller")
 					for _, v := range rss {
-						res.ScaleRSS = max(res.ScaleRSS, v)
+						res.ScaleRSS[n] = max(res.ScaleRSS[n], v)
 					}
+					if err != nil {
+						return err
+					}
+					after, err := r.passBuckets()
+					p99 := metrics.Quantile(before, after, 0.99)
+					if math.IsInf(p99, 1) {
+						p99 = noBound
+					}
+					res.ScalePassP99[n] = p99
 					return err
 				}
 			}
-			ts, err := daemonSetTrial(ctx, c, impl, r.dsNS, plan.ScaleNodes, 0, shape)
+			ts, err := daemonSetTrial(ctx, c, impl, r.dsNS, n, 0, shape)
 			if err != nil {
 				return err
 			}
@@ -340,6 +360,22 @@ func (r *runner) inPlace(n, rep int) error {
 	return nil
 }
 
+// passBuckets reads the daemonset-controller's histogram of pass durations, summed over its replicas (only the
+// leader reconciles).
+func (r *runner) passBuckets() (map[float64]float64, error) {
+	texts, err := r.scr.Scrape(r.ctx, "daemonset-controller")
+	if err != nil {
+		return nil, err
+	}
+	out := map[float64]float64{}
+	for _, t := range texts {
+		for le, v := range metrics.Buckets(t.Text, metrics.ReconcileTime, "daemonset") {
+			out[le] += v
+		}
+	}
+	return out, nil
+}
+
 // sizersAndPipelines runs the sizer and pipeline benchmarks, with the pool at its largest.
 func (r *runner) sizersAndPipelines() error {
 	var err error
@@ -347,6 +383,9 @@ func (r *runner) sizersAndPipelines() error {
 		return err
 	}
 	if r.res.Sizer, err = sizerBench(r.ctx, r.c, r.szNS, r.plan.Sizers); err != nil {
+		return err
+	}
+	if r.res.Sizer.QPS, r.res.Sizer.Burst, err = clientBudget(r.ctx, r.c, r.o.releaseNS, r.o.release+"-workload-sizer"); err != nil {
 		return err
 	}
 	fmt.Printf("sizer: %d sizers Sized in %.2fs\n", r.plan.Sizers, r.res.Sizer.ToSized.Seconds())
@@ -439,7 +478,9 @@ func (r *runner) attributeWrites() ([]expectedWriter, error) {
 		writers = append(writers, expectedWriter{What: fmt.Sprintf("DaemonSet %s %s N=%d rep %d", t.Impl, t.Bench, t.Nodes, t.Rep),
 			User: r.users[t.Impl], Writes: sumWrites(t.Writes)})
 	}
-	res.Sizer.Writes = audit.Count(events, res.Sizer.start, res.Sizer.end).Total(r.sizerUser)
+	sizing := audit.Count(events, res.Sizer.start, res.Sizer.end)
+	res.Sizer.Writes, res.Sizer.ByKind = sizing.Total(r.sizerUser), sizing[r.sizerUser]
+	res.Sizer.Floor = writeFloor(res.Sizer.Writes, res.Sizer.QPS, res.Sizer.Burst)
 	writers = append(writers, expectedWriter{What: "sizers to Sized", User: r.sizerUser, Writes: res.Sizer.Writes},
 		expectedWriter{What: "pipelines to Ready", User: r.pipelineUser,
 			Writes: audit.Count(events, res.Pipeline.start, res.Pipeline.end).Total(r.pipelineUser)})

@@ -40,10 +40,15 @@ func missingMeasurements(r Results, writers []expectedWriter) []string {
 		out = append(out, "steady state: no idle window")
 	}
 	kinds := []string{benchConvergence, benchRollingUpdate, benchInPlace, benchInPlaceGated}
-	if r.Plan.ScaleNodes > 0 {
+	if len(r.Plan.ScaleNodes) > 0 {
 		kinds = append(kinds, benchScale)
-		if r.ScaleRSS <= 0 {
-			out = append(out, fmt.Sprintf("scale: no daemonset-controller memory read at N = %d", r.Plan.ScaleNodes))
+	}
+	for _, n := range r.Plan.ScaleNodes {
+		if r.ScaleRSS[n] <= 0 {
+			out = append(out, fmt.Sprintf("scale: no daemonset-controller memory read at N = %d", n))
+		}
+		if r.ScalePassP99[n] <= 0 {
+			out = append(out, fmt.Sprintf("scale: no daemonset-controller pass time read at N = %d", n))
 		}
 	}
 	for _, kind := range kinds {

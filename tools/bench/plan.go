@@ -22,14 +22,14 @@ type Plan struct {
 	Unrelated    int `json:"unrelatedPods"`
 	Handovers    int `json:"handovers"`
 	RollingNodes int `json:"rollingNodes"`
-	// ScaleNodes is the one large pool size measured once per implementation (convergence, writes per node and
-	// the controller's memory), to show how cost grows with nodes; 0 for none.
-	ScaleNodes int `json:"scaleNodes"`
+	// ScaleNodes are the pool sizes measured once per implementation, smallest first (convergence, writes per node,
+	// the controller's memory and its longest passes), to show how cost grows with nodes; none for none.
+	ScaleNodes []int `json:"scaleNodes"`
 }
 
 // plans: the full run, and a quick one of a few minutes that checks the harness end to end.
 var (
-	fullPlan  = Plan{Nodes: []int{100, 500, 1000}, Reps: 4, Idle: 150 * time.Second, Sizers: 1000, Pipelines: 20, PipelineReps: 3, Unrelated: 10000, Handovers: 3, ScaleNodes: 5000}
+	fullPlan  = Plan{Nodes: []int{100, 500, 1000}, Reps: 4, Idle: 150 * time.Second, Sizers: 1000, Pipelines: 20, PipelineReps: 3, Unrelated: 10000, Handovers: 3, ScaleNodes: []int{1000, 5000, 10000}}
 	quickPlan = Plan{Nodes: []int{100}, Reps: 2, Idle: 20 * time.Second, Sizers: 100, Pipelines: 4, PipelineReps: 3, Unrelated: 1000, Handovers: 1}
 )
 

@@ -66,10 +66,36 @@ func benchDeployment(ns, name string) *appsv1.Deployment {
 type sizerResult struct {
 	Sizers  int           `json:"sizers"`
 	ToSized time.Duration `json:"toSized"`
-	// Writes are the sizer's writes from the first create until all were Sized.
-	Writes     int `json:"writes"`
+	// Writes are the sizer's writes from the first create until all were Sized; ByKind splits them by verb and
+	// resource ("patch deployments"), from the audit log.
+	Writes int            `json:"writes"`
+	ByKind map[string]int `json:"byKind"`
+	// QPS and Burst are the workload-sizer's client budget as deployed: its writes cannot go faster than Burst at
+	// once and QPS a second after, so Floor, (Writes - Burst) / QPS, is the least time those writes take.
+	QPS        float64       `json:"qps"`
+	Burst      float64       `json:"burst"`
+	Floor      time.Duration `json:"floor"`
 	start, end time.Time
 }
+
+// floorRatio is the time to Sized over the write floor: 1 is as fast as the writes the sizers needed allow.
+func (r sizerResult) floorRatio() float64 {
+	if r.Floor <= 0 {
+		return 0
+	}
+	return r.ToSized.Seconds() / r.Floor.Seconds()
+}
+
+// writeFloor is the least time writes take under a client budget of qps a second after a burst.
+func writeFloor(writes int, qps, burst float64) time.Duration {
+	if qps <= 0 {
+		return 0
+	}
+	return time.Duration(max(0, float64(writes)-burst) / qps * float64(time.Second))
+}
+
+// sizerFloorTarget is how far above the write floor the time to Sized may be.
+const sizerFloorTarget = 1.1
 
 // sizerBench creates n Deployments, waits until they are available, then n WorkloadSizers over them (size 2,
 // resources), and times until every sizer says Sized=True; then it waits until the rollouts they caused are over,
