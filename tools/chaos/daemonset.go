@@ -2,30 +2,37 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"sort"
 	"strconv"
-	"strings"
+	"sync/atomic"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
-	dscontroller "github.com/keelson-dev/keelson/controllers/daemonset"
 	"github.com/keelson-dev/keelson/tools/internal/localcluster"
 )
 
-// daemonSetWork is a DaemonSet on every simulated node, rolled without surge: two live pods on one node are never
-// allowed, whatever happens to the controller.
+// daemonSetWork is a DaemonSet on every simulated node, rolled without surge: two pods on one node that run or are
+// about to are never allowed, whatever happens to the controller.
 type daemonSetWork struct {
 	c     client.Client
 	ns    string
 	nodes int
 	// name is the DaemonSet's name and its pods' "chaos" label; daemonSetName when empty.
 	name string
+	// cs, when set, makes the invariant a watch of the pods (podWatch), judged on every event once set up; budget
+	// also holds the rollout to its maxUnavailable throughout. Without cs the invariant is read from a list.
+	cs     kubernetes.Interface
+	budget bool
+	watch  *podWatch
+	// round is the round of the last change, which the pod template carries as an annotation.
+	round atomic.Int32
 }
 
 // dsName is the DaemonSet's name.
@@ -62,7 +69,37 @@ func (w *daemonSetWork) setUp(ctx context.Context) error {
 	if err := w.c.Create(ctx, ds); err != nil {
 		return err
 	}
-	return pollUntil(ctx, 0, func() (bool, error) { return w.converged(ctx) })
+	if err := pollUntil(ctx, 0, func() (bool, error) { return w.converged(ctx) }); err != nil || w.cs == nil {
+		return err
+	}
+	var nodes corev1.NodeList
+	if err := w.c.List(ctx, &nodes, client.MatchingLabels(fakeNodeSelector)); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(nodes.Items))
+	for _, n := range nodes.Items {
+		names = append(names, n.Name)
+	}
+	budget := -1
+	if w.budget {
+		budget = tenPercentOf(len(names))
+	}
+	watch, err := newPodWatch(ctx, w.cs, w.ns, "chaos="+w.dsName(), names, budget)
+	if err != nil {
+		return err
+	}
+	w.watch = watch
+	return nil
+}
+
+// judged is how many pod events the watch judged and how many broke the invariant (0, 0 without a watch).
+func (w *daemonSetWork) judged() (events, violations int) {
+	if w.watch == nil {
+		return 0, 0
+	}
+	w.watch.mu.Lock()
+	defer w.watch.mu.Unlock()
+	return w.watch.events, w.watch.violations
 }
 
 // change rolls the DaemonSet to a new template.
@@ -76,31 +113,45 @@ func (w *daemonSetWork) change(ctx context.Context, round int) error {
 		ds.Spec.Template.Annotations = map[string]string{}
 	}
 	ds.Spec.Template.Annotations["chaos/round"] = strconv.Itoa(round)
+	w.round.Store(int32(round))
 	return w.c.Patch(ctx, &ds, client.MergeFrom(base))
 }
 
-// check finds the nodes that hold, or are about to hold, more than one live pod of the DaemonSet: a pod counts on
-// its node from its creation (the node its affinity pins it to), not from its binding.
+// left counts the nodes without an available pod of the round's template.
+func (w *daemonSetWork) left(ctx context.Context) (int, int, error) {
+	pods, err := w.pods(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	done := map[string]bool{}
+	round := strconv.Itoa(int(w.round.Load()))
+	for i := range pods {
+		p := &pods[i]
+		if live(p) && podReady(p) && p.Annotations["chaos/round"] == round {
+			done[nodeOfSpec(p)] = true
+		}
+	}
+	return max(w.nodes-len(done), 0), w.nodes, nil
+}
+
+// maxHold: a round rolls 10% of the nodes at a time, each step a second or two.
+func (w *daemonSetWork) maxHold() time.Duration { return 3 * time.Second }
+
+// check returns what broke the invariant: with a watch, on any event since the last check; without, in a list of
+// the pods now (judgePods: a pod counts on its node from its creation, terminating pods included).
 func (w *daemonSetWork) check(ctx context.Context) ([]string, error) {
+	if w.watch != nil {
+		return w.watch.take(), nil
+	}
 	pods, err := w.pods(ctx)
 	if err != nil {
 		return nil, err
 	}
-	byNode := map[string][]string{}
-	for _, p := range pods {
-		if node := dscontroller.PodNode(&p); live(&p) && node != "" {
-			byNode[node] = append(byNode[node], p.Name)
-		}
+	byUID := map[types.UID]*corev1.Pod{}
+	for i := range pods {
+		byUID[pods[i].UID] = &pods[i]
 	}
-	var bad []string
-	for node, names := range byNode {
-		if len(names) > 1 {
-			sort.Strings(names)
-			bad = append(bad, fmt.Sprintf("node %s runs %d live pods (%s)", node, len(names), strings.Join(names, ", ")))
-		}
-	}
-	sort.Strings(bad)
-	return bad, nil
+	return judgePods(byUID, nil, -1), nil
 }
 
 // pods lists the DaemonSet's pods from the apiserver (not a cache: the sampler must see what is, not what was).

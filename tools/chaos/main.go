@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -29,6 +30,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -119,6 +121,7 @@ func (o outcome) failures() []string {
 		if r.Violations > 0 {
 			failed = append(failed, fmt.Sprintf("%s: %d samples broke the invariant", r.Scenario, r.Violations))
 		}
+		failed = append(failed, r.lateFaults()...)
 	}
 	for _, r := range o.admission {
 		if n := r.gatedFailures(); n > 0 {
@@ -311,17 +314,24 @@ func runLeaderDeath(ctx context.Context, e *env, name string) (Result, error) {
 		r := Result{Scenario: name + ": leader death"}
 		switch name {
 		case "daemonset":
-			w = &daemonSetWork{c: e.c, ns: ns, nodes: e.plan.Nodes}
+			cs, err := kubernetes.NewForConfig(e.cfg)
+			if err != nil {
+				return r, err
+			}
+			w = &daemonSetWork{c: e.c, ns: ns, nodes: e.plan.Nodes, cs: cs, budget: true}
 			r.Controller, r.Size = "daemonset-controller", fmt.Sprintf("1 DaemonSet on %d nodes, maxSurge 0, maxUnavailable 10%%", e.plan.Nodes)
-			r.Invariant = "no node ever runs two live pods of the DaemonSet"
+			r.Invariant = "at every pod event: no node holds two pods that run or are about to (terminating ones included), " +
+				"and no more nodes than maxUnavailable lack an available pod"
 		case "sizer":
 			w = &sizerWork{c: e.c, ns: ns, count: e.plan.Sizers}
 			r.Controller, r.Size = "workload-sizer", fmt.Sprintf("%d WorkloadSizers, sizes 3, 4 and 5 in turn", e.plan.Sizers)
-			r.Invariant = "every Deployment's replicas are one of the last two sizes asked, and its pod template never changes"
+			r.Invariant = "every Deployment's replicas are the round's size, or the round before's until the round's was " +
+				"written, never going back once written; its pod template never changes"
 		case "pipeline":
 			w = &pipelineWork{c: e.c, ns: ns, count: e.plan.Pipelines, nodes: e.nodeNames}
 			r.Controller, r.Size = "pipeline-controller", fmt.Sprintf("%d two-step Pipelines, every step rolled each round", e.plan.Pipelines)
-			r.Invariant = "no step Deployment, Service or volume is ever deleted or created twice"
+			r.Invariant = "no step Deployment, Service or volume is ever deleted or created twice, no step Deployment's " +
+				"template goes back to an earlier round's, and each round reaches every step"
 		}
 		res, err := leaderDeath(ctx, e.injector(r.Controller), w, r, e.plan.Faults, e.rng)
 		if err != nil {
@@ -369,12 +379,16 @@ func runWebhooksDown(ctx context.Context, e *env) (*WebhooksDownResult, error) {
 func runRestarts(ctx context.Context, e *env) (*RestartResult, error) {
 	return inNamespaces(ctx, e.c, "restarts", []string{"daemonset", "sizer", "pipeline"}, func(ns string) (*RestartResult, error) {
 		in := e.injectors()
+		cs, err := kubernetes.NewForConfig(e.cfg)
+		if err != nil {
+			return nil, err
+		}
 		work := map[string]workload{
-			"daemonset-controller": &daemonSetWork{c: e.c, ns: ns + "-daemonset", nodes: e.plan.Nodes},
+			"daemonset-controller": &daemonSetWork{c: e.c, ns: ns + "-daemonset", nodes: e.plan.Nodes, cs: cs},
 			"workload-sizer":       &sizerWork{c: e.c, ns: ns + "-sizer", count: e.plan.Sizers},
 			"pipeline-controller":  &pipelineWork{c: e.c, ns: ns + "-pipeline", count: e.plan.Pipelines, nodes: e.nodeNames},
 		}
-		res, err := controlPlaneRestarts(ctx, e.c, in, work, e.auditLog, e.plan.Restarts, e.rng)
+		res, err := controlPlaneRestarts(ctx, e.c, cs, in, work, e.auditLog, e.plan.Restarts, e.rng)
 		if err != nil {
 			return nil, fmt.Errorf("control-plane restarts: %w", err)
 		}
@@ -495,18 +509,67 @@ func writeResults(dir string, o outcome, seed uint64) error {
 		}
 		text = replaceSection(text, p.markers, p.text())
 	}
+	made, err := readProvenance(filepath.Join(dir, "reliability"))
+	if err != nil {
+		return err
+	}
+	text = replaceSection(text, provenanceMarkers, provenanceSection(made))
+	if o.complete() {
+		text = replaceSection(text, staleMarkers, "") // every figure is new: none predates a change
+	}
 	return os.WriteFile(doc, []byte(text), 0o644)
 }
 
-// writeJSON writes one scenario family's results, with the seed and time of the run.
+// complete says whether every scenario ran, so that every figure of the page is from this run.
+func (o outcome) complete() bool {
+	return len(o.leaderDeath) > 0 && len(o.admission) > 0 && o.restarts != nil && o.flapping != nil && o.soak != nil &&
+		o.down != nil
+}
+
+// resultFile is the form of each results file: the seed, when and at which commit it was made, and the results.
+type resultFile struct {
+	Seed    uint64    `json:"seed"`
+	When    time.Time `json:"when"`
+	Commit  string    `json:"commit"`
+	Results any       `json:"results"`
+}
+
+// writeJSON writes one scenario family's results, with the seed, time and commit of the run.
 func writeJSON(file string, seed uint64, results any) error {
-	b, err := json.MarshalIndent(struct {
-		Seed    uint64    `json:"seed"`
-		When    time.Time `json:"when"`
-		Results any       `json:"results"`
-	}{seed, time.Now().UTC(), results}, "", "  ")
+	b, err := json.MarshalIndent(resultFile{Seed: seed, When: time.Now().UTC(), Commit: headCommit(), Results: results}, "", "  ")
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(file, append(b, '\n'), 0o644)
+}
+
+// headCommit is the checkout's commit, with -dirty when it has changes not committed ("" outside a checkout).
+func headCommit() string {
+	b, err := exec.Command("git", "describe", "--always", "--dirty").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// readProvenance reads when and at which commit each results file in dir was made, by file name.
+func readProvenance(dir string) (map[string]resultFile, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]resultFile{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var r resultFile
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		r.Results = nil
+		out[filepath.Base(f)] = r
+	}
+	return out, nil
 }

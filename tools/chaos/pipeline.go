@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +21,9 @@ import (
 
 // pipelineWork is a set of two-step Pipelines on NFS storage, their steps pinned to simulated nodes, whose steps
 // change every round: no step Deployment, Service or PersistentVolume may be deleted or duplicated meanwhile (each
-// keeps the UID it had once created), whatever happens to the controller.
+// keeps the UID it had once created), and no step Deployment's template may go back to an earlier round's (a leader
+// that froze and woke writing the template it had built before would), whatever happens to the controller; the
+// round's change must reach every step Deployment.
 type pipelineWork struct {
 	c     client.Client
 	ns    string
@@ -26,6 +31,9 @@ type pipelineWork struct {
 	nodes []string
 	// uids are the children's UIDs, by kind and name, as first seen after setup.
 	uids map[string]types.UID
+	// round is the round of the last change; seen the latest round each step Deployment was seen at (the sampler's).
+	round atomic.Int32
+	seen  map[string]int
 }
 
 func (w *pipelineWork) name(i int) string { return fmt.Sprintf("chaos-%d", i) }
@@ -64,6 +72,7 @@ func (w *pipelineWork) change(ctx context.Context, round int) error {
 		if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: w.name(i)}, &p); err != nil {
 			return err
 		}
+		w.round.Store(int32(round))
 		base := p.DeepCopy()
 		for s := range p.Spec.Steps {
 			p.Spec.Steps[s].Args = map[string]string{"round": strconv.Itoa(round)}
@@ -112,6 +121,19 @@ func (w *pipelineWork) check(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	var bad []string
+	rounds, err := w.stepRounds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if w.seen == nil {
+		w.seen = map[string]int{}
+	}
+	for name, r := range rounds {
+		if r < w.seen[name] {
+			bad = append(bad, fmt.Sprintf("Deployment %s went back from round %d to round %d: a stale write", name, w.seen[name], r))
+		}
+		w.seen[name] = max(w.seen[name], r)
+	}
 	for key, uid := range w.uids {
 		switch got, ok := now[key]; {
 		case !ok:
@@ -152,9 +174,54 @@ func (w *pipelineWork) converged(ctx context.Context) (bool, error) {
 	}
 	for _, d := range deps.Items {
 		if d.Status.ObservedGeneration < d.Generation || d.Status.UpdatedReplicas != 1 || d.Status.AvailableReplicas != 1 ||
-			d.Status.Replicas != 1 {
+			d.Status.Replicas != 1 || roundOf(&d) != int(w.round.Load()) {
 			return false, nil
 		}
 	}
 	return true, nil
 }
+
+// stepRounds reads the round each step Deployment's template was written for.
+func (w *pipelineWork) stepRounds(ctx context.Context) (map[string]int, error) {
+	var deps appsv1.DeploymentList
+	if err := w.c.List(ctx, &deps, client.InNamespace(w.ns), client.HasLabels{inferencev1alpha1.PipelineLabel}); err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for i := range deps.Items {
+		out[deps.Items[i].Name] = roundOf(&deps.Items[i])
+	}
+	return out, nil
+}
+
+// roundOf is the round a step Deployment's server was given (its --round argument), -1 when it has none.
+func roundOf(d *appsv1.Deployment) int {
+	for _, c := range d.Spec.Template.Spec.Containers {
+		for _, a := range c.Args {
+			if v, ok := strings.CutPrefix(a, "--round="); ok {
+				if n, err := strconv.Atoi(v); err == nil {
+					return n
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// left counts the step Deployments whose template is not yet the round's.
+func (w *pipelineWork) left(ctx context.Context) (int, int, error) {
+	rounds, err := w.stepRounds(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	n := 2*w.count - len(rounds) // a step Deployment not there yet is work left too
+	for _, r := range rounds {
+		if r != int(w.round.Load()) {
+			n++
+		}
+	}
+	return max(n, 0), 2 * w.count, nil
+}
+
+// maxHold: a round's templates are written within a second.
+func (w *pipelineWork) maxHold() time.Duration { return time.Second }

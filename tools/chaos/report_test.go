@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,10 +32,12 @@ func TestReplaceSection(t *testing.T) {
 func TestFaultsSection(t *testing.T) {
 	r := Result{Scenario: "daemonset: leader death", Controller: "daemonset-controller", Size: "1 DaemonSet on 200 nodes",
 		Invariant: "no node runs two pods", Samples: 812, Violations: 1, Examples: []string{"node n-1 runs 2 live pods"},
-		Faults:   []FaultResult{{FaultKill, 16 * time.Second}, {FaultDelete, 2 * time.Second}, {FaultStop, 17 * time.Second}},
+		Faults: []FaultResult{{Fault: FaultKill, Handover: 16 * time.Second, WorkLeft: 40, WorkAsked: 200},
+			{Fault: FaultDelete, Handover: 2 * time.Second, WorkLeft: 180, WorkAsked: 200},
+			{Fault: FaultStop, Handover: 17 * time.Second, WorkLeft: 100, WorkAsked: 200}},
 		Recovery: 41 * time.Second}
 	got := faultsSection([]Result{r}, 7)
-	for _, want := range []string{"seed 7", "| daemonset: leader death | 1 DaemonSet on 200 nodes | 1 sigstop, 1 sigkill, 1 delete | 812 | 1 | sigstop 17.0 s, 17.0 s; sigkill 16.0 s, 16.0 s; delete 2.0 s, 2.0 s | 41.0 s |",
+	for _, want := range []string{"seed 7", "| daemonset: leader death | 1 DaemonSet on 200 nodes | 1 sigstop, 1 sigkill, 1 delete | 812 | 1 | 40/200, 180/200, 100/200 | sigstop 17.0 s, 17.0 s; sigkill 16.0 s, 16.0 s; delete 2.0 s, 2.0 s | 41.0 s |",
 		"Broken: node n-1 runs 2 live pods."} {
 		if !strings.Contains(got, want) {
 			t.Errorf("section lacks %q:\n%s", want, got)
@@ -107,27 +112,83 @@ func TestControllerOf(t *testing.T) {
 	}
 }
 
-// A controller's restarts fail the run only when the restart that caused them had an outage too short to cost its
-// leader the lease: a long outage elsewhere in the run excuses nothing. A workload never sampled always fails.
+// A controller's restart is excused only by the fault it followed, and only when it lost its lease there: the
+// container's log says so, the outage could cost a lease, and it stopped in the fault's window. A plain crash during
+// a long outage, a restart whose cause no log shows, and a long outage elsewhere in the run excuse nothing. A
+// workload never sampled always fails.
 func TestRestartFailures(t *testing.T) {
 	samples := map[string]int{"daemonset-controller": 3, "workload-sizer": 3, "pipeline-controller": 3}
-	short := RestartFault{Process: "etcd", Outage: 5 * time.Second, ControllerRestarts: map[string]int32{"workload-sizer": 1}}
-	long := RestartFault{Process: "kube-apiserver", Outage: 14 * time.Second, ControllerRestarts: map[string]int32{"workload-sizer": 1}}
-	quiet := RestartFault{Process: "etcd", Outage: 5 * time.Second, ControllerRestarts: map[string]int32{}}
-	r := RestartResult{Faults: []RestartFault{short}, SamplesOf: samples}
-	if got := r.failures(); len(got) != 1 || !strings.Contains(got[0], "workload-sizer restarted 1 times after restart 1") {
-		t.Errorf("a restart after a 5 s outage: %v", got)
+	at := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	fault := func(outage time.Duration, causes ...RestartCause) RestartFault {
+		return RestartFault{Process: "etcd", Outage: outage, Start: at, Ready: at.Add(outage),
+			ControllerRestarts: map[string]int32{"workload-sizer": int32(len(causes))},
+			Causes:             map[string][]RestartCause{"workload-sizer": causes}}
 	}
-	r.Faults = []RestartFault{long, quiet}
-	if got := r.failures(); len(got) != 0 {
-		t.Errorf("a restart after a 14 s outage (the lease was lost by design): %v", got)
+	lost := RestartCause{Pod: "sizer-a", ExitCode: 1, FinishedAt: at.Add(12 * time.Second), LeaseLost: true}
+	crash := RestartCause{Pod: "sizer-a", ExitCode: 2, Reason: "Error", FinishedAt: at.Add(12 * time.Second)}
+	late := lost
+	late.FinishedAt = at.Add(time.Hour)
+	for _, tc := range []struct {
+		name   string
+		faults []RestartFault
+		want   string // "" for no failure
+	}{
+		{"a lease lost in a 14 s outage", []RestartFault{fault(14*time.Second, lost)}, ""},
+		{"a lease lost in a 5 s outage", []RestartFault{fault(5*time.Second, lost)}, "too short to cost one"},
+		{"a crash during a 14 s outage", []RestartFault{fault(14*time.Second, crash)}, "exit 2 (Error) without losing its lease"},
+		{"a lease lost an hour after the fault", []RestartFault{fault(14*time.Second, late)}, "outside the fault's window"},
+		{"a second restart no log shows", []RestartFault{fault(14*time.Second, lost, RestartCause{Pod: "sizer-a", Unread: true})},
+			"whose cause no log shows"},
+		{"a long outage excuses no restart after a short one", []RestartFault{fault(14*time.Second, lost), fault(5*time.Second, lost)},
+			"after restart 2"},
+		{"a restart without a cause read", []RestartFault{{Process: "etcd", Outage: 14 * time.Second, Start: at, Ready: at,
+			ControllerRestarts: map[string]int32{"workload-sizer": 1}}}, "no reason"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := RestartResult{Faults: tc.faults, SamplesOf: samples}.failures()
+			switch {
+			case tc.want == "" && len(got) != 0:
+				t.Fatalf("failures %q, want none", got)
+			case tc.want != "" && (len(got) != 1 || !strings.Contains(got[0], tc.want)):
+				t.Fatalf("failures %q, want one saying %q", got, tc.want)
+			}
+		})
 	}
-	r.Faults = []RestartFault{long, short}
-	if got := r.failures(); len(got) != 1 || !strings.Contains(got[0], "after restart 2") {
-		t.Errorf("a long outage excused the restart after a short one: %v", got)
-	}
-	r.Faults, r.SamplesOf = []RestartFault{quiet}, map[string]int{"daemonset-controller": 3}
+	r := RestartResult{SamplesOf: map[string]int{"daemonset-controller": 3}}
 	if got := r.failures(); len(got) != 2 {
 		t.Errorf("two workloads never sampled: %v", got)
+	}
+}
+
+// Each results file records the commit it was made at, the page's top lists every file's commit and date, and the
+// note of behaviour changes the figures predate stays until every scenario has run again.
+func TestResultsRecordTheirCommit(t *testing.T) {
+	dir := t.TempDir()
+	page := "# Reliability\n\n" + staleMarkers.begin + "\n- a change\n" + staleMarkers.end + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "reliability.md"), []byte(page), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeResults(dir, outcome{down: &WebhooksDownResult{}}, 7); err != nil {
+		t.Fatal(err)
+	}
+	var r resultFile
+	b, err := os.ReadFile(filepath.Join(dir, "reliability", "webhooks-down.json"))
+	if err != nil || json.Unmarshal(b, &r) != nil || r.Commit == "" || r.When.IsZero() || r.Seed != 7 {
+		t.Fatalf("webhooks-down.json: %s (%v)", b, err)
+	}
+	doc, _ := os.ReadFile(filepath.Join(dir, "reliability.md"))
+	for _, want := range []string{"| [webhooks-down.json](reliability/webhooks-down.json) | `" + r.Commit + "` |", "- a change"} {
+		if !strings.Contains(string(doc), want) {
+			t.Errorf("the page lacks %q:\n%s", want, doc)
+		}
+	}
+	full := outcome{leaderDeath: []Result{{}}, admission: []AdmissionResult{{}}, down: &WebhooksDownResult{},
+		restarts: &RestartResult{}, flapping: &FlappingResult{}, soak: &SoakResult{}}
+	if err := writeResults(dir, full, 8); err != nil {
+		t.Fatal(err)
+	}
+	doc, _ = os.ReadFile(filepath.Join(dir, "reliability.md"))
+	if strings.Contains(string(doc), "- a change") {
+		t.Error("a run of every scenario kept the note of changes its figures predate")
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -48,8 +49,12 @@ type RestartFault struct {
 	Outage    time.Duration `json:"outage"`
 	Converged time.Duration `json:"converged"`
 	// ControllerRestarts is each controller's container restarts this restart caused: counted once every replica
-	// is back, before the next restart.
-	ControllerRestarts map[string]int32 `json:"controllerRestarts"`
+	// is back, before the next restart; Causes says why each of those containers stopped.
+	ControllerRestarts map[string]int32          `json:"controllerRestarts"`
+	Causes             map[string][]RestartCause `json:"causes,omitempty"`
+	// Start is when the process was stopped, Ready when the apiserver was ready again.
+	Start time.Time `json:"start"`
+	Ready time.Time `json:"ready"`
 }
 
 // restartProcesses are restarted in turn.
@@ -60,8 +65,8 @@ const restartDown = 2 * time.Second
 
 // controlPlaneRestarts runs the scenario: the three workloads set up side by side, then faults restarts, each a
 // moment after asking every workload for work, each once the last converged.
-func controlPlaneRestarts(ctx context.Context, c client.Client, in map[string]*injector, work map[string]workload,
-	auditLog string, faults int, rng *rand.Rand) (RestartResult, error) {
+func controlPlaneRestarts(ctx context.Context, c client.Client, cs kubernetes.Interface, in map[string]*injector,
+	work map[string]workload, auditLog string, faults int, rng *rand.Rand) (RestartResult, error) {
 	r := RestartResult{ControllerRestarts: map[string]int32{}, Writes: map[string]int{}, Refused: map[string]int{},
 		SamplesOf: map[string]int{}}
 	for _, name := range controllers {
@@ -96,7 +101,12 @@ func controlPlaneRestarts(ctx context.Context, c client.Client, in map[string]*i
 	began := time.Now()
 	var windows [][2]time.Time
 	counted := before
-	// countRestarts gives the last fault the controller restarts since the last count, once every replica is back.
+	_, countedPods, err := restartCauses(ctx, c, cs, in, nil)
+	if err != nil {
+		return r, err
+	}
+	// countRestarts gives the last fault the controller restarts since the last count, and why each container
+	// stopped, once every replica is back.
 	countRestarts := func() error {
 		for _, name := range controllers {
 			if err := in[name].waitReplicas(ctx); err != nil {
@@ -107,13 +117,18 @@ func controlPlaneRestarts(ctx context.Context, c client.Client, in map[string]*i
 		if err != nil {
 			return err
 		}
+		causes, nowPods, err := restartCauses(ctx, c, cs, in, countedPods)
+		if err != nil {
+			return err
+		}
 		if n := len(r.Faults); n > 0 {
 			r.Faults[n-1].ControllerRestarts = map[string]int32{}
 			for _, name := range controllers {
 				r.Faults[n-1].ControllerRestarts[name] = now[name] - counted[name]
 			}
+			r.Faults[n-1].Causes = causes
 		}
-		counted = now
+		counted, countedPods = now, nowPods
 		return nil
 	}
 	for i := range faults {
@@ -157,7 +172,7 @@ func controlPlaneRestarts(ctx context.Context, c client.Client, in map[string]*i
 		}); err != nil {
 			return r, fmt.Errorf("no convergence after restarting %s: %w", process, err)
 		}
-		f := RestartFault{Process: process, Outage: ready.Sub(start), Converged: time.Since(ready)}
+		f := RestartFault{Process: process, Outage: ready.Sub(start), Converged: time.Since(ready), Start: start, Ready: ready}
 		r.Faults = append(r.Faults, f)
 		windows = append(windows, [2]time.Time{start, time.Now()})
 		fmt.Printf("chaos: control-plane restart %d/%d (%s): apiserver ready after %s, everything converged %s later\n",
@@ -263,16 +278,23 @@ func (r RestartResult) failures() []string {
 			out = append(out, fmt.Sprintf("control-plane restarts: %s's invariant was never sampled", name))
 		}
 	}
-	// Each restart is judged on its own outage: one too short to cost a lease must cost no controller a restart.
+	// Each controller restart is judged against the fault it followed: only a lease lost in that fault's window, in
+	// an outage long enough to cost one, excuses it. A restart whose cause was not read excuses nothing.
 	for i, f := range r.Faults {
-		if f.Outage >= renewDeadline-retryPeriod {
-			continue
-		}
 		for _, name := range controllers {
-			if n := f.ControllerRestarts[name]; n > 0 {
-				out = append(out, fmt.Sprintf("control-plane restarts: %s restarted %d times after restart %d (%s), whose "+
-					"outage of %s could not cost it its lease (%s)", name, n, i+1, f.Process, seconds(f.Outage),
-					renewDeadline-retryPeriod))
+			n := int(f.ControllerRestarts[name])
+			var why []string
+			for _, cause := range f.Causes[name] {
+				if ok, reason := restartExcused(f, cause); ok {
+					n--
+				} else {
+					why = append(why, cause.Pod+": "+reason)
+				}
+			}
+			if n > 0 {
+				out = append(out, fmt.Sprintf("control-plane restarts: %s restarted %d times after restart %d (%s, an outage "+
+					"of %s) that the fault does not explain: %s", name, n, i+1, f.Process, seconds(f.Outage),
+					orNone(strings.Join(why, "; "))))
 			}
 		}
 	}

@@ -14,6 +14,11 @@ type FaultResult struct {
 	// Handover is how long after the fault started another replica held the lease (for a freeze: not the freeze's
 	// whole length).
 	Handover time.Duration `json:"handover"`
+	// WorkLeft and WorkAsked are the round's units of work (nodes to roll, Deployments to resize or to move to the
+	// round's template) not yet done when the fault landed, and all of them: a fault that lands once the work is done
+	// tests nothing, and fails the run.
+	WorkLeft  int `json:"workLeft"`
+	WorkAsked int `json:"workAsked"`
 }
 
 // Result is one scenario's run: what was injected, what the invariant sampler saw, and how long recovery took.
@@ -44,6 +49,11 @@ type workload interface {
 	check(ctx context.Context) ([]string, error)
 	// converged reports whether the controller finished all the work asked of it.
 	converged(ctx context.Context) (bool, error)
+	// left counts the units of the last round's work not done yet, of total.
+	left(ctx context.Context) (left, total int, err error)
+	// maxHold is the longest the fault waits after the work is asked: the work's expected length, so that the fault
+	// lands a moment into it.
+	maxHold() time.Duration
 }
 
 // samplePeriod is how often the invariant is checked: twice a second.
@@ -122,9 +132,9 @@ func leaderDeath(ctx context.Context, in *injector, w workload, r Result, faults
 		if err := w.change(ctx, i+1); err != nil {
 			return r, fmt.Errorf("asking for work before fault %d: %w", i+1, err)
 		}
-		// Mid-work: a moment into what was just asked.
-		if err := in.holdFor(ctx, time.Duration(500+rng.IntN(2500))*time.Millisecond); err != nil {
-			return r, err
+		left, total, err := midWork(ctx, w, time.Duration(rng.Int64N(int64(w.maxHold()))))
+		if err != nil {
+			return r, fmt.Errorf("before fault %d: %w", i+1, err)
 		}
 		fault := faultCycle[i%len(faultCycle)]
 		start, handover, err := in.inject(ctx, fault)
@@ -132,8 +142,9 @@ func leaderDeath(ctx context.Context, in *injector, w workload, r Result, faults
 			return r, fmt.Errorf("fault %d: %w", i+1, err)
 		}
 		last = start
-		r.Faults = append(r.Faults, FaultResult{Fault: fault, Handover: handover})
-		fmt.Printf("chaos: %s: fault %d/%d (%s), new leader after %.1fs\n", r.Scenario, i+1, faults, fault, handover.Seconds())
+		r.Faults = append(r.Faults, FaultResult{Fault: fault, Handover: handover, WorkLeft: left, WorkAsked: total})
+		fmt.Printf("chaos: %s: fault %d/%d (%s) with %d of %d units of work left, new leader after %.1fs\n", r.Scenario,
+			i+1, faults, fault, left, total, handover.Seconds())
 	}
 	if err := pollUntil(ctx, 10*time.Minute, func() (bool, error) { return w.converged(ctx) }); err != nil {
 		return r, fmt.Errorf("no convergence after the last fault: %w", err)
@@ -147,11 +158,49 @@ func leaderDeath(ctx context.Context, in *injector, w workload, r Result, faults
 	<-done
 	s.sample(ctx, w)
 	r.Samples, r.Violations, r.Examples, r.ReadErrors = s.samples, s.violations, s.examples, s.errors
+	if j, ok := w.(interface{ judged() (int, int) }); ok {
+		if events, violations := j.judged(); events > 0 {
+			r.Samples, r.Violations = events, violations // every event judged, not every read
+		}
+	}
 	r.Duration = time.Since(began)
 	if s.errors*10 > s.samples+s.errors {
 		return r, fmt.Errorf("%d of %d reads of the invariant failed (last: %w)", s.errors, s.samples+s.errors, s.err)
 	}
 	return r, nil
+}
+
+// midWork waits for the moment a fault should land: hold after the work was asked, or sooner, once no more than a
+// quarter of the work is left, so that the fault lands while the controller still has writes to make. It returns the
+// work left then (read just before the fault) and all of it.
+func midWork(ctx context.Context, w workload, hold time.Duration) (left, total int, err error) {
+	deadline := time.Now().Add(hold)
+	for {
+		left, total, err = w.left(ctx)
+		if err != nil || time.Now().After(deadline) || left*4 <= total {
+			return left, total, err
+		}
+		select {
+		case <-ctx.Done():
+			return left, total, ctx.Err()
+		case <-time.After(workPoll):
+		}
+	}
+}
+
+// workPoll is how often midWork reads the work left.
+const workPoll = 20 * time.Millisecond
+
+// lateFaults names the faults of a run that landed once the round's work was done.
+func (r Result) lateFaults() []string {
+	var out []string
+	for i, f := range r.Faults {
+		if f.WorkLeft == 0 {
+			out = append(out, fmt.Sprintf("%s: fault %d (%s) landed after the round's %d units of work were done",
+				r.Scenario, i+1, f.Fault, f.WorkAsked))
+		}
+	}
+	return out
 }
 
 // afterWatch is how long the invariant is still sampled once everything converged after the last fault.

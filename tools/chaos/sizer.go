@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"sync/atomic"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,15 +20,18 @@ import (
 )
 
 // sizerWork is a set of WorkloadSizers, each creating and sizing its Deployment on the simulated nodes, whose
-// sizes change every round: the Deployment's replicas must always be a size its sizer asked for (the last one or
-// the one before), never a default or a stale value; and its pods must never roll, since nothing asked for a new
-// template.
+// sizes change every round: the Deployment's replicas must always be a size its sizer asked for (the round's, or the
+// round before's until the round's was written), never a default; once a Deployment has the round's size it must
+// keep it until the next round (a leader that froze and woke writing the size it had planned before would take it
+// back: the stale write the invariant is for); and its pods must never roll, since nothing asked for a new template.
 type sizerWork struct {
 	c       client.Client
 	ns      string
 	count   int
 	round   atomic.Int32      // the round of the last change; the sampler reads it concurrently
 	initial map[string]string // template fingerprint of each Deployment after setup
+	// reached is the last round whose size each Deployment was seen at (the sampler's alone).
+	reached map[string]int32
 }
 
 // sizeOf is the size the sizers are asked for in a round: 3, 4 and 5 in turn, so that a stale size (two rounds old)
@@ -89,9 +93,18 @@ func (w *sizerWork) check(ctx context.Context) ([]string, error) {
 	}
 	var bad []string
 	round := w.round.Load()
+	if w.reached == nil {
+		w.reached = map[string]int32{}
+	}
 	for _, d := range deps {
 		r := ptr.Deref(d.Spec.Replicas, 1)
-		if r != sizeOf(round) && r != sizeOf(round-1) {
+		switch {
+		case r == sizeOf(round):
+			w.reached[d.Name] = round
+		case w.reached[d.Name] == round:
+			bad = append(bad, fmt.Sprintf("Deployment %s went back to %d replicas after it had the round's %d: a stale write",
+				d.Name, r, sizeOf(round)))
+		case r != sizeOf(round-1):
 			bad = append(bad, fmt.Sprintf("Deployment %s has %d replicas; its sizer asked for %d", d.Name, r, sizeOf(round)))
 		}
 		if want, ok := w.initial[d.Name]; ok && fingerprint(d.Spec.Template) != want {
@@ -104,6 +117,24 @@ func (w *sizerWork) check(ctx context.Context) ([]string, error) {
 	sort.Strings(bad)
 	return bad, nil
 }
+
+// left counts the Deployments not yet at the round's size.
+func (w *sizerWork) left(ctx context.Context) (int, int, error) {
+	deps, err := w.deployments(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	n := 0
+	for _, d := range deps {
+		if ptr.Deref(d.Spec.Replicas, 1) != sizeOf(w.round.Load()) {
+			n++
+		}
+	}
+	return n, w.count, nil
+}
+
+// maxHold: a round's resizes are made within a few hundred milliseconds.
+func (w *sizerWork) maxHold() time.Duration { return 300 * time.Millisecond }
 
 func (w *sizerWork) deployments(ctx context.Context) ([]appsv1.Deployment, error) {
 	var list appsv1.DeploymentList

@@ -68,15 +68,15 @@ type ProcessSeries struct {
 	FittedOver time.Duration `json:"fittedOver"`
 }
 
-// Soak bounds: a flat memory series drifts, over the fitted half, by less than flatMemory of its mean; a flat
-// goroutine count by less than flatGoroutineShare of its mean or flatGoroutines, whichever is more; a storm is more
-// than stormLines error lines from one controller in a minute.
+// Soak bounds, as absolute slopes: a flat memory series grows by at most maxMemorySlope MiB an hour, a flat goroutine
+// count by at most maxGoroutineSlope an hour, whatever the run's length (a bound relative to the window let a
+// 28.7 MiB/h leak pass a 30-minute run). The steady controllers' slopes are within ±5 MiB/h and ±5 goroutines/h; a
+// 10 MiB/h leak fails. A storm is more than stormLines error lines from one controller in a minute.
 const (
-	flatMemory         = 0.10
-	flatGoroutineShare = 0.05
-	flatGoroutines     = 10
-	stormLines         = 30
-	soakSample         = 20 * time.Second
+	maxMemorySlope    = 6.0  // MiB an hour
+	maxGoroutineSlope = 20.0 // goroutines an hour
+	stormLines        = 30
+	soakSample        = 20 * time.Second
 )
 
 // failures says what fails the soak: a series that grows, an error-log storm, a controller that restarted.
@@ -84,10 +84,12 @@ func (r SoakResult) failures() []string {
 	var out []string
 	for _, p := range r.Processes {
 		if !p.memoryFlat() {
-			out = append(out, fmt.Sprintf("soak: %s's memory grew %.1f MiB an hour (mean %.1f MiB)", p.Pod, p.MemorySlope, p.MemoryMean))
+			out = append(out, fmt.Sprintf("soak: %s's memory grew %.1f MiB an hour, more than %.0f (mean %.1f MiB)", p.Pod,
+				p.MemorySlope, maxMemorySlope, p.MemoryMean))
 		}
 		if !p.goroutinesFlat() {
-			out = append(out, fmt.Sprintf("soak: %s's goroutines grew %.0f an hour (mean %.0f)", p.Pod, p.GoroutinesSlope, p.GoroutinesMean))
+			out = append(out, fmt.Sprintf("soak: %s's goroutines grew %.0f an hour, more than %.0f (mean %.0f)", p.Pod,
+				p.GoroutinesSlope, maxGoroutineSlope, p.GoroutinesMean))
 		}
 	}
 	for _, name := range controllers {
@@ -101,16 +103,11 @@ func (r SoakResult) failures() []string {
 	return out
 }
 
-// drift is how much a slope per hour moves a series over the fitted half of the run.
-func (p ProcessSeries) drift(slopePerHour float64) float64 {
-	return slopePerHour * p.FittedOver.Hours()
-}
+// memoryFlat says whether the pod's memory grew no faster than maxMemorySlope.
+func (p ProcessSeries) memoryFlat() bool { return p.MemorySlope <= maxMemorySlope }
 
-func (p ProcessSeries) memoryFlat() bool { return p.drift(p.MemorySlope) <= flatMemory*p.MemoryMean }
-
-func (p ProcessSeries) goroutinesFlat() bool {
-	return p.drift(p.GoroutinesSlope) <= max(flatGoroutineShare*p.GoroutinesMean, flatGoroutines)
-}
+// goroutinesFlat says whether the pod's goroutines grew no faster than maxGoroutineSlope.
+func (p ProcessSeries) goroutinesFlat() bool { return p.GoroutinesSlope <= maxGoroutineSlope }
 
 // soakChurn is what the churn keeps on the cluster: DaemonSets, WorkloadSizers (each with its Deployment) and
 // Pipelines, each kind at a fixed population once it is reached (an object deleted is replaced by a new one, so

@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -33,5 +34,24 @@ func TestSeriesOf(t *testing.T) {
 	}
 	if f := (SoakResult{Processes: series}).failures(); len(f) != 2 {
 		t.Errorf("failures = %q, want the leak's memory and goroutines", f)
+	}
+}
+
+// A leak of 10 MiB an hour fails the soak even under the collector's sawtooth (±4 MiB around the trend, sampled
+// every 20 s over a 30-minute run); the same sawtooth without the leak passes.
+func TestSoakCatchesATenMiBAnHourLeak(t *testing.T) {
+	d := 30 * time.Minute
+	samples := map[string][]processSample{}
+	for i := 0; i*int(soakSample) <= int(d); i++ {
+		at := time.Duration(i) * soakSample
+		saw := float64(i%6)*1.6 - 4 // the collector's sawtooth, -4 to +4 MiB
+		samples["leak"] = append(samples["leak"], processSample{controller: "c", at: at,
+			memoryMiB: 100 + 10*at.Hours() + saw, goroutines: 150})
+		samples["steady"] = append(samples["steady"], processSample{controller: "c", at: at, memoryMiB: 100 + saw, goroutines: 150})
+	}
+	series := seriesOf(samples, d)
+	f := SoakResult{Processes: series}.failures()
+	if len(f) != 1 || !strings.Contains(f[0], "leak's memory grew") {
+		t.Fatalf("failures = %q, want the leak's memory only (slopes %+.1f and %+.1f MiB/h)", f, series[0].MemorySlope, series[1].MemorySlope)
 	}
 }

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// RestartCause is why a controller's container last stopped, as the kubelet and the container's own log tell it.
+type RestartCause struct {
+	Pod        string    `json:"pod"`
+	ExitCode   int32     `json:"exitCode"`
+	Reason     string    `json:"reason,omitempty"`
+	FinishedAt time.Time `json:"finishedAt"`
+	// LeaseLost says the stopped container's last log lines report its leader election lease lost: the one way a
+	// control-plane outage may restart a controller (it cannot renew, gives the lease up and exits).
+	LeaseLost bool `json:"leaseLost"`
+	// Unread says the restart could not be looked at: a container that restarted more than once since the last
+	// count shows only its last stop.
+	Unread bool `json:"unread,omitempty"`
+}
+
+// leaseLostLine is what controller-runtime's manager returns, and the binary logs, when the lease is lost.
+const leaseLostLine = "leader election lost"
+
+// logTail is how many of a stopped container's last log lines are read for its cause.
+const logTail = 20
+
+// restartCauses reads, for each controller pod whose container restarted since counted (restarts by pod name), why
+// it last stopped; it returns the causes by controller and the restarts by pod now.
+func restartCauses(ctx context.Context, c client.Client, cs kubernetes.Interface, in map[string]*injector,
+	counted map[string]int32) (map[string][]RestartCause, map[string]int32, error) {
+	causes, now := map[string][]RestartCause{}, map[string]int32{}
+	for _, name := range controllers {
+		var d appsv1.Deployment
+		if err := c.Get(ctx, client.ObjectKey{Namespace: in[name].namespace, Name: in[name].deployment}, &d); err != nil {
+			return nil, nil, err
+		}
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(in[name].namespace), client.MatchingLabels(d.Spec.Selector.MatchLabels)); err != nil {
+			return nil, nil, err
+		}
+		for _, p := range pods.Items {
+			for _, st := range p.Status.ContainerStatuses {
+				now[p.Name] += st.RestartCount
+				more := st.RestartCount - counted[p.Name]
+				if more <= 0 || st.LastTerminationState.Terminated == nil {
+					continue
+				}
+				t := st.LastTerminationState.Terminated
+				cause := RestartCause{Pod: p.Name, ExitCode: t.ExitCode, Reason: t.Reason, FinishedAt: t.FinishedAt.Time}
+				lost, err := logSays(ctx, cs, p.Namespace, p.Name, st.Name, leaseLostLine)
+				if err != nil {
+					return nil, nil, err
+				}
+				cause.LeaseLost = lost
+				causes[name] = append(causes[name], cause)
+				for range more - 1 {
+					causes[name] = append(causes[name], RestartCause{Pod: p.Name, Unread: true})
+				}
+			}
+		}
+	}
+	return causes, now, nil
+}
+
+// logSays reports whether the last lines of a container's previous log hold text.
+func logSays(ctx context.Context, cs kubernetes.Interface, ns, pod, container, text string) (bool, error) {
+	stream, err := cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container, Previous: true,
+		TailLines: ptr.To[int64](logTail)}).Stream(ctx)
+	if err != nil {
+		return false, fmt.Errorf("the previous log of %s: %w", pod, err)
+	}
+	defer func() { _ = stream.Close() }()
+	sc := bufio.NewScanner(stream)
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	found := false
+	for sc.Scan() {
+		found = found || strings.Contains(sc.Text(), text)
+	}
+	return found, sc.Err()
+}
+
+// restartExcused says whether a fault explains a controller's restart: the restart lost its lease (its log says
+// so), the fault's outage was long enough to cost a lease, and the container stopped within the fault's window
+// (from the process's stop until a renew deadline after the apiserver was ready again). A crash, an OOM kill or
+// any other stop is a failure whatever the fault.
+func restartExcused(f RestartFault, cause RestartCause) (bool, string) {
+	switch {
+	case cause.Unread:
+		return false, "a second restart since the last count, whose cause no log shows"
+	case !cause.LeaseLost:
+		return false, fmt.Sprintf("exit %d (%s) without losing its lease", cause.ExitCode, orNone(cause.Reason))
+	case f.Outage < renewDeadline-retryPeriod:
+		return false, fmt.Sprintf("lost its lease in an outage of %s, too short to cost one (%s)", seconds(f.Outage),
+			renewDeadline-retryPeriod)
+	case f.Start.IsZero() || cause.FinishedAt.Before(f.Start) || cause.FinishedAt.After(f.Ready.Add(renewDeadline)):
+		return false, fmt.Sprintf("lost its lease at %s, outside the fault's window", cause.FinishedAt.Format(time.RFC3339))
+	}
+	return true, ""
+}
+
+// orNone is s, or "no reason" when it is empty.
+func orNone(s string) string {
+	if s == "" {
+		return "no reason"
+	}
+	return s
+}
