@@ -2,6 +2,7 @@ package daemonset
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"testing"
@@ -63,11 +64,13 @@ func fuzzNodes(in *fuzzinput.Source) []nodeView {
 	return nodes
 }
 
-// FuzzPlanNodes plans a rollout step for any nodes and pods under any update strategy and checks what must hold
-// whatever they are: no node loses its last available pod beyond the maxUnavailable budget (and none at all with
-// surge), no more nodes run an old and a new pod side by side than maxSurge allows, nodes held back by the
-// partition, the canary selector, a pause or OnDelete keep their pods, pods are created only where they should run,
-// and only pods that exist are deleted, once.
+// FuzzPlanNodes plans a rollout step for any nodes and pods under any update strategy, updates in place included, and
+// checks what must hold whatever they are: no node loses its last available pod beyond the maxUnavailable budget
+// (and none at all with surge), a pod updated in place counting as one lost; no more nodes run an old and a new pod
+// side by side than maxSurge allows; nodes held back by the partition, the canary selector, a pause or OnDelete keep
+// their pods; pods are created only where they should run; only pods that exist are deleted or updated, once. And it
+// checks progress: a DaemonSet not yet converged, with nothing holding it back, gets a plan that does something (an
+// empty plan would pass every check above).
 func FuzzPlanNodes(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("\x01\x01\x01\x02\x01\x00\x00\x00\x00\x04\x01\x01\x01\x01\x00\x00\x00\x01\x00\x01\x00\x01\x00\x00\x00\x01\x01\x00\x01\x00\x00"))
@@ -77,7 +80,7 @@ func FuzzPlanNodes(f *testing.F) {
 		var knobs *rollingUpdateKnobs
 		if in.Intn(6) != 0 {
 			knobs = &rollingUpdateKnobs{maxUnavailable: in.IntOrString(), maxSurge: in.IntOrString(),
-				partition: in.SmallInt(9), paused: in.Intn(5) == 0}
+				partition: in.SmallInt(9), paused: in.Intn(5) == 0, inPlace: in.Intn(3) == 0}
 		}
 		onDelete, hostPort := in.Intn(6) == 0, in.Intn(4) == 0
 		minReadySeconds := int32(in.Intn(3) * 30)
@@ -93,9 +96,13 @@ func FuzzPlanNodes(f *testing.F) {
 		if hostPort && s.maxSurge != 0 {
 			t.Fatalf("a template with a host port surges: %+v", s)
 		}
+		if s.inPlace {
+			s.inPlaceFrom = map[string]bool{oldRev: true, "other": in.Bool()}
+		}
 		before := snapshot(nodes)
 		p := planNodes(nodes, s, newRev, currentHash, now)
 		checkPlan(t, nodes, s, before, p)
+		checkProgress(t, nodes, s, before, p)
 	})
 }
 
@@ -118,18 +125,23 @@ func snapshot(nodes []nodeView) podSnapshot {
 	return snap
 }
 
-// unavailableNodes counts the nodes that should run the pod, are up, and have no available live pod left once
-// deleted is gone: the nodes maxUnavailable budgets.
-func unavailableNodes(nodes []nodeView, snap podSnapshot, s strategy, deleted map[*corev1.Pod]bool) int {
+// unavailableNodes counts the nodes that should run the pod (or keep one updated in place), are up, and have no
+// available live pod left once gone (deleted, or updated in place: its containers restart) are: the nodes
+// maxUnavailable budgets.
+func unavailableNodes(nodes []nodeView, snap podSnapshot, s strategy, gone map[*corev1.Pod]bool) int {
 	count := 0
 	for _, n := range nodes {
-		if !n.shouldRun || n.down {
+		updatedHere := slices.ContainsFunc(snap.live[n.name], func(p *corev1.Pod) bool {
+			return p.Labels[RevisionLabel] == newRev || (gone[p] && s.inPlace && s.inPlaceFrom[p.Labels[RevisionLabel]])
+		})
+		inPlaceOnly := admitsNoNewPod(n) && s.inPlace && n.canary && updatedHere
+		if (!n.shouldRun && !inPlaceOnly) || n.down {
 			continue
 		}
 		available := false
 		for _, pod := range snap.live[n.name] {
 			ok, _ := availability(pod, s.minReadySeconds, now)
-			available = available || (ok && !deleted[pod])
+			available = available || (ok && !gone[pod])
 		}
 		if !available {
 			count++
@@ -208,9 +220,28 @@ func checkPlan(t *testing.T, nodes []nodeView, s strategy, snap podSnapshot, p p
 	if p.requeueAfter < 0 {
 		fail("requeue after %s", p.requeueAfter)
 	}
+	gone := maps.Clone(deleted)
+	for _, u := range p.updates {
+		node, ok := snap.nodeOf[u.pod]
+		switch {
+		case !ok:
+			fail("updates pod %s that is on no node", u.pod.Name)
+		case gone[u.pod]:
+			fail("updates pod %s that it deletes, or twice", u.pod.Name)
+		case !s.inPlace || !s.inPlaceFrom[u.pod.Labels[RevisionLabel]]:
+			fail("updates %s (revision %q) in place, which the strategy does not allow", u.pod.Name, u.pod.Labels[RevisionLabel])
+		case s.onDelete || s.paused:
+			fail("updates %s while the rollout may not (onDelete %v, paused %v)", u.pod.Name, s.onDelete, s.paused)
+		case u.hash != newRev:
+			fail("updates %s to revision %q, not the update revision", u.pod.Name, u.hash)
+		case !heldBackFree(nodes, s, node) && !updatableInPlaceOnly(byName[node], u.pod, s):
+			fail("updates %s on node %s, which the partition or canary selector holds back", u.pod.Name, node)
+		}
+		gone[u.pod] = true
+	}
 
 	unavailableBefore := unavailableNodes(nodes, snap, s, nil)
-	unavailableAfter := unavailableNodes(nodes, snap, s, deleted)
+	unavailableAfter := unavailableNodes(nodes, snap, s, gone)
 	limit := max(unavailableBefore, s.maxUnavailable)
 	if s.maxSurge > 0 || s.onDelete || s.paused {
 		limit = unavailableBefore // no budget to spend: nothing available may go
@@ -221,6 +252,39 @@ func checkPlan(t *testing.T, nodes []nodeView, s strategy, snap podSnapshot, p p
 	surgingBefore := surgingNodes(nodes, snap, nil, nil)
 	if surgingAfter := surgingNodes(nodes, snap, deleted, created); surgingAfter > max(surgingBefore, s.maxSurge) {
 		fail("%d nodes surge (%d before)", surgingAfter, surgingBefore)
+	}
+}
+
+// checkProgress checks liveness: a DaemonSet that has not converged (a node that should run a pod has none, or runs
+// one of another revision, or a node that should not run one still does) gets a plan that does something, when
+// nothing may hold it back: a rolling update, not paused, no partition, every node a canary, none down, in backoff or
+// with a pod on its way out, every live pod available and labelled with a revision, and a budget of at least one.
+func checkProgress(t *testing.T, nodes []nodeView, s strategy, snap podSnapshot, p plan) {
+	t.Helper()
+	if s.onDelete || s.paused || s.partition > 0 || s.maxUnavailable < 1 {
+		return
+	}
+	converged := true
+	for _, n := range nodes {
+		if !n.canary || n.down || n.backoff > 0 || n.terminating > 0 {
+			return
+		}
+		for _, pod := range n.pods {
+			if ok, _ := availability(pod, s.minReadySeconds, now); !ok || isTerminal(pod) || pod.Labels[RevisionLabel] == "" {
+				return
+			}
+		}
+		live := snap.live[n.name]
+		switch {
+		case n.shouldRun && (len(live) != 1 || live[0].Labels[RevisionLabel] != newRev):
+			converged = false
+		case !n.shouldContinueRunning && len(live) > 0:
+			converged = false
+		}
+	}
+	if !converged && len(p.creates)+len(p.deletes)+len(p.updates) == 0 {
+		t.Fatalf("a DaemonSet not yet converged, nothing holding it back, gets an empty plan\nunder %+v\nnodes: %s",
+			s, describeNodes(nodes, s))
 	}
 }
 

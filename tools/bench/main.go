@@ -220,7 +220,12 @@ func run() error {
 	}
 	r.scr = scr
 	if o.sizersOnly > 0 {
-		return exploreSizers(ctx, c, scr, o.clusterTool, o.clusterDir, o.auditLog, r.namespace, r.sizerUser, o.sizersOnly, plan.Idle)
+		qps, burst, err := clientBudget(ctx, c, o.releaseNS, o.release+"-workload-sizer")
+		if err != nil {
+			return err
+		}
+		return exploreSizers(ctx, c, scr, o.clusterTool, o.clusterDir, o.auditLog, r.namespace, r.sizerUser, o.sizersOnly,
+			plan.Idle, qps, burst)
 	}
 	if err := r.daemonSets(); err != nil {
 		return err

@@ -201,7 +201,7 @@ const sizerPoolNodes = 100
 // exploreSizers runs the WorkloadSizer benchmark alone with n sizers and prints the time to Sized and the sizer's
 // writes by resource and verb up to then, so a change to the sizer can be measured without the whole run.
 func exploreSizers(ctx context.Context, c client.Client, scr *metrics.Scraper, clusterTool, clusterDir, auditLog string,
-	ns func(string) (string, error), user string, n int, idleFor time.Duration) error {
+	ns func(string) (string, error), user string, n int, idleFor time.Duration, qps, burst float64) error {
 	if err := resizePool(ctx, c, clusterTool, clusterDir, sizerPoolNodes); err != nil {
 		return err
 	}
@@ -223,8 +223,10 @@ func exploreSizers(ctx context.Context, c client.Client, scr *metrics.Scraper, c
 		return err
 	}
 	toSized := audit.Count(events, r.start, r.end)
-	fmt.Printf("sizer: %d sizers Sized in %.2fs; the sizer's writes until then: %d %v; idle: %d writes in %s\n",
-		n, r.ToSized.Seconds(), toSized.Total(user), toSized[user], audit.Count(events, w.From, w.To).Total(user),
-		w.To.Sub(w.From))
+	r.Writes, r.QPS, r.Burst = toSized.Total(user), qps, burst
+	r.Floor = writeFloor(r.Writes, qps, burst)
+	fmt.Printf("sizer: %d sizers Sized in %.2fs; the sizer's writes until then: %d %v (floor %.2fs at %.0f/s after %.0f: "+
+		"%.2f times it); idle: %d writes in %s\n", n, r.ToSized.Seconds(), r.Writes, toSized[user], r.Floor.Seconds(), qps, burst,
+		r.floorRatio(), audit.Count(events, w.From, w.To).Total(user), w.To.Sub(w.From))
 	return nil
 }

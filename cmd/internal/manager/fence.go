@@ -126,6 +126,16 @@ func (l fencedLock) Update(ctx context.Context, ler resourcelock.LeaderElectionR
 	return err
 }
 
+// leaseConfig is the leader election client's configuration: a copy of cfg with a token bucket of its own (the
+// controllers' bursts of writes share cfg's, and a renewal must not wait behind them) and a timeout of half the renew
+// deadline, at least a second (a single hung request must not cost the lease).
+func leaseConfig(cfg *rest.Config, renewDeadline time.Duration) *rest.Config {
+	cfg = rest.AddUserAgent(rest.CopyConfig(cfg), "leader-election")
+	cfg.RateLimiter = nil // QPS and Burst make it a bucket of its own
+	cfg.Timeout = max(renewDeadline/2, time.Second)
+	return cfg
+}
+
 // newFencedLock makes the lease lock the manager would make (same identity form, hostname_uuid; same timeout rule
 // for its requests; events on the lease), telling f of each renewal. cfg must not carry the fence itself.
 func newFencedLock(cfg *rest.Config, scheme *runtime.Scheme, namespace, name string, renewDeadline time.Duration, f *fence) (resourcelock.Interface, error) {
@@ -134,10 +144,7 @@ func newFencedLock(cfg *rest.Config, scheme *runtime.Scheme, namespace, name str
 		return nil, err
 	}
 	id := host + "_" + string(uuid.NewUUID())
-	cfg = rest.AddUserAgent(rest.CopyConfig(cfg), "leader-election")
-	// A single hung request must not cost the lease: half the renew deadline, at least a second.
-	cfg.Timeout = max(renewDeadline/2, time.Second)
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubernetes.NewForConfig(leaseConfig(cfg, renewDeadline))
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
@@ -119,4 +122,38 @@ func TestFencedLockRecordsOwnRenewals(t *testing.T) {
 	if !f.renewed.Equal(now) {
 		t.Fatalf("renewed = %v, want the renewal's start %v", f.renewed, now)
 	}
+}
+
+// Every client made from the manager's configuration shares one token bucket of --kube-api-qps and --kube-api-burst;
+// the leader election client has a bucket of its own, of the same size, so a renewal never waits behind a burst.
+func TestClientBudgetIsSharedAndTheLeaseHasItsOwn(t *testing.T) {
+	cfg := &rest.Config{Host: "https://apiserver.example"}
+	budget(cfg, "daemonset-controller", Options{KubeAPIQPS: 50, KubeAPIBurst: 100})
+	if cfg.RateLimiter == nil || cfg.RateLimiter.QPS() != 50 {
+		t.Fatalf("the manager's configuration carries no shared bucket of 50 a second: %v", cfg.RateLimiter)
+	}
+	a, err := rest.RESTClientFor(withGroup(cfg, "apps"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := rest.RESTClientFor(withGroup(cfg, "daemonset.keelson.dev"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.GetRateLimiter() != b.GetRateLimiter() {
+		t.Fatal("two clients of the manager's configuration have buckets of their own")
+	}
+	lease := leaseConfig(cfg, 10*time.Second)
+	if lease.RateLimiter != nil || lease.QPS != 50 || lease.Burst != 100 || lease.Timeout != 5*time.Second {
+		t.Fatalf("lease configuration: limiter %v, qps %v, burst %d, timeout %s", lease.RateLimiter, lease.QPS, lease.Burst, lease.Timeout)
+	}
+}
+
+// withGroup is a copy of cfg for one API group's REST client.
+func withGroup(cfg *rest.Config, group string) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.GroupVersion = &schema.GroupVersion{Group: group, Version: "v1"}
+	c.APIPath = "/apis"
+	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	return c
 }
