@@ -448,9 +448,12 @@ func countUnavailable(nodes []nodeView, kept map[string][]*corev1.Pod, s strateg
 	now time.Time, p *plan) int {
 	n := len(broken)
 	for _, node := range nodes {
-		// A node that admits no new pod counts while its pod is updated in place: that pod is out of service too.
+		// A node that admits no new pod counts while its pod is updated in place, or is to be: that pod is out of service
+		// too, and a pass that updates an unavailable one there must not spend the budget elsewhere as if it were not.
 		inPlaceOnly := admitsNoNewPod(node) && s.inPlace && node.canary &&
-			slices.ContainsFunc(kept[node.name], func(p *corev1.Pod) bool { return p.Labels[RevisionLabel] == updateHash })
+			slices.ContainsFunc(kept[node.name], func(p *corev1.Pod) bool {
+				return p.Labels[RevisionLabel] == updateHash || updatableInPlaceOnly(node, p, s)
+			})
 		if (!node.shouldRun && !inPlaceOnly) || node.down {
 			continue
 		}

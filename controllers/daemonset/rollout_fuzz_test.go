@@ -125,14 +125,15 @@ func snapshot(nodes []nodeView) podSnapshot {
 	return snap
 }
 
-// unavailableNodes counts the nodes that should run the pod (or keep one updated in place), are up, and have no
-// available live pod left once gone (deleted, or updated in place: its containers restart) are: the nodes
-// maxUnavailable budgets.
-func unavailableNodes(nodes []nodeView, snap podSnapshot, s strategy, gone map[*corev1.Pod]bool) int {
+// unavailableNodes counts the nodes that should run the pod (or keep one the plan updates in place), are up, and
+// have no available live pod left once gone (deleted, or updated in place: its containers restart) are: the nodes
+// maxUnavailable budgets. The nodes counted are the same before the plan and after it (updated names the plan's
+// updates): the plan's cost is the available pods it takes, not the nodes it brings into the count.
+func unavailableNodes(nodes []nodeView, snap podSnapshot, s strategy, updated, gone map[*corev1.Pod]bool) int {
 	count := 0
 	for _, n := range nodes {
 		updatedHere := slices.ContainsFunc(snap.live[n.name], func(p *corev1.Pod) bool {
-			return p.Labels[RevisionLabel] == newRev || (gone[p] && s.inPlace && s.inPlaceFrom[p.Labels[RevisionLabel]])
+			return p.Labels[RevisionLabel] == newRev || updated[p] || updatableInPlaceOnly(n, p, s)
 		})
 		inPlaceOnly := admitsNoNewPod(n) && s.inPlace && n.canary && updatedHere
 		if (!n.shouldRun && !inPlaceOnly) || n.down {
@@ -220,7 +221,7 @@ func checkPlan(t *testing.T, nodes []nodeView, s strategy, snap podSnapshot, p p
 	if p.requeueAfter < 0 {
 		fail("requeue after %s", p.requeueAfter)
 	}
-	gone := maps.Clone(deleted)
+	gone, updated := maps.Clone(deleted), map[*corev1.Pod]bool{}
 	for _, u := range p.updates {
 		node, ok := snap.nodeOf[u.pod]
 		switch {
@@ -237,11 +238,11 @@ func checkPlan(t *testing.T, nodes []nodeView, s strategy, snap podSnapshot, p p
 		case !heldBackFree(nodes, s, node) && !updatableInPlaceOnly(byName[node], u.pod, s):
 			fail("updates %s on node %s, which the partition or canary selector holds back", u.pod.Name, node)
 		}
-		gone[u.pod] = true
+		gone[u.pod], updated[u.pod] = true, true
 	}
 
-	unavailableBefore := unavailableNodes(nodes, snap, s, nil)
-	unavailableAfter := unavailableNodes(nodes, snap, s, gone)
+	unavailableBefore := unavailableNodes(nodes, snap, s, updated, nil)
+	unavailableAfter := unavailableNodes(nodes, snap, s, updated, gone)
 	limit := max(unavailableBefore, s.maxUnavailable)
 	if s.maxSurge > 0 || s.onDelete || s.paused {
 		limit = unavailableBefore // no budget to spend: nothing available may go
@@ -329,6 +330,9 @@ func describePlan(p plan) string {
 	var out []string
 	for _, c := range p.creates {
 		out = append(out, "create "+c.node+"@"+c.hash)
+	}
+	for _, u := range p.updates {
+		out = append(out, "update "+u.pod.Name+" in place to "+u.hash)
 	}
 	for _, d := range p.deletes {
 		out = append(out, "delete "+d.pod.Name+" ("+d.reason+")")

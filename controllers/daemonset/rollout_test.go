@@ -328,3 +328,18 @@ func TestUsesHostPorts(t *testing.T) {
 		}
 	}
 }
+
+// Found by FuzzPlanNodes once it updated in place: a node tainted NoSchedule after its pod started keeps that pod and
+// updates it in place; when that pod is already unavailable, its node is out of service as much as one the budget
+// counts, so the pass must not also take the available pod of another node with a budget of one.
+func TestAnUnavailablePodUpdatedInPlaceOnATaintedNodeCostsTheBudget(t *testing.T) {
+	s := strategy{maxUnavailable: 1, inPlace: true, inPlaceFrom: map[string]bool{oldRev: true}}
+	nodes := []nodeView{tainted(view("a", testPod("pa", oldRev, starting))), view("b", testPod("pb", oldRev, available))}
+	if got := summary(planNodes(nodes, s, newRev, oldRev, now)); len(got) != 0 {
+		t.Fatalf("plan %v: the unavailable pod on a is updated (not in the summary) and b keeps its available pod", got)
+	}
+	p := planNodes(nodes, s, newRev, oldRev, now)
+	if len(p.updates) != 1 || p.updates[0].pod.Name != "pa" {
+		t.Fatalf("updates %v, want pa in place", p.updates)
+	}
+}
