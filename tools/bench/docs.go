@@ -128,7 +128,7 @@ func summaryText(r Results) string {
 		verdict(r.Sizer.floorRatio() > 0 && r.Sizer.floorRatio() <= sizerFloorTarget))
 	if n := len(r.Plan.ScaleNodes); n > 0 {
 		largest := r.Plan.ScaleNodes[n-1]
-		row, _ := scaleRow(r.Scale, largest)
+		row := scaleRow(r.Scale, largest)
 		fmt.Fprintf(&b, "| DaemonSet Keelson / built-in ≤ 1.0 at N = %d | %.2f | %s |\n", largest, row.Ratio, verdict(row.Ratio > 0 && row.Ratio <= 1.0))
 		p99 := r.ScalePassP99[largest]
 		fmt.Fprintf(&b, "| longest pass (p99) < 2 s at N = %d | %s | %s |\n", largest, passText(p99), verdict(p99 > 0 && p99 <= maxScalePass))
@@ -353,14 +353,14 @@ const (
 	maxScaleRSS  = 250 << 20 // bytes
 )
 
-// scaleRow is the report's row at n nodes.
-func scaleRow(rep Report, n int) (Row, bool) {
+// scaleRow is the report's row at n nodes (a zero row when there is none).
+func scaleRow(rep Report, n int) Row {
 	for _, row := range rep {
 		if row.Nodes == n {
-			return row, true
+			return row
 		}
 	}
-	return Row{}, false
+	return Row{}
 }
 
 // scaleCostTable is the cost curve: at each scale point, Keelson's convergence, writes per node, the
@@ -369,7 +369,7 @@ func scaleCostTable(r Results) string {
 	var b strings.Builder
 	b.WriteString("| N | Keelson convergence | / built-in | writes per node | daemonset-controller RSS | longest pass (p99) |\n|---|---|---|---|---|---|\n")
 	for _, n := range r.Plan.ScaleNodes {
-		row, _ := scaleRow(r.Scale, n)
+		row := scaleRow(r.Scale, n)
 		fmt.Fprintf(&b, "| %d | %.1f s | %.2f | %.2f | %.1f MiB | %s |\n", n, row.Keelson.Median.Seconds(), row.Ratio,
 			row.KeelsonWritesPerNode, float64(r.ScaleRSS[n])/(1<<20), passText(r.ScalePassP99[n]))
 	}

@@ -40,11 +40,11 @@ type podWatch struct {
 func newPodWatch(ctx context.Context, cs kubernetes.Interface, ns, selector string, nodes []string, budget int) (*podWatch, error) {
 	w := &podWatch{pods: map[types.UID]*corev1.Pod{}, nodes: nodes, budget: budget}
 	lw := &toolscache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = selector
 			return cs.CoreV1().Pods(ns).List(ctx, o)
 		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.LabelSelector = selector
 			return cs.CoreV1().Pods(ns).Watch(ctx, o)
 		},
