@@ -344,8 +344,8 @@ func flappingSection(r FlappingResult, seed uint64) string {
 	fmt.Fprintf(&b, "| steady DaemonSet: pods created, deleted | %d, %d (%d NoExecute taints added; excess %d) | %s |\n",
 		r.PodCreates, r.PodDeletes, r.NoExecuteAdds, r.ExcessChurn, yesNo(r.ExcessChurn == 0))
 	for _, name := range controllers {
-		fmt.Fprintf(&b, "| %s: reconciles a second while flapping (events a second: %.1f) | %.1f | %s |\n", name,
-			r.eventsPerSecond(), r.ReconcilesPerSecond[name], yesNo(!r.busyWhileFlapping(name)))
+		fmt.Fprintf(&b, "| %s: reconciles a second while flapping (at most %.1f) | %.1f | %s |\n", name,
+			r.reconcileBound(name), r.ReconcilesPerSecond[name], yesNo(!r.busyWhileFlapping(name)))
 	}
 	for _, name := range controllers {
 		fmt.Fprintf(&b, "| %s: reconciles a second once nothing changed (%s) | %.2f | %s |\n", name, seconds(quietFor),
