@@ -29,8 +29,10 @@ type podWatch struct {
 	// nodes are the pool's nodes; budget how many of them may lack an available pod (-1: not checked).
 	nodes  []string
 	budget int
-	// events counts the events judged; violations those that broke the invariant, with what broke it since the last
-	// take.
+	// synced is set once the informer's first list has been delivered: judged one by one as they arrive, its pods
+	// would read as nodes without a pod. events counts the events judged since; violations those that broke the
+	// invariant, with what broke it since the last take.
+	synced             bool
 	events, violations int
 	found              []string
 }
@@ -61,6 +63,10 @@ func newPodWatch(ctx context.Context, cs kubernetes.Interface, ns, selector stri
 	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		return nil, fmt.Errorf("the watch of %s's pods did not sync", ns)
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.synced = true
+	w.judge()
 	return w, nil
 }
 
@@ -80,6 +86,13 @@ func (w *podWatch) observe(obj any, gone bool) {
 	} else {
 		w.pods[pod.UID] = pod
 	}
+	if w.synced {
+		w.judge()
+	}
+}
+
+// judge judges the invariant over the pods as they stand; w.mu is held.
+func (w *podWatch) judge() {
 	w.events++
 	if bad := judgePods(w.pods, w.nodes, w.budget); len(bad) > 0 {
 		w.violations++

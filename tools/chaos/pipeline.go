@@ -67,12 +67,12 @@ func (w *pipelineWork) setUp(ctx context.Context) error {
 
 // change moves every step to the round's arguments: a rollout of every step Deployment.
 func (w *pipelineWork) change(ctx context.Context, round int) error {
+	w.round.Store(int32(round))
 	for i := range w.count {
 		var p inferencev1alpha1.Pipeline
 		if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: w.name(i)}, &p); err != nil {
 			return err
 		}
-		w.round.Store(int32(round))
 		base := p.DeepCopy()
 		for s := range p.Spec.Steps {
 			p.Spec.Steps[s].Args = map[string]string{"round": strconv.Itoa(round)}

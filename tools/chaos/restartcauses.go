@@ -31,8 +31,9 @@ type RestartCause struct {
 // leaseLostLine is what controller-runtime's manager returns, and the binary logs, when the lease is lost.
 const leaseLostLine = "leader election lost"
 
-// logTail is how many of a stopped container's last log lines are read for its cause.
-const logTail = 20
+// logTail is how many of a stopped container's last log lines are read for its cause: the manager logs its shutdown
+// after the error that stopped it.
+const logTail = 200
 
 // restartCauses reads, for each controller pod whose container restarted since counted (restarts by pod name), why
 // it last stopped; it returns the causes by controller and the restarts by pod now.

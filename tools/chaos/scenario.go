@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -129,16 +130,17 @@ func leaderDeath(ctx context.Context, in *injector, w workload, r Result, faults
 		if err := in.waitReplicas(ctx); err != nil {
 			return r, fmt.Errorf("waiting for the controller's replicas before fault %d: %w", i+1, err)
 		}
-		if err := w.change(ctx, i+1); err != nil {
-			return r, fmt.Errorf("asking for work before fault %d: %w", i+1, err)
-		}
+		// The work is asked while the fault waits for its moment: a controller quick to act (the sizer resizes a
+		// Deployment within milliseconds of its sizer's change) still has the changes not yet made to act on.
+		changed := make(chan error, 1)
+		go func() { changed <- w.change(ctx, i+1) }()
 		left, total, err := midWork(ctx, w, time.Duration(rng.Int64N(int64(w.maxHold()))))
 		if err != nil {
-			return r, fmt.Errorf("before fault %d: %w", i+1, err)
+			return r, errors.Join(fmt.Errorf("before fault %d: %w", i+1, err), <-changed)
 		}
 		fault := faultCycle[i%len(faultCycle)]
 		start, handover, err := in.inject(ctx, fault)
-		if err != nil {
+		if err := errors.Join(err, <-changed); err != nil {
 			return r, fmt.Errorf("fault %d: %w", i+1, err)
 		}
 		last = start
@@ -170,14 +172,17 @@ func leaderDeath(ctx context.Context, in *injector, w workload, r Result, faults
 	return r, nil
 }
 
-// midWork waits for the moment a fault should land: hold after the work was asked, or sooner, once no more than a
-// quarter of the work is left, so that the fault lands while the controller still has writes to make. It returns the
-// work left then (read just before the fault) and all of it.
+// midWork waits for the moment a fault should land: hold after the work began to be asked, or sooner, once no more
+// than a quarter of the work is left (after some was seen left: the round may not be asked yet), so that the fault
+// lands while the controller still has writes to make. It returns the work left then (read just before the fault)
+// and all of it.
 func midWork(ctx context.Context, w workload, hold time.Duration) (left, total int, err error) {
 	deadline := time.Now().Add(hold)
+	seen := false
 	for {
 		left, total, err = w.left(ctx)
-		if err != nil || time.Now().After(deadline) || left*4 <= total {
+		seen = seen || left > 0
+		if err != nil || time.Now().After(deadline) || (seen && left*4 <= total) {
 			return left, total, err
 		}
 		select {
