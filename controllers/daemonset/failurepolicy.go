@@ -58,9 +58,11 @@ func settleTime(ds *daemonsetv1alpha1.DaemonSet) time.Duration {
 
 // settled says whether updateHash is now the stable revision: every eligible node runs only pods of it, every one
 // ready for settle, and no node keeps an older pod. Under constant node churn a node that joined within the settle
-// time can never have a pod ready for all of it: its pod need only be ready, once at least one pod of the revision
-// has been ready for the whole settle time on a node that was there (the revision proved itself there). When it is
-// not yet settled only because pods have not been ready for long enough, wait says when to look again.
+// time can never have a pod ready for all of it: its pod need only be ready, with no problem and no container
+// restarted (a crash-looping container is ready between its restarts, and a pass comes each time it turns ready),
+// once at least one pod of the revision has been ready for the whole settle time on a node older than the settle time
+// (the revision proved itself there; a young node's clock cannot prove it). When it is not yet settled only because
+// pods have not been ready for long enough, wait says when to look again.
 func settled(nodes []nodeView, updateHash string, settle time.Duration, now time.Time) (ok bool, wait time.Duration) {
 	desired, proven := 0, 0
 	var newNodesWait time.Duration // how long until the first pod on a new node proves the revision
@@ -77,13 +79,17 @@ func settled(nodes []nodeView, updateHash string, settle time.Duration, now time
 				return false, 0
 			}
 			available, w := availability(pod, int32(settle/time.Second), now)
+			young := now.Sub(n.joined) < settle
 			switch {
-			case available:
+			case available && !young:
 				proven++
+			case available:
 			case w == 0:
 				return false, 0 // not ready
-			case now.Sub(n.joined) < settle:
+			case young && podProblem(pod) == "" && !restarted(pod):
 				newNodesWait = minPositive(newNodesWait, w)
+			case young:
+				return false, 0 // briefly ready between restarts proves nothing
 			default:
 				wait = max(wait, w)
 			}
@@ -93,6 +99,16 @@ func settled(nodes []nodeView, updateHash string, settle time.Duration, now time
 		wait = newNodesWait
 	}
 	return desired > 0 && wait == 0, wait
+}
+
+// restarted reports whether any of pod's containers has restarted.
+func restarted(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.ContainerStatuses {
+		if c.RestartCount > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // minPositive is the smaller of a and b, a zero counting as none.

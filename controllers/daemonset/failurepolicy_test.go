@@ -194,6 +194,11 @@ func TestSettled(t *testing.T) {
 	if ok, _ := settled([]nodeView{churn[0], joined(view("b", testPod("pb", newRev, starting)), 10*time.Second)}, newRev, 30*time.Second, now); ok {
 		t.Error("settled with a new node's pod not ready")
 	}
+	flapping := readyFor(testPod("pb", newRev, available), 5*time.Second)
+	flapping.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", RestartCount: 4, Ready: true}}
+	if ok, _ := settled([]nodeView{churn[0], joined(view("b", flapping), 10*time.Second)}, newRev, 30*time.Second, now); ok {
+		t.Error("settled with a new node's pod ready a moment between restarts")
+	}
 	allNew := []nodeView{joined(view("a", readyFor(testPod("pa", newRev, available), 5*time.Second)), 10*time.Second),
 		joined(view("b", readyFor(testPod("pb", newRev, available), 8*time.Second)), 10*time.Second)}
 	if ok, wait := settled(allNew, newRev, 30*time.Second, now); ok || wait != 22*time.Second {

@@ -204,6 +204,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 	if err != nil {
 		return ctrl.Result{}, nil, err
 	}
+	revList.Items = append(revList.Items, history.readLive...)
 	views, err := buildViews(ds, template, nodes, pods, terminating, r.backoffFor(ds, history.updateHash, now))
 	if err != nil {
 		return ctrl.Result{}, nil, err
@@ -217,7 +218,9 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 		recorded: recordedFailure(ds.Status.RolloutFailure, revList.Items, history.updateHash), known: history.templates,
 		strategy: s, now: now})
 	if err := r.syncFailureRecords(ctx, revList.Items, verdict.failure); err != nil {
-		return ctrl.Result{}, nil, err
+		// The status holds the failure too: a revision that cannot be annotated (a policy refusing the patch) must not
+		// stop the pass, only the record that survives a lost status.
+		log.FromContext(ctx).Error(err, "Could not record the rollout failure on its revision")
 	}
 	// Under a failure the pass plans with the revision it keeps or rolls back to, and so does the status.
 	s, updateHash, currentHash := underFailure(verdict.failure, s, history.updateHash, history.currentHash,

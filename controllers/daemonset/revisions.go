@@ -26,6 +26,10 @@ type revisions struct {
 	templates map[string]*corev1.PodTemplateSpec
 	// collisionCount is the (possibly bumped) count to write to status.
 	collisionCount *int32
+	// readLive are revisions the cache did not show that syncRevisions read past it (a name taken by a revision of
+	// this DaemonSet not cached yet, or by an orphan it adopted): the pass must see them as the others, a failure
+	// recorded on one included.
+	readLive []appsv1.ControllerRevision
 }
 
 // maxCollisions bounds the hash-collision loop; a real collision is already astronomically rare.
@@ -55,13 +59,17 @@ func (r *Reconciler) syncRevisions(ctx context.Context, ds *daemonsetv1alpha1.Da
 		existing, found := byName[revisionName(ds, hash)]
 		if !found {
 			rev := newRevision(ds, template, hash, maxNumber+1)
-			taken, err := r.createRevision(ctx, ds, rev, template)
+			live, taken, err := r.createRevision(ctx, ds, rev, template)
 			if err != nil {
 				return out, err
 			}
 			if taken {
 				collisions++ // the name holds another template, or another owner's revision
 				continue
+			}
+			if live != nil {
+				out.readLive = append(out.readLive, *live)
+				numbers[hash] = live.Revision
 			}
 			out.updateHash = hash
 			break
@@ -144,38 +152,39 @@ func (r *Reconciler) pruneRevisions(ctx context.Context, ds *daemonsetv1alpha1.D
 // trusted): a revision of this DaemonSet the cache has not shown yet, or an orphan left by an earlier DaemonSet of
 // the same name (`kubectl delete --cascade=orphan`, then applied again), that records the same template is used,
 // the orphan adopted; any other (another template, another owner) is taken, and the caller salts the hash.
+// It returns the revision read live when the name was taken by one it uses (nil when it created rev).
 func (r *Reconciler) createRevision(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, rev *appsv1.ControllerRevision,
-	template *corev1.PodTemplateSpec) (taken bool, err error) {
+	template *corev1.PodTemplateSpec) (live *appsv1.ControllerRevision, taken bool, err error) {
 	err = r.Create(ctx, rev)
 	if err == nil {
-		return false, nil
+		return nil, false, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
-		return false, fmt.Errorf("creating revision %s: %w", rev.Name, err)
+		return nil, false, fmt.Errorf("creating revision %s: %w", rev.Name, err)
 	}
 	var existing appsv1.ControllerRevision
 	if err := r.liveReader().Get(ctx, client.ObjectKeyFromObject(rev), &existing); err != nil {
-		return false, fmt.Errorf("reading revision %s, whose name is taken: %w", rev.Name, err)
+		return nil, false, fmt.Errorf("reading revision %s, whose name is taken: %w", rev.Name, err)
 	}
 	recorded, err := templateOfRevision(&existing)
 	if err != nil || !equality.Semantic.DeepEqual(recorded, template) {
-		return true, nil
+		return nil, true, nil
 	}
 	switch controllerUID(&existing) {
 	case string(ds.UID):
-		return false, nil
+		return &existing, false, nil
 	case "":
 		if metav1.GetControllerOf(&existing) != nil || existing.Labels[daemonsetv1alpha1.NameLabel] != ds.Name {
-			return true, nil
+			return nil, true, nil
 		}
 		if done, err := r.adoptRevision(ctx, ds, &existing); err != nil {
-			return false, err
+			return nil, false, err
 		} else if !done {
-			return false, fmt.Errorf("revision %s changed while it was being adopted", rev.Name)
+			return nil, false, fmt.Errorf("revision %s changed while it was being adopted", rev.Name)
 		}
-		return false, nil
+		return &existing, false, nil
 	default:
-		return true, nil
+		return nil, true, nil
 	}
 }
 

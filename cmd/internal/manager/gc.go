@@ -1,9 +1,12 @@
 package manager
 
 import (
+	"context"
+	"errors"
 	"math"
 	"os"
 	"runtime/debug"
+	"time"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 )
@@ -32,9 +35,15 @@ func tuneGC() int {
 const memoryLimitRatio = 0.9
 
 // tuneMemoryLimit sets GOMEMLIMIT to memoryLimitRatio of the cgroup's memory limit, unless the operator set
-// GOMEMLIMIT (or AUTOMEMLIMIT=off). It returns the limit in effect, 0 for none; an error leaves the runtime's own.
-func tuneMemoryLimit() (int64, error) {
-	limit, err := memlimit.Set(memlimit.WithRatio(memoryLimitRatio), memlimit.WithProvider(memlimit.FromCgroup))
+// GOMEMLIMIT (or AUTOMEMLIMIT=off), and follows the limit every minute until ctx ends (a resize of the controller's
+// own pod changes it: a limit derived once would outlive its source). It returns the limit in effect, 0 for none;
+// a system without cgroups has none, and another error leaves the runtime's own.
+func tuneMemoryLimit(ctx context.Context) (int64, error) {
+	limit, err := memlimit.Set(memlimit.WithRatio(memoryLimitRatio), memlimit.WithProvider(memlimit.FromCgroup),
+		memlimit.WithRefreshInterval(ctx, time.Minute))
+	if errors.Is(err, memlimit.ErrCgroupsNotSupported) {
+		err = nil
+	}
 	if limit == math.MaxInt64 {
 		limit = 0
 	}

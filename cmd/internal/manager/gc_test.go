@@ -34,7 +34,7 @@ func TestTuneMemoryLimitKeepsTheOperators(t *testing.T) {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	t.Setenv("GOMEMLIMIT", "100MiB")
 	debug.SetMemoryLimit(100 << 20)
-	got, err := tuneMemoryLimit()
+	got, err := tuneMemoryLimit(t.Context())
 	if err != nil || got != 100<<20 {
 		t.Fatalf("with GOMEMLIMIT=100MiB: %d, %v", got, err)
 	}

@@ -29,6 +29,9 @@ const maxDecisions = 1024
 // filters.WithAuthenticationAndAuthorization does with client-go alone, which keeps k8s.io/apiserver (and its
 // gRPC, OpenTelemetry and CEL dependencies) out of the binaries and each image near a third smaller.
 func metricsAuth(cfg *rest.Config, httpClient *http.Client) (metricsserver.Filter, error) {
+	// A budget of its own: a scrape must not wait behind the controllers' bursts of writes in the shared one.
+	cfg = rest.CopyConfig(cfg)
+	cfg.RateLimiter = nil
 	cs, err := kubernetes.NewForConfigAndClient(cfg, httpClient)
 	if err != nil {
 		return nil, err

@@ -119,7 +119,7 @@ func Run(ctx context.Context, b Binary, args []string, stdout, stderr io.Writer)
 	klog.SetLogger(log)
 	setupLog := log.WithName("setup")
 	gcPercent := tuneGC()
-	memoryLimit, err := tuneMemoryLimit()
+	memoryLimit, err := tuneMemoryLimit(ctx)
 	if err != nil {
 		setupLog.Error(err, "Unable to set the Go memory limit from the container's; running without one")
 	}
