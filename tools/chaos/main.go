@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -144,6 +145,7 @@ func (o outcome) failures() []string {
 }
 
 func run() error {
+	runCommit() // read before any results file is rewritten
 	// Its own flag set: a package it imports registers --kubeconfig on the global one.
 	flag := flag.NewFlagSet("chaos", flag.ExitOnError)
 	kubeconfig := flag.String("kubeconfig", ".cluster/kubeconfig", "the local cluster's kubeconfig")
@@ -534,22 +536,31 @@ type resultFile struct {
 	Results any       `json:"results"`
 }
 
+// runCommit is the commit the run was made at, read once before any results file is written (each one written would
+// otherwise mark the next as made from a changed tree).
+var runCommit = sync.OnceValue(headCommit)
+
 // writeJSON writes one scenario family's results, with the seed, time and commit of the run.
 func writeJSON(file string, seed uint64, results any) error {
-	b, err := json.MarshalIndent(resultFile{Seed: seed, When: time.Now().UTC(), Commit: headCommit(), Results: results}, "", "  ")
+	b, err := json.MarshalIndent(resultFile{Seed: seed, When: time.Now().UTC(), Commit: runCommit(), Results: results}, "", "  ")
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(file, append(b, '\n'), 0o644)
 }
 
-// headCommit is the checkout's commit, with -dirty when it has changes not committed ("" outside a checkout).
+// headCommit is the checkout's commit, with -dirty when it has changes not committed outside docs/ (the figures a
+// run rewrites) ("" outside a checkout).
 func headCommit() string {
-	b, err := exec.Command("git", "describe", "--always", "--dirty").Output()
+	b, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(string(b))
+	commit := strings.TrimSpace(string(b))
+	if out, err := exec.Command("git", "status", "--porcelain", "--", ".", ":!docs").Output(); err == nil && len(out) > 0 {
+		commit += "-dirty"
+	}
+	return commit
 }
 
 // readProvenance reads when and at which commit each results file in dir was made, by file name.

@@ -290,7 +290,8 @@ func restartCauseLines(r RestartResult) []string {
 	var out []string
 	for i, f := range r.Faults {
 		for _, name := range controllers {
-			for _, c := range f.Causes[name] {
+			verdicts := causesExcused(f, name)
+			for j, c := range f.Causes[name] {
 				what := fmt.Sprintf("exit %d (%s)", c.ExitCode, orNone(c.Reason))
 				switch {
 				case c.Unread:
@@ -299,8 +300,8 @@ func restartCauseLines(r RestartResult) []string {
 					what += ", its lease lost"
 				}
 				verdict := "excused"
-				if ok, why := restartExcused(f, c); !ok {
-					verdict = "not excused: " + why
+				if !verdicts[j].excused {
+					verdict = "not excused: " + verdicts[j].why
 				}
 				out = append(out, fmt.Sprintf("Restart %d (%s, outage %s): %s %s, %s", i+1, f.Process, seconds(f.Outage),
 					name, what, verdict))

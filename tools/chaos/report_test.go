@@ -137,8 +137,12 @@ func TestRestartFailures(t *testing.T) {
 		{"a lease lost in a 5 s outage", []RestartFault{fault(5*time.Second, lost)}, "too short to cost one"},
 		{"a crash during a 14 s outage", []RestartFault{fault(14*time.Second, crash)}, "exit 2 (Error) without losing its lease"},
 		{"a lease lost an hour after the fault", []RestartFault{fault(14*time.Second, late)}, "outside the fault's window"},
-		{"a second restart no log shows", []RestartFault{fault(14*time.Second, lost, RestartCause{Pod: "sizer-a", Unread: true})},
-			"whose cause no log shows"},
+		{"a lease lost, then a start while the apiserver was down", []RestartFault{fault(14*time.Second, lost,
+			RestartCause{Pod: "sizer-a", Unread: true})}, ""},
+		{"a start that could not reach the apiserver in the outage", []RestartFault{fault(14*time.Second,
+			RestartCause{Pod: "sizer-a", ExitCode: 1, FinishedAt: at.Add(8 * time.Second), Unreachable: true})}, ""},
+		{"a restart no log shows, of a pod the fault explains nothing of", []RestartFault{fault(14*time.Second, lost,
+			RestartCause{Pod: "sizer-b", Unread: true})}, "whose cause no log shows"},
 		{"a long outage excuses no restart after a short one", []RestartFault{fault(14*time.Second, lost), fault(5*time.Second, lost)},
 			"after restart 2"},
 		{"a restart without a cause read", []RestartFault{{Process: "etcd", Outage: 14 * time.Second, Start: at, Ready: at,
@@ -190,5 +194,18 @@ func TestResultsRecordTheirCommit(t *testing.T) {
 	doc, _ = os.ReadFile(filepath.Join(dir, "reliability.md"))
 	if strings.Contains(string(doc), "- a change") {
 		t.Error("a run of every scenario kept the note of changes its figures predate")
+	}
+}
+
+// A start that failed on the apiserver's discovery while it restarted is the fault's doing; a setup failure for any
+// other reason is not.
+func TestUnreachableStart(t *testing.T) {
+	tlsLine := `{"level":"error","msg":"Unable to set up the manager","error":"creating the manager: failed to get server groups: ` +
+		`Get \"https://10.96.0.1:443/api\": tls: failed to verify certificate: x509: cannot validate certificate"}`
+	if !unreachable(tlsLine) {
+		t.Error("a discovery failure during the apiserver's restart was not read as unreachable")
+	}
+	if unreachable(`{"level":"error","msg":"Unable to set up the manager","error":"invalid flags"}`) {
+		t.Error("a setup failure of the binary's own was read as the apiserver's")
 	}
 }

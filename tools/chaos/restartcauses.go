@@ -23,6 +23,9 @@ type RestartCause struct {
 	// LeaseLost says the stopped container's last log lines report its leader election lease lost: the one way a
 	// control-plane outage may restart a controller (it cannot renew, gives the lease up and exits).
 	LeaseLost bool `json:"leaseLost"`
+	// Unreachable says its log shows it could not reach the apiserver at start (a container the kubelet restarted
+	// while the apiserver was still down): the fault's doing too, inside the fault's window.
+	Unreachable bool `json:"unreachable,omitempty"`
 	// Unread says the restart could not be looked at: a container that restarted more than once since the last
 	// count shows only its last stop.
 	Unread bool `json:"unread,omitempty"`
@@ -58,11 +61,12 @@ func restartCauses(ctx context.Context, c client.Client, cs kubernetes.Interface
 				}
 				t := st.LastTerminationState.Terminated
 				cause := RestartCause{Pod: p.Name, ExitCode: t.ExitCode, Reason: t.Reason, FinishedAt: t.FinishedAt.Time}
-				lost, err := logSays(ctx, cs, p.Namespace, p.Name, st.Name, leaseLostLine)
+				lines, err := previousLog(ctx, cs, p.Namespace, p.Name, st.Name)
 				if err != nil {
-					return nil, nil, err
+					cause.Unread = true // the cause cannot be read: it excuses nothing
 				}
-				cause.LeaseLost = lost
+				cause.LeaseLost = strings.Contains(lines, leaseLostLine)
+				cause.Unreachable = !cause.LeaseLost && strings.Contains(lines, setupFailedLine) && unreachable(lines)
 				causes[name] = append(causes[name], cause)
 				for range more - 1 {
 					causes[name] = append(causes[name], RestartCause{Pod: p.Name, Unread: true})
@@ -73,32 +77,48 @@ func restartCauses(ctx context.Context, c client.Client, cs kubernetes.Interface
 	return causes, now, nil
 }
 
-// logSays reports whether the last lines of a container's previous log hold text.
-func logSays(ctx context.Context, cs kubernetes.Interface, ns, pod, container, text string) (bool, error) {
+// setupFailedLine is what the binary logs when it cannot build its manager (discovery of its API groups included).
+const setupFailedLine = "Unable to set up the manager"
+
+// unreachable reports whether log lines say the apiserver could not be reached, or not as itself (a restarting
+// apiserver answered the local cluster's Service address with a certificate not yet its own).
+func unreachable(lines string) bool {
+	for _, s := range []string{"connection refused", "the server is currently unable", "i/o timeout", "no route to host",
+		"connection reset", "EOF", "failed to get server groups", "tls: ", "x509: "} {
+		if strings.Contains(lines, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// previousLog returns the last lines of a container's previous log.
+func previousLog(ctx context.Context, cs kubernetes.Interface, ns, pod, container string) (string, error) {
 	stream, err := cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container, Previous: true,
 		TailLines: ptr.To[int64](logTail)}).Stream(ctx)
 	if err != nil {
-		return false, fmt.Errorf("the previous log of %s: %w", pod, err)
+		return "", fmt.Errorf("the previous log of %s: %w", pod, err)
 	}
 	defer func() { _ = stream.Close() }()
+	var b strings.Builder
 	sc := bufio.NewScanner(stream)
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
-	found := false
 	for sc.Scan() {
-		found = found || strings.Contains(sc.Text(), text)
+		b.WriteString(sc.Text())
+		b.WriteByte('\n')
 	}
-	return found, sc.Err()
+	return b.String(), sc.Err()
 }
 
 // restartExcused says whether a fault explains a controller's restart: the restart lost its lease (its log says
-// so), the fault's outage was long enough to cost a lease, and the container stopped within the fault's window
-// (from the process's stop until a renew deadline after the apiserver was ready again). A crash, an OOM kill or
-// any other stop is a failure whatever the fault.
+// so), or, restarted meanwhile, could not reach the apiserver to start; the fault's outage was long enough to cost a
+// lease; and the container stopped within the fault's window (from the process's stop until a renew deadline after
+// the apiserver was ready again). A crash, an OOM kill or any other stop is a failure whatever the fault.
 func restartExcused(f RestartFault, cause RestartCause) (bool, string) {
 	switch {
 	case cause.Unread:
-		return false, "a second restart since the last count, whose cause no log shows"
-	case !cause.LeaseLost:
+		return false, "a restart whose cause no log shows"
+	case !cause.LeaseLost && !cause.Unreachable:
 		return false, fmt.Sprintf("exit %d (%s) without losing its lease", cause.ExitCode, orNone(cause.Reason))
 	case f.Outage < renewDeadline-retryPeriod:
 		return false, fmt.Sprintf("lost its lease in an outage of %s, too short to cost one (%s)", seconds(f.Outage),

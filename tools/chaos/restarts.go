@@ -223,6 +223,31 @@ func controlPlaneRestarts(ctx context.Context, c client.Client, cs kubernetes.In
 	return r, nil
 }
 
+// verdict is what a fault makes of one restart cause.
+type verdict struct {
+	excused bool
+	why     string
+}
+
+// causesExcused judges each of a controller's restart causes in a fault (restartExcused), and excuses the earlier
+// restarts of a chain whose last one the fault explains: the same container, the same fault's window (a lease lost,
+// then a start while the apiserver was still down), whose earlier causes the kubelet no longer shows.
+func causesExcused(f RestartFault, name string) []verdict {
+	causes := f.Causes[name]
+	out := make([]verdict, len(causes))
+	explained := map[string]bool{}
+	for i, c := range causes {
+		out[i].excused, out[i].why = restartExcused(f, c)
+		explained[c.Pod] = explained[c.Pod] || out[i].excused
+	}
+	for i, c := range causes {
+		if c.Unread && explained[c.Pod] && !f.Start.IsZero() {
+			out[i] = verdict{excused: true}
+		}
+	}
+	return out
+}
+
 // controllerOf is the controller whose ServiceAccount made a request, or "".
 func controllerOf(user string) string {
 	for _, name := range controllers {
@@ -284,11 +309,11 @@ func (r RestartResult) failures() []string {
 		for _, name := range controllers {
 			n := int(f.ControllerRestarts[name])
 			var why []string
-			for _, cause := range f.Causes[name] {
-				if ok, reason := restartExcused(f, cause); ok {
+			for i, ok := range causesExcused(f, name) {
+				if ok.excused {
 					n--
 				} else {
-					why = append(why, cause.Pod+": "+reason)
+					why = append(why, f.Causes[name][i].Pod+": "+ok.why)
 				}
 			}
 			if n > 0 {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -126,21 +125,37 @@ func leaderDeath(ctx context.Context, in *injector, w workload, r Result, faults
 	defer func() { stop(); <-done }()
 
 	var last time.Time
+	round := 0
 	for i := range faults {
 		if err := in.waitReplicas(ctx); err != nil {
 			return r, fmt.Errorf("waiting for the controller's replicas before fault %d: %w", i+1, err)
 		}
-		// The work is asked while the fault waits for its moment: a controller quick to act (the sizer resizes a
-		// Deployment within milliseconds of its sizer's change) still has the changes not yet made to act on.
-		changed := make(chan error, 1)
-		go func() { changed <- w.change(ctx, i+1) }()
-		left, total, err := midWork(ctx, w, time.Duration(rng.Int64N(int64(w.maxHold()))))
-		if err != nil {
-			return r, errors.Join(fmt.Errorf("before fault %d: %w", i+1, err), <-changed)
+		// The work is asked in full before the fault: a frozen replica's webhook would hang the asking. A workload
+		// whose controller is quick to act asks all of it at once (sizerWork), so that work is left to land on.
+		// A round whose work was all done before the fault's moment (the harness's timing, not the product's) is
+		// asked again, as a new round, twice at most; a fault that still lands late fails the run (lateFaults).
+		var left, total int
+		for attempt := range lateRetries + 1 {
+			round++
+			if err := w.change(ctx, round); err != nil {
+				return r, fmt.Errorf("asking for work before fault %d: %w", i+1, err)
+			}
+			var err error
+			if left, total, err = midWork(ctx, w, time.Duration(rng.Int64N(int64(w.maxHold())))); err != nil {
+				return r, fmt.Errorf("before fault %d: %w", i+1, err)
+			}
+			if left > 0 {
+				break
+			}
+			if attempt < lateRetries {
+				if err := pollUntil(ctx, 10*time.Minute, func() (bool, error) { return w.converged(ctx) }); err != nil {
+					return r, fmt.Errorf("round %d before fault %d: %w", round, i+1, err)
+				}
+			}
 		}
 		fault := faultCycle[i%len(faultCycle)]
 		start, handover, err := in.inject(ctx, fault)
-		if err := errors.Join(err, <-changed); err != nil {
+		if err != nil {
 			return r, fmt.Errorf("fault %d: %w", i+1, err)
 		}
 		last = start
@@ -195,6 +210,9 @@ func midWork(ctx context.Context, w workload, hold time.Duration) (left, total i
 
 // workPoll is how often midWork reads the work left.
 const workPoll = 20 * time.Millisecond
+
+// lateRetries is how many more rounds a fault is given when the work of one was done before its moment.
+const lateRetries = 2
 
 // lateFaults names the faults of a run that landed once the round's work was done.
 func (r Result) lateFaults() []string {

@@ -9,10 +9,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -68,21 +70,19 @@ func (w *sizerWork) setUp(ctx context.Context) error {
 	return nil
 }
 
-// change asks every sizer for the round's size.
+// change asks every sizer for the round's size, all at once: the sizer resizes a Deployment within milliseconds of
+// its sizer's change, and sizers changed one after another would leave it nothing to do by the time the last was.
 func (w *sizerWork) change(ctx context.Context, round int) error {
 	w.round.Store(int32(round))
+	var g errgroup.Group
 	for i := range w.count {
-		var wls sizerv1alpha1.WorkloadSizer
-		if err := w.c.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: w.name(i)}, &wls); err != nil {
-			return err
-		}
-		base := wls.DeepCopy()
-		wls.Spec.Size = ptr.To(sizeOf(int32(round)))
-		if err := w.c.Patch(ctx, &wls, client.MergeFrom(base)); err != nil {
-			return err
-		}
+		g.Go(func() error {
+			patch := fmt.Sprintf(`{"spec":{"size":%d}}`, sizeOf(int32(round)))
+			wls := &sizerv1alpha1.WorkloadSizer{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: w.name(i)}}
+			return w.c.Patch(ctx, wls, client.RawPatch(types.MergePatchType, []byte(patch)))
+		})
 	}
-	return nil
+	return g.Wait()
 }
 
 // check finds Deployments whose replicas are neither of the last two sizes asked, or whose template changed.

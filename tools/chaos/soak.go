@@ -50,7 +50,7 @@ type SoakResult struct {
 }
 
 // ProcessSeries is one controller pod's resident memory (MiB) and goroutines over the soak: first and last
-// samples, mean, and the least-squares slope per hour fitted over the second half of the run (the first half
+// samples, mean, and the Theil–Sen slope per hour fitted over the second half of the run (the first half
 // fills the caches).
 type ProcessSeries struct {
 	Controller      string  `json:"controller"`
@@ -464,10 +464,23 @@ func errorLogs(ctx context.Context, e *env, since time.Time) (total, peak map[st
 	return total, peak, nil
 }
 
-// slope is the least-squares slope of ys over xs.
+// slope is the Theil–Sen slope of ys over xs: the median of the slopes between every two samples. Unlike a
+// least-squares fit, one sample far off the trend near the end of the window (a burst of goroutines waiting on the
+// client budget, a collection not yet run) barely moves it, while a steady leak moves every pair.
 func slope(xs, ys []float64) float64 {
-	_, beta := stat.LinearRegression(xs, ys, nil, false)
-	return beta
+	var slopes []float64
+	for i := range xs {
+		for j := i + 1; j < len(xs); j++ {
+			if dx := xs[j] - xs[i]; dx != 0 {
+				slopes = append(slopes, (ys[j]-ys[i])/dx)
+			}
+		}
+	}
+	if len(slopes) == 0 {
+		return 0
+	}
+	sort.Float64s(slopes)
+	return stat.Quantile(0.5, stat.Empirical, slopes, nil)
 }
 
 // countErrorLines counts the error-level lines of one pod's log since a time (its previous container's, when

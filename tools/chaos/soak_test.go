@@ -55,3 +55,21 @@ func TestSoakCatchesATenMiBAnHourLeak(t *testing.T) {
 		t.Fatalf("failures = %q, want the leak's memory only (slopes %+.1f and %+.1f MiB/h)", f, series[0].MemorySlope, series[1].MemorySlope)
 	}
 }
+
+// One sample far off the trend near the end of the window (250 goroutines waiting on the client budget) does not
+// make a flat series grow.
+func TestSoakSlopeIgnoresOneBurst(t *testing.T) {
+	d := 30 * time.Minute
+	samples := map[string][]processSample{}
+	for i := 0; i*int(soakSample) <= int(d); i++ {
+		g := 150.0
+		if i == 85 {
+			g = 400
+		}
+		samples["steady"] = append(samples["steady"], processSample{controller: "c", at: time.Duration(i) * soakSample,
+			memoryMiB: 100, goroutines: g})
+	}
+	if f := (SoakResult{Processes: seriesOf(samples, d)}).failures(); len(f) != 0 {
+		t.Fatalf("one burst failed a flat run: %q", f)
+	}
+}
