@@ -2,12 +2,13 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -406,14 +407,9 @@ func sizerWritesTable(s sizerResult) string {
 	if len(s.ByKind) == 0 {
 		return ""
 	}
-	kinds := make([]string, 0, len(s.ByKind))
-	for k := range s.ByKind {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
 	var b strings.Builder
 	b.WriteString("| write | count | per sizer |\n|---|---|---|\n")
-	for _, k := range kinds {
+	for _, k := range slices.Sorted(maps.Keys(s.ByKind)) {
 		fmt.Fprintf(&b, "| %s | %d | %.2f |\n", k, s.ByKind[k], float64(s.ByKind[k])/float64(max(1, s.Sizers)))
 	}
 	return b.String()

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -35,14 +37,9 @@ var (
 
 // provenanceSection is the table of when and at which commit each file of figures was made.
 func provenanceSection(made map[string]resultFile) string {
-	names := make([]string, 0, len(made))
-	for n := range made {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var b strings.Builder
 	b.WriteString("| figures | made at commit | on | seed |\n|---|---|---|---|\n")
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(made)) {
 		r := made[n]
 		commit := r.Commit
 		if commit == "" {
