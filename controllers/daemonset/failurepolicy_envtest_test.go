@@ -135,7 +135,12 @@ func TestARollbackHoldsWhenItsStatusIsLost(t *testing.T) {
 	}, timeout, poll).Should(Equal(failed))
 	s.g.Expect(s.reasonOf(agent, daemonsetv1alpha1.ConditionProgressing)()).To(Equal(daemonsetv1alpha1.ReasonRolledBack))
 
-	s.update(agent, func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.Image = "agent:v2" })
+	// A fixed template, with a deadline no loaded test machine misses (a pod of it not ready within the policy's 1 s
+	// would fail it too).
+	s.update(agent, func(ds *daemonsetv1alpha1.DaemonSet) {
+		ds.Spec.Image = "agent:v2"
+		ds.Spec.UpdateStrategy.RollingUpdate.FailurePolicy.ProgressDeadlineSeconds = ptr.To[int32](60)
+	})
 	s.g.Eventually(s.rolledOut, timeout, poll).Should(BeTrue())
 	s.g.Eventually(record, timeout, poll).Should(BeEmpty(), "the failure stayed recorded after a new template rolled out")
 }
