@@ -84,6 +84,7 @@ func settled(nodes []nodeView, updateHash string, settle time.Duration, now time
 			case available && !young:
 				proven++
 			case available:
+				// ready for the whole settle time on a young node: it holds nothing back, and proves nothing either
 			case w == 0:
 				return false, 0 // not ready
 			case young && podProblem(pod) == "" && !restarted(pod):
