@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 )
@@ -83,5 +85,35 @@ func TestNodeConcerns(t *testing.T) {
 		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"canary": "yes"}}}
 	if !nodeConcerns(ds, node(gpu, true), node(map[string]string{"pool": "gpu", "canary": "yes"}, true)) {
 		t.Error("a node that joins the canary does not concern the DaemonSet")
+	}
+}
+
+// A pass makes what the client budget sends in about a second: 250 creations under 50 a second held the DaemonSet's
+// worker 5 s and made the longest passes at 10,000 nodes.
+func TestWritesPerPassFollowTheClientBudget(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  *rest.Config
+		want int
+	}{
+		{&rest.Config{QPS: 50, Burst: 100}, 50},
+		{&rest.Config{QPS: 1000}, maxWritesPerPass},
+		{&rest.Config{QPS: 1}, minWritesPerPass},
+		{&rest.Config{}, minWritesPerPass}, // client-go's default, 5 a second
+		{&rest.Config{QPS: -1}, maxWritesPerPass},
+		{&rest.Config{QPS: 1000, RateLimiter: flowcontrol.NewTokenBucketRateLimiter(20, 40)}, 20},
+	} {
+		if got := writesPerPassFor(budgetQPS(tc.cfg)); got != tc.want {
+			t.Errorf("qps %v, limiter %v: %d writes a pass, want %d", tc.cfg.QPS, tc.cfg.RateLimiter != nil, got, tc.want)
+		}
+	}
+	var nodes []nodeView
+	for i := range 120 {
+		nodes = append(nodes, view(fmt.Sprintf("n%04d", i)))
+	}
+	p := planNodes(nodes, rolling(1, 0), newRev, newRev, now)
+	p.bound(writesPerPassFor(50))
+	if len(p.creates) != 50 || p.creates[0].node != "n0000" || p.requeueAfter != cutRequeue {
+		t.Errorf("120 new nodes under 50 a second: %d creates from %s, requeue %s; want 50 from n0000 and %s",
+			len(p.creates), p.creates[0].node, p.requeueAfter, cutRequeue)
 	}
 }

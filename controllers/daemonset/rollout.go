@@ -245,8 +245,26 @@ func planNodes(nodes []nodeView, s strategy, updateHash, currentHash string, now
 // maxWritesPerPass caps each kind of pod write one pass makes (creations, deletions, updates in place, gate
 // openings), as kube-controller-manager caps a DaemonSet's burst at 250: on a cluster where thousands of nodes join
 // at once, one pass would otherwise hold thousands of requests in flight, and keep the DaemonSet's worker for as
-// long. The rest is for the next pass, which the writes' own events bring.
+// long. The rest is for the next pass, which the writes' own events bring. The controller cuts a pass further to
+// what its client budget sends in about a second (writesPerPassFor).
 const maxWritesPerPass = 250
+
+// passWriteWindow is about how long one pass's writes may wait for the client budget; minWritesPerPass the least a
+// pass makes of each kind, however small the budget.
+const (
+	passWriteWindow  = time.Second
+	minWritesPerPass = 5
+)
+
+// writesPerPassFor is how many writes of each kind a pass makes under a client budget of qps requests a second:
+// what the budget sends in passWriteWindow, within [minWritesPerPass, maxWritesPerPass]. A pass holds its
+// DaemonSet's worker while its writes wait for tokens: 250 creations under the default 50 a second held it 5 s, its
+// status write behind them, and made the longest passes at 10,000 nodes. Smaller passes cost no throughput: the
+// next one starts as soon as the cache has seen this one's pods.
+func writesPerPassFor(qps float32) int {
+	n := min(float64(qps)*passWriteWindow.Seconds(), maxWritesPerPass) // before the conversion, which would overflow
+	return max(int(n), minWritesPerPass)
+}
 
 // bound cuts each kind of write to at most limit, in node order, and asks for another pass when it cut any. A
 // failed pod's node keeps its backoff only when its deletion stays in the plan.

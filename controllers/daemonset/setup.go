@@ -3,12 +3,14 @@ package daemonset
 import (
 	"context"
 	"fmt"
+	"math"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -121,6 +123,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.stores = stores
+	r.writesPerPass = writesPerPassFor(budgetQPS(mgr.GetConfig()))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&daemonsetv1alpha1.DaemonSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -128,6 +131,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&appsv1.ControllerRevision{}).
 		Watches(&corev1.Node{}, &nodeHandler{r: r}, builder.WithPredicates(nodeChanged())).
 		Complete(r)
+}
+
+// budgetQPS is the steady request rate a client made from cfg is allowed: its rate limiter's, or client-go's
+// default for a QPS of zero; a negative QPS (no limit) reads as unbounded.
+func budgetQPS(cfg *rest.Config) float32 {
+	switch {
+	case cfg.RateLimiter != nil:
+		return cfg.RateLimiter.QPS()
+	case cfg.QPS == 0:
+		return rest.DefaultQPS
+	case cfg.QPS < 0:
+		return math.MaxFloat32
+	}
+	return cfg.QPS
 }
 
 // nodeChanged passes node events that can change a DaemonSet's work: creation, deletion, and changes of labels,
