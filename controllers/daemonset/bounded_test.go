@@ -2,6 +2,7 @@ package daemonset
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -106,14 +107,59 @@ func TestWritesPerPassFollowTheClientBudget(t *testing.T) {
 			t.Errorf("qps %v, limiter %v: %d writes a pass, want %d", tc.cfg.QPS, tc.cfg.RateLimiter != nil, got, tc.want)
 		}
 	}
-	var nodes []nodeView
-	for i := range 120 {
-		nodes = append(nodes, view(fmt.Sprintf("n%04d", i)))
+	if got := budgetQPS(&rest.Config{}); got != rest.DefaultQPS {
+		t.Errorf("a QPS of zero reads as %v, want client-go's default %v", got, rest.DefaultQPS)
 	}
-	p := planNodes(nodes, rolling(1, 0), newRev, newRev, now)
-	p.bound(writesPerPassFor(50))
-	if len(p.creates) != 50 || p.creates[0].node != "n0000" || p.requeueAfter != cutRequeue {
-		t.Errorf("120 new nodes under 50 a second: %d creates from %s, requeue %s; want 50 from n0000 and %s",
-			len(p.creates), p.creates[0].node, p.requeueAfter, cutRequeue)
+}
+
+// A pass cut to the client budget shares it among the kinds of write in turn, an update in place of a gated pod
+// costing two requests; a pass within the budget is not cut.
+func TestPlanSharesTheBudgetAmongKinds(t *testing.T) {
+	creates := make([]podCreate, 40)
+	deletes := make([]podDelete, 3)
+	for i := range deletes {
+		deletes[i].pod = testPod(fmt.Sprintf("d%d", i), oldRev, available)
+	}
+	updates := make([]podUpdate, 30)
+	for i := range updates {
+		updates[i].pod = testPod(fmt.Sprintf("u%d", i), oldRev, available)
+		updates[i].pod.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: InPlaceReadyCondition}}
+	}
+	gates := make([]*corev1.Pod, 40)
+	p := plan{creates: creates, deletes: deletes, updates: updates, gatesReady: gates}
+	p.share(50)
+	// Rounds of 1+2+1+1 until the 3 deletes run out, then 2+1+1: 3 deletes, 12 updates (24), 12 creates, 11 gates.
+	got := []int{len(p.deletes), len(p.updates), len(p.creates), len(p.gatesReady)}
+	if !slices.Equal(got, []int{3, 12, 12, 11}) || p.requeueAfter != cutRequeue {
+		t.Errorf("cut to 50: deletes, updates, creates, gates %v, requeue %s; want [3 12 12 11] and %s", got, p.requeueAfter, cutRequeue)
+	}
+	small := plan{creates: make([]podCreate, 10), deletes: deletes}
+	small.share(50)
+	if len(small.creates) != 10 || len(small.deletes) != 3 || small.requeueAfter != 0 {
+		t.Errorf("13 writes under 50: %d creates, %d deletes, requeue %s; want all and none", len(small.creates), len(small.deletes), small.requeueAfter)
+	}
+}
+
+// The reconciler cuts its pass to the budget it was set up with: 120 new nodes under 50 a second get 50 pods, the
+// first 50 in node order, and the next pass comes for the rest.
+func TestAPassWritesWithinTheBudget(t *testing.T) {
+	names := make([]string, 120)
+	for i := range names {
+		names[i] = fmt.Sprintf("n%04d", i)
+	}
+	w := newWorld(t, names...)
+	w.r.writesPerPass = writesPerPassFor(50)
+	res := w.mustReconcile()
+	perNode := w.podsPerNode()
+	if len(perNode) != 50 || perNode["n0000"] != 1 || perNode["n0049"] != 1 || res.RequeueAfter == 0 {
+		t.Fatalf("first pass under 50 a second: pods on %d nodes (n0000: %d, n0049: %d), requeue %s; want 50 and a requeue",
+			len(perNode), perNode["n0000"], perNode["n0049"], res.RequeueAfter)
+	}
+	for range 3 {
+		w.settle()
+		w.mustReconcile()
+	}
+	if got := len(w.podsPerNode()); got != 120 {
+		t.Errorf("after three more passes: pods on %d nodes, want 120", got)
 	}
 }

@@ -56,7 +56,7 @@ type Reconciler struct {
 	vanished     *vanishedPods
 	// stores are the pod and node informers' indexers (cachereads.go), set by SetupWithManager.
 	stores informerStores
-	// writesPerPass caps each kind of pod write a pass makes (writesPerPassFor the client budget), set by
+	// writesPerPass caps the pod writes a pass makes in all (writesPerPassFor the client budget), set by
 	// SetupWithManager; zero is maxWritesPerPass.
 	writesPerPass int
 }
@@ -79,7 +79,7 @@ func (r *Reconciler) init() {
 	})
 }
 
-// passWrites is the most writes of each kind one pass makes.
+// passWrites is the most pod writes one pass makes in all.
 func (r *Reconciler) passWrites() int {
 	if r.writesPerPass > 0 {
 		return r.writesPerPass
@@ -251,7 +251,7 @@ func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.Daemon
 		result.RequeueAfter = statusConflictRequeue
 	} else if satisfied {
 		p := planNodes(views, s, updateHash, currentHash, now)
-		p.bound(r.passWrites())
+		p.share(r.passWrites())
 		progressing := len(p.creates)+len(p.deletes)+len(p.updates) > 0
 		log.FromContext(ctx).V(1).Info("Planned", "nodes", len(nodes), "pods", len(pods),
 			"creates", len(p.creates), "deletes", len(p.deletes), "updates", len(p.updates), "requeueAfter", p.requeueAfter)

@@ -246,37 +246,71 @@ func planNodes(nodes []nodeView, s strategy, updateHash, currentHash string, now
 // openings), as kube-controller-manager caps a DaemonSet's burst at 250: on a cluster where thousands of nodes join
 // at once, one pass would otherwise hold thousands of requests in flight, and keep the DaemonSet's worker for as
 // long. The rest is for the next pass, which the writes' own events bring. The controller cuts a pass further to
-// what its client budget sends in about a second (writesPerPassFor).
+// what its client budget sends in about a second, all kinds together (writesPerPassFor, plan.share).
 const maxWritesPerPass = 250
 
 // passWriteWindow is about how long one pass's writes may wait for the client budget; minWritesPerPass the least a
-// pass makes of each kind, however small the budget.
+// pass makes, however small the budget.
 const (
 	passWriteWindow  = time.Second
 	minWritesPerPass = 5
 )
 
-// writesPerPassFor is how many writes of each kind a pass makes under a client budget of qps requests a second:
-// what the budget sends in passWriteWindow, within [minWritesPerPass, maxWritesPerPass]. A pass holds its
+// writesPerPassFor is how many pod writes a pass makes in all (plan.share) under a client budget of qps requests a
+// second: what the budget sends in passWriteWindow, within [minWritesPerPass, maxWritesPerPass]. A pass holds its
 // DaemonSet's worker while its writes wait for tokens: 250 creations under the default 50 a second held it 5 s, its
-// status write behind them, and made the longest passes at 10,000 nodes. Smaller passes cost no throughput: the
-// next one starts as soon as the cache has seen this one's pods.
+// status write behind them, and made the longest passes at 10,000 nodes. Smaller passes cost no throughput while the
+// budget's burst covers the moment between two passes (the cache catching up, the next plan): the tokens not spent
+// then are spent by the next pass.
 func writesPerPassFor(qps float32) int {
 	n := min(float64(qps)*passWriteWindow.Seconds(), maxWritesPerPass) // before the conversion, which would overflow
 	return max(int(n), minWritesPerPass)
 }
 
-// bound cuts each kind of write to at most limit, in node order, and asks for another pass when it cut any. A
-// failed pod's node keeps its backoff only when its deletion stays in the plan.
+// bound cuts each kind of write to at most limit, in node order, and asks for another pass when it cut any.
 func (p *plan) bound(limit int) {
-	cut := len(p.creates) > limit || len(p.deletes) > limit || len(p.updates) > limit || len(p.gatesReady) > limit
-	if !cut {
+	p.cut(min(len(p.creates), limit), min(len(p.deletes), limit), min(len(p.updates), limit), min(len(p.gatesReady), limit))
+}
+
+// share cuts the plan to at most limit requests in all, shared in turn among the kinds of write that have work (so
+// a flood of one kind never starves another), an update in place costing two when its pod has the in-place readiness
+// gate (the gate is closed first), and asks for another pass when it cut any.
+func (p *plan) share(limit int) {
+	updateCost := 1
+	for _, u := range p.updates {
+		if hasInPlaceGate(u.pod) {
+			updateCost = 2
+			break
+		}
+	}
+	n := shareOut(limit, []int{len(p.deletes), len(p.updates), len(p.creates), len(p.gatesReady)}, []int{1, updateCost, 1, 1})
+	p.cut(n[2], n[0], n[1], n[3])
+}
+
+// shareOut hands out limit in turn, one item of each kind with items left at a time, an item of kind i costing
+// costs[i], until nothing more fits: how many of each kind fit.
+func shareOut(limit int, wants, costs []int) []int {
+	got := make([]int, len(wants))
+	for progress := true; progress; {
+		progress = false
+		for i := range wants {
+			if got[i] < wants[i] && costs[i] <= limit {
+				got[i]++
+				limit -= costs[i]
+				progress = true
+			}
+		}
+	}
+	return got
+}
+
+// cut keeps the first creates, deletes, updates and gates of each kind, and asks for another pass when it cut any.
+// A failed pod's node keeps its backoff only when its deletion stays in the plan.
+func (p *plan) cut(creates, deletes, updates, gates int) {
+	if creates == len(p.creates) && deletes == len(p.deletes) && updates == len(p.updates) && gates == len(p.gatesReady) {
 		return
 	}
-	p.creates = p.creates[:min(len(p.creates), limit)]
-	p.deletes = p.deletes[:min(len(p.deletes), limit)]
-	p.updates = p.updates[:min(len(p.updates), limit)]
-	p.gatesReady = p.gatesReady[:min(len(p.gatesReady), limit)]
+	p.creates, p.deletes, p.updates, p.gatesReady = p.creates[:creates], p.deletes[:deletes], p.updates[:updates], p.gatesReady[:gates]
 	deleting := map[string]bool{}
 	for _, d := range p.deletes {
 		if d.reason == deleteFailed || d.reason == deleteSucceeded {

@@ -70,7 +70,7 @@ func fuzzNodes(in *fuzzinput.Source) []nodeView {
 // side by side than maxSurge allows; nodes held back by the partition, the canary selector, a pause or OnDelete keep
 // their pods; pods are created only where they should run; only pods that exist are deleted or updated, once. And it
 // checks progress: a DaemonSet not yet converged, with nothing holding it back, gets a plan that does something (an
-// empty plan would pass every check above).
+// empty plan would pass every check above). Every check holds for the plan cut to a client budget too (plan.share).
 func FuzzPlanNodes(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("\x01\x01\x01\x02\x01\x00\x00\x00\x00\x04\x01\x01\x01\x01\x00\x00\x00\x01\x00\x01\x00\x01\x00\x00\x00\x01\x01\x00\x01\x00\x00"))
@@ -101,6 +101,9 @@ func FuzzPlanNodes(f *testing.F) {
 		}
 		before := snapshot(nodes)
 		p := planNodes(nodes, s, newRev, currentHash, now)
+		if in.Bool() { // the controller cuts a pass to its client budget: any cut must keep every check
+			p.share(minWritesPerPass + in.Intn(20))
+		}
 		checkPlan(t, nodes, s, before, p)
 		checkProgress(t, nodes, s, before, p)
 	})
