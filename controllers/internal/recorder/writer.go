@@ -41,8 +41,8 @@ const WriteTimeout = 5 * time.Second
 // patch a minute, not a patch a pass. Start runs the write-back of series that stopped repeating (their last
 // repeats would otherwise never show), every SeriesRefresh and once more when the manager stops.
 //
-// The writes go through the controller's client, which rate-limits each kind on its own (one REST client per kind):
-// events do not use up the budget of the pod and status writes.
+// The writes go through the controller's client, and so share the process's one client budget with its pod and
+// status writes: a series that counts up in memory costs that budget a patch a minute at most.
 type Writer struct {
 	// Client writes the events.
 	Client client.Client
