@@ -163,3 +163,30 @@ func TestAPassWritesWithinTheBudget(t *testing.T) {
 		t.Errorf("after three more passes: pods on %d nodes, want 120", got)
 	}
 }
+
+// A surge create may take the slot a surge-ending delete of the same pass frees; a cut that drops that delete drops
+// the create too. Here four failed pods' deletions come first, the budget of 5 keeps them and one create, and the
+// old pod beside node a's available new one is not deleted this pass: node b must not start surging beside it.
+func TestACutPlanKeepsMaxSurge(t *testing.T) {
+	nodes := []nodeView{
+		view("a", testPod("a-new", newRev, available), testPod("a-old", oldRev, available)),
+		view("b", testPod("b-old", oldRev, available)),
+	}
+	for i := range 4 {
+		name := fmt.Sprintf("f%d", i)
+		pod := testPod(name+"-old", oldRev, failed)
+		pod.Spec.NodeName = name
+		nodes = append(nodes, view(name, pod))
+	}
+	s := rolling(1, 1)
+	before := snapshot(nodes)
+	p := planNodes(nodes, s, newRev, oldRev, now)
+	if got := summary(p); !slices.Contains(got, "create b@new") || !slices.Contains(got, "delete a-old (Update)") {
+		t.Fatalf("uncut plan %v: want node b's surge beside node a's ending", got)
+	}
+	p.share(5)
+	checkPlan(t, nodes, s, before, p)
+	if got := summary(p); slices.Contains(got, "create b@new") || slices.Contains(got, "delete a-old (Update)") {
+		t.Errorf("cut plan %v: node a's surge ends in a later pass, and node b's starts after it", got)
+	}
+}

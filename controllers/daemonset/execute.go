@@ -70,7 +70,7 @@ func (r *Reconciler) updatePods(ctx context.Context, ds *daemonsetv1alpha1.Daemo
 			return nil
 		case apierrors.IsInvalid(err) || apierrors.IsForbidden(err):
 			mu.Lock()
-			refused = append(refused, podDelete{u.pod, deleteUpdate})
+			refused = append(refused, podDelete{pod: u.pod, reason: deleteUpdate})
 			mu.Unlock()
 			r.record(ctx, ds, recorder.Event{Type: corev1.EventTypeWarning, Reason: eventFailedUpdate, Action: "Update",
 				Note: fmt.Sprintf("Updating pod %s on node %s in place was refused, so it is replaced: %v", u.pod.Name, PodNode(u.pod), err), Related: u.pod})

@@ -54,6 +54,8 @@ type strategy struct {
 type podCreate struct {
 	node string
 	hash string
+	// surge: the node runs an old pod the new one goes beside, which takes one of maxSurge's slots.
+	surge bool
 }
 
 // podUpdate asks for pod to be updated in place to revision hash.
@@ -69,6 +71,9 @@ type podUpdate struct {
 type podDelete struct {
 	pod    *corev1.Pod
 	reason string
+	// endsSurge: the old pod goes beside an available new one, which frees a slot of maxSurge for a create of the
+	// same pass.
+	endsSurge bool
 }
 
 // Reasons a pod is deleted.
@@ -272,9 +277,10 @@ func (p *plan) bound(limit int) {
 	p.cut(min(len(p.creates), limit), min(len(p.deletes), limit), min(len(p.updates), limit), min(len(p.gatesReady), limit))
 }
 
-// share cuts the plan to at most limit requests in all, shared in turn among the kinds of write that have work (so
-// a flood of one kind never starves another), an update in place costing two when its pod has the in-place readiness
-// gate (the gate is closed first), and asks for another pass when it cut any.
+// share cuts the plan to at most limit pod writes in all, shared in turn among the kinds of write that have work (so
+// a flood of one kind never starves another), every update in place costing two when any of them has the in-place
+// readiness gate (its gate is closed first), and asks for another pass when it cut any. The status, revision and
+// event writes of the pass come on top.
 func (p *plan) share(limit int) {
 	updateCost := 1
 	for _, u := range p.updates {
@@ -310,7 +316,21 @@ func (p *plan) cut(creates, deletes, updates, gates int) {
 	if creates == len(p.creates) && deletes == len(p.deletes) && updates == len(p.updates) && gates == len(p.gatesReady) {
 		return
 	}
-	p.creates, p.deletes, p.updates, p.gatesReady = p.creates[:creates], p.deletes[:deletes], p.updates[:updates], p.gatesReady[:gates]
+	// A surge create may take the slot a surge-ending delete of the same pass frees (planSurge): for each such delete
+	// cut, the last surge create kept goes too, or more nodes would surge than maxSurge allows.
+	kept, drop := p.creates[:creates], 0
+	for _, d := range p.deletes[deletes:] {
+		if d.endsSurge {
+			drop++
+		}
+	}
+	for i := len(kept) - 1; i >= 0 && drop > 0; i-- {
+		if kept[i].surge {
+			kept = slices.Delete(kept, i, i+1)
+			drop--
+		}
+	}
+	p.creates, p.deletes, p.updates, p.gatesReady = kept, p.deletes[:deletes], p.updates[:updates], p.gatesReady[:gates]
 	deleting := map[string]bool{}
 	for _, d := range p.deletes {
 		if d.reason == deleteFailed || d.reason == deleteSucceeded {
@@ -362,7 +382,7 @@ func planPods(nodes []nodeView, s strategy, updateHash, currentHash string, now 
 	for _, n := range nodes {
 		if !n.shouldContinueRunning {
 			for _, pod := range n.pods {
-				p.deletes = append(p.deletes, podDelete{pod, deleteMisscheduled})
+				p.deletes = append(p.deletes, podDelete{pod: pod, reason: deleteMisscheduled})
 			}
 			continue
 		}
@@ -386,7 +406,7 @@ func planPods(nodes []nodeView, s strategy, updateHash, currentHash string, now 
 			if pod.Status.Phase == corev1.PodSucceeded {
 				reason = deleteSucceeded
 			}
-			p.deletes = append(p.deletes, podDelete{pod, reason})
+			p.deletes = append(p.deletes, podDelete{pod: pod, reason: reason})
 			p.failedNodes = append(p.failedNodes, n.name)
 		}
 		if len(live) == 0 {
@@ -477,7 +497,7 @@ func dedupe(live []*corev1.Pod, updateHash string, s strategy, now time.Time, p 
 		}
 	}
 	for _, pod := range rest {
-		p.deletes = append(p.deletes, podDelete{pod, deleteDuplicate})
+		p.deletes = append(p.deletes, podDelete{pod: pod, reason: deleteDuplicate})
 	}
 	return keep
 }
@@ -581,7 +601,7 @@ func replace(pod *corev1.Pod, s strategy, updateHash string, p *plan) {
 		p.updates = append(p.updates, podUpdate{pod: pod, hash: updateHash})
 		return
 	}
-	p.deletes = append(p.deletes, podDelete{pod, deleteUpdate})
+	p.deletes = append(p.deletes, podDelete{pod: pod, reason: deleteUpdate})
 }
 
 // planSurge is the rolling update with surge: start a new pod beside the old one on up to maxSurge nodes at a time,
@@ -619,16 +639,16 @@ func planSurge(nodes []nodeView, kept map[string][]*corev1.Pod, targets map[stri
 			// Up to date.
 		case newPod != nil:
 			if ok, _ := availability(newPod, s.minReadySeconds, now); ok {
-				p.deletes = append(p.deletes, podDelete{oldPod, deleteUpdate})
+				p.deletes = append(p.deletes, podDelete{pod: oldPod, reason: deleteUpdate, endsSurge: true})
 				surging-- // this node's surge ends now; its slot goes to the next node
 			}
 		default:
 			oldAvailable, _ := availability(oldPod, s.minReadySeconds, now)
 			switch {
 			case !oldAvailable:
-				p.deletes = append(p.deletes, podDelete{oldPod, deleteUpdate})
+				p.deletes = append(p.deletes, podDelete{pod: oldPod, reason: deleteUpdate})
 			case surging < s.maxSurge:
-				p.creates = append(p.creates, podCreate{node: n.name, hash: updateHash})
+				p.creates = append(p.creates, podCreate{node: n.name, hash: updateHash, surge: true})
 				surging++
 			}
 		}
