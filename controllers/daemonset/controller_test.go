@@ -1,7 +1,6 @@
 package daemonset_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -472,45 +470,4 @@ func TestRejectedPodsAreNotRetriedPerNode(t *testing.T) {
 	t.Logf("%d creation attempts in the first %s", attempts, window)
 	s.g.Expect(attempts).To(BeNumerically(">=", 4), "the controller stopped retrying a rejected creation")
 	s.g.Expect(attempts).To(BeNumerically("<", 16), "creations are retried per node instead of in slow-start batches")
-}
-
-// rejectPodsIn installs a ValidatingAdmissionPolicy that denies every pod created in namespace, and waits until
-// the apiserver enforces it.
-func rejectPodsIn(t *testing.T, namespace string) {
-	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "deny-pods-" + namespace},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
-				}}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: "object.metadata.namespace != '" + namespace + "'", Message: "no pods here"}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
-	}
-	g.Expect(env.Client.Create(ctx, policy)).To(Succeed())
-	g.Expect(env.Client.Create(ctx, binding)).To(Succeed())
-	t.Cleanup(func() {
-		_ = env.Client.Delete(context.Background(), binding)
-		_ = env.Client.Delete(context.Background(), policy)
-	})
-	probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-", Namespace: namespace},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
-	g.Eventually(func() error {
-		err := env.Client.Create(ctx, probe.DeepCopy(), client.DryRunAll)
-		if err == nil {
-			return errNotYet
-		}
-		return nil
-	}, timeout, poll).Should(Succeed(), "the admission policy is not enforced")
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 )
@@ -63,13 +64,22 @@ func TestANodeDownAfterItsUpdateHoldsTheRollout(t *testing.T) {
 	kept := s.podsByNode()
 	delete(kept, a)
 
-	// Node a goes down, its pod unready with it, and the rollout is let go on over every node.
+	// Node a goes down, tainted and its pod unready as the node lifecycle controller leaves them, and the rollout is
+	// let go on over every node.
 	s.setNodeReady(a, false)
+	s.g.Eventually(func() error {
+		var n corev1.Node
+		if err := env.Client.Get(s.ctx, client.ObjectKey{Name: a}, &n); err != nil {
+			return err
+		}
+		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "node.kubernetes.io/not-ready", Effect: corev1.TaintEffectNoSchedule})
+		return env.Client.Update(s.ctx, &n)
+	}, timeout, poll).Should(Succeed())
 	s.runOn(a, "agent:v2", false)
 	s.update(agent, func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.UpdateStrategy.RollingUpdate.Selector = nil })
 	s.g.Eventually(func() bool {
 		ds := s.get(agent)
-		return ds.Status.ObservedGeneration == ds.Generation && ds.Status.NumberUnavailable == 1
+		return ds.Status.ObservedGeneration == ds.Generation
 	}, timeout, poll).Should(BeTrue())
 	others := func() map[string]types.UID {
 		now := s.podsByNode()

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,9 +25,16 @@ func firstRevision(t *testing.T) appsv1.ControllerRevision {
 	return list.Items[0]
 }
 
-// hideRevisions makes the world's cache list no revision: one stored a moment ago that it has yet to see.
+// hideRevisions makes the world's cache hold no revision: one stored a moment ago that it has yet to see is neither
+// listed nor found by name.
 func hideRevisions(w *world) {
 	w.r.Client = interceptor.NewClient(w.r.Client.(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*appsv1.ControllerRevision); ok {
+				return apierrors.NewNotFound(appsv1.Resource("controllerrevisions"), key.Name)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			if err := c.List(ctx, list, opts...); err != nil {
 				return err
