@@ -65,6 +65,17 @@ func (s fieldSet) minus(other fieldSet) fieldSet {
 	return out
 }
 
+// toHandOver is what of released (fields the sizer owns and no longer applies) a hand-over keeps for others. On a
+// user's workload that is all of it: the user's value stays. On a target the sizer created, it is only the replica
+// count (unsetting size keeps the size): its template is the sizer's spec.template, so a variable or a limit removed
+// from there must leave the workload with the apply, not stay owned by no one.
+func toHandOver(released fieldSet, created bool) fieldSet {
+	if created {
+		return fieldSet{replicas: released.replicas}
+	}
+	return released
+}
+
 // intersect is the set of fields in both s and other.
 func (s fieldSet) intersect(other fieldSet) fieldSet { return s.minus(s.minus(other)) }
 

@@ -76,6 +76,19 @@ func TestFieldSetMinus(t *testing.T) {
 	}
 }
 
+// A user's workload keeps every value the sizer lets go; a target the sizer created keeps only its replica count,
+// and the rest follows the sizer's template.
+func TestToHandOver(t *testing.T) {
+	released := fieldSet{replicas: true, env: map[string]map[string]bool{"app": {"B": true}}}
+	released.addResource("app", "limits/memory")
+	if got := toHandOver(released, false); got.String() != released.String() {
+		t.Errorf("a user's workload: got %q, want %q", got, released)
+	}
+	if got := toHandOver(released, true); got.String() != "spec.replicas" {
+		t.Errorf("a created target: got %q, want spec.replicas only", got)
+	}
+}
+
 // A legacy entry renamed to a sizer's own manager keeps only what a sizer writes to a workload: a whole-object entry
 // (a workload the sizer created, then let go) must not make the sizer own the image or the selector.
 func TestHandOverRenamesOnlySizerFields(t *testing.T) {

@@ -208,7 +208,7 @@ func (r *Reconciler) writeTarget(ctx context.Context, wls *sizerv1alpha1.Workloa
 		if !derivedEnv(released).empty() {
 			w.needed = true // the apply that leaves them out removes the variables the sizer no longer derives
 		}
-		if !released.empty() || legacy || unsure {
+		if !toHandOver(released, t.created).empty() || legacy || unsure {
 			if err := r.handOverFields(ctx, wls, w.owner, applying, true); err != nil {
 				return err
 			}
@@ -259,7 +259,7 @@ func (r *Reconciler) handOverFields(ctx context.Context, wls *sizerv1alpha1.Work
 	if !live.created && renameLegacy {
 		legacy = []string{FieldOwner}
 	}
-	released := ownedFields(live.obj, append([]string{owner}, legacy...)...).minus(applying)
+	released := toHandOver(ownedFields(live.obj, append([]string{owner}, legacy...)...).minus(applying), live.created)
 	released = released.minus(derivedEnv(released)) // kept the sizer's, for the apply to remove
 	entries, changed := handOver(live.obj.GetManagedFields(), owner, legacy, released)
 	if !changed || len(entries) == 0 {
