@@ -23,8 +23,9 @@ func TestACreatedTargetFollowsItsTemplate(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "made"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27",
 			Env: []corev1.EnvVar{{Name: "KEPT", Value: "1"}, {Name: "DROPPED", Value: "2"}},
-			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
-				corev1.ResourceEphemeralStorage: resource.MustParse("1Gi")}},
+			Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+				Limits:   corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("1Gi")}},
 		}}},
 	}
 	s.sizer("made", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("made"), Template: template, Size: ptr.To[int32](1)})
@@ -32,17 +33,31 @@ func TestACreatedTargetFollowsItsTemplate(t *testing.T) {
 		return env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "made"}, &appsv1.Deployment{})
 	}, timeout, poll).Should(Succeed())
 	s.g.Eventually(s.envOf("made"), timeout, poll).Should(And(HaveKeyWithValue("KEPT", "1"), HaveKeyWithValue("DROPPED", "2")))
-	limits := func() corev1.ResourceList {
-		return s.getDeployment("made").Spec.Template.Spec.Containers[0].Resources.Limits
+	resources := func() corev1.ResourceRequirements {
+		return s.getDeployment("made").Spec.Template.Spec.Containers[0].Resources
 	}
+	limits := func() corev1.ResourceList { return resources().Limits }
 	s.g.Expect(limits()).To(HaveKey(corev1.ResourceEphemeralStorage))
+
+	// A resources entry sizes what it names and keeps the template's other requests and limits, as on a user's
+	// workload.
+	s.update("made", func(w *sizerv1alpha1.WorkloadSizer) {
+		w.Spec.Resources = []sizerv1alpha1.ContainerResources{{ContainerName: "app", Requests: rl("cpu", "100m"), Limits: rl("cpu", "500m")}}
+	})
+	s.g.Eventually(func() []string {
+		r := resources()
+		return []string{r.Requests.Cpu().String(), r.Requests.Memory().String(), r.Limits.Cpu().String(), r.Limits.StorageEphemeral().String()}
+	}, timeout, poll).Should(Equal([]string{"100m", "64Mi", "500m", "1Gi"}), "requests cpu and memory, limits cpu and ephemeral-storage")
 
 	s.update("made", func(w *sizerv1alpha1.WorkloadSizer) {
 		c := &w.Spec.Template.Spec.Containers[0]
 		c.Env = c.Env[:1]
-		c.Resources.Limits = nil
+		c.Resources.Limits = nil // the template's ephemeral-storage limit
 	})
 	s.g.Eventually(s.envOf("made"), timeout, poll).ShouldNot(HaveKey("DROPPED"), "a variable removed from the template stayed")
 	s.g.Expect(s.envOf("made")()).To(HaveKeyWithValue("KEPT", "1"))
 	s.g.Eventually(limits, timeout, poll).ShouldNot(HaveKey(corev1.ResourceEphemeralStorage), "a limit removed from the template stayed")
+	final := resources()
+	s.g.Expect(final.Requests.Memory().String()).To(Equal("64Mi"))
+	s.g.Expect(final.Limits.Cpu().String()).To(Equal("500m"))
 }

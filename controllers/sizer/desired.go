@@ -141,12 +141,8 @@ func templateAC(t corev1.PodTemplateSpec, patches []containerPatch) (*corev1ac.P
 				continue
 			}
 			if p.resources != nil {
-				if p.resources.Requests != nil {
-					c.Resources.Requests = p.resources.Requests
-				}
-				if p.resources.Limits != nil {
-					c.Resources.Limits = p.resources.Limits
-				}
+				c.Resources.Requests = mergeResources(c.Resources.Requests, p.resources.Requests)
+				c.Resources.Limits = mergeResources(c.Resources.Limits, p.resources.Limits)
 			}
 			c.Env = mergeEnv(c.Env, p.env)
 		}
@@ -160,6 +156,23 @@ func templateAC(t corev1.PodTemplateSpec, patches []containerPatch) (*corev1ac.P
 		return nil, fmt.Errorf("converting the pod template: %w", err)
 	}
 	return ac, nil
+}
+
+// mergeResources sets each of add in list, keeping the template's other resources: a resources entry sizing the cpu
+// of a container the template gives a memory request keeps that request, as it does on a user's workload (where
+// server-side apply merges the two by key).
+func mergeResources(list, add corev1.ResourceList) corev1.ResourceList {
+	if len(add) == 0 {
+		return list
+	}
+	out := list.DeepCopy()
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	for name, q := range add {
+		out[name] = q
+	}
+	return out
 }
 
 // mergeEnv sets each of add in env, replacing a variable of the same name.

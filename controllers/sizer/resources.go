@@ -50,7 +50,8 @@ func bound(list, minAllowed, maxAllowed corev1.ResourceList) corev1.ResourceList
 
 // desiredResources computes, for each of the target's containers that a policy covers, the requests and limits to
 // write: the policy's values clamped to its bounds, limits only with RequestsAndLimits. A request is never left
-// above its limit: when bounding pushes it there, the request is lowered to the limit.
+// above its limit: when bounding, or a limit of the entry below the workload's own request, would put it there, the
+// request is lowered to the limit.
 func desiredResources(policies []sizerv1alpha1.ContainerResources, containers []corev1.Container) []sizerv1alpha1.AppliedResources {
 	var out []sizerv1alpha1.AppliedResources
 	for _, c := range containers {
@@ -63,12 +64,27 @@ func desiredResources(policies []sizerv1alpha1.ContainerResources, containers []
 		if p.ControlledValues != sizerv1alpha1.RequestsOnly {
 			applied.Limits = bound(p.Limits, p.MinAllowed, p.MaxAllowed)
 		}
-		limits := applied.Limits
-		if limits == nil {
-			limits = c.Resources.Limits
+		// The limits in force are the entry's over the workload's own, key by key (both go into the template), and
+		// so are the requests: a request the entry leaves to the workload is lowered too when an entry's limit
+		// would sit below it, or the apiserver would refuse the template.
+		for name, lim := range c.Resources.Limits {
+			if _, ok := applied.Limits[name]; !ok {
+				if req, ok := applied.Requests[name]; ok && req.Cmp(lim) > 0 {
+					applied.Requests[name] = lim.DeepCopy()
+				}
+			}
 		}
-		for name, req := range applied.Requests {
-			if lim, ok := limits[name]; ok && req.Cmp(lim) > 0 {
+		for name, lim := range applied.Limits {
+			req, ok := applied.Requests[name]
+			if !ok {
+				if req, ok = c.Resources.Requests[name]; !ok {
+					continue
+				}
+			}
+			if req.Cmp(lim) > 0 {
+				if applied.Requests == nil {
+					applied.Requests = corev1.ResourceList{}
+				}
 				applied.Requests[name] = lim.DeepCopy()
 			}
 		}

@@ -99,7 +99,8 @@ func TestDesiredResources(t *testing.T) {
 		}
 		return out
 	}
-	containers := []corev1.Container{{Name: "app"}, {Name: "sidecar", Resources: corev1.ResourceRequirements{Limits: rl("cpu", "100m")}}, {Name: "other"}}
+	containers := []corev1.Container{{Name: "app"}, {Name: "sidecar", Resources: corev1.ResourceRequirements{Limits: rl("cpu", "100m")}}, {Name: "other"},
+		{Name: "mixed", Resources: corev1.ResourceRequirements{Requests: rl("memory", "1Gi"), Limits: rl("cpu", "100m")}}}
 	for name, tc := range map[string]struct {
 		policies []sizerv1alpha1.ContainerResources
 		want     []sizerv1alpha1.AppliedResources
@@ -115,7 +116,13 @@ func TestDesiredResources(t *testing.T) {
 		"star covers the others": {policies: []sizerv1alpha1.ContainerResources{
 			{ContainerName: "*", Requests: rl("memory", "64Mi")}, {ContainerName: "app", Requests: rl("memory", "1Gi")}},
 			want: []sizerv1alpha1.AppliedResources{{ContainerName: "app", Requests: rl("memory", "1Gi")},
-				{ContainerName: "other", Requests: rl("memory", "64Mi")}, {ContainerName: "sidecar", Requests: rl("memory", "64Mi")}}},
+				{ContainerName: "mixed", Requests: rl("memory", "64Mi")}, {ContainerName: "other", Requests: rl("memory", "64Mi")}, {ContainerName: "sidecar", Requests: rl("memory", "64Mi")}}},
+		"a limit of the entry's own over a workload's limit of another resource": {policies: []sizerv1alpha1.ContainerResources{{
+			ContainerName: "mixed", Requests: rl("cpu", "200m"), Limits: rl("memory", "2Gi")}},
+			want: []sizerv1alpha1.AppliedResources{{ContainerName: "mixed", Requests: rl("cpu", "100m"), Limits: rl("memory", "2Gi")}}},
+		"the workload's own request is lowered under the entry's limit": {policies: []sizerv1alpha1.ContainerResources{{
+			ContainerName: "mixed", Limits: rl("memory", "512Mi")}},
+			want: []sizerv1alpha1.AppliedResources{{ContainerName: "mixed", Requests: rl("memory", "512Mi"), Limits: rl("memory", "512Mi")}}},
 		"unknown container is ignored": {policies: []sizerv1alpha1.ContainerResources{{ContainerName: "ghost", Requests: rl("cpu", "1")}}},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -220,11 +220,12 @@ type WorkloadSizerSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.targetRef is immutable: create a new WorkloadSizer for another workload"
 	TargetRef *TargetRef `json:"targetRef,omitempty"`
 	// Image is a shorthand: when the target does not exist, the sizer creates it with one container "app"
-	// of this image.
+	// of this image, and keeps the target it created on it.
 	// +optional
 	Image string `json:"image,omitempty"`
 	// Template is the pod template of a target the sizer creates when it does not exist. A target the sizer creates
-	// is owned by it and deleted with it.
+	// is owned by it, follows this template (with resources merged in: what is removed here leaves it), and is
+	// deleted with it.
 	// +optional
 	Template *corev1.PodTemplateSpec `json:"template,omitempty"`
 	// Size is the number of replicas. Unset leaves replicas to others (an HPA, say). `kubectl scale wls/<name>` and
