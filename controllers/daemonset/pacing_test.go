@@ -2,6 +2,7 @@ package daemonset
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -37,6 +38,19 @@ func TestStatusUrgent(t *testing.T) {
 	} {
 		if got := statusUrgent(tc.old, tc.updated); got != tc.want {
 			t.Errorf("%s: urgent = %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+// Counter-only status writes of a large DaemonSet are spaced by its size, so that a rollout spends about the same
+// number of writes on them at any size; a small one keeps its one-second counters.
+func TestStatusIntervalFollowsTheDaemonSetsSize(t *testing.T) {
+	for desired, want := range map[int32]time.Duration{
+		0: time.Second, 20: time.Second, 2000: time.Second, 5000: 2500 * time.Millisecond,
+		10000: 5 * time.Second, 20000: 10 * time.Second, 100000: 10 * time.Second,
+	} {
+		if got := statusIntervalFor(desired); got != want {
+			t.Errorf("%d desired pods: %v, want %v", desired, got, want)
 		}
 	}
 }

@@ -128,7 +128,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	stored := ds.Status
 	if status != nil && !equality.Semantic.DeepEqual(stored, *status) {
 		now := r.now()
-		if wait := r.pacer.Wait(req.String(), now); wait > 0 && !statusUrgent(stored, *status) {
+		interval := statusIntervalFor(status.DesiredNumberScheduled)
+		if wait := r.pacer.WaitFor(req.String(), interval, now); wait > 0 && !statusUrgent(stored, *status) {
 			// Only counters moved, and the last write was moments ago: write with a later pass.
 			result.RequeueAfter = sooner(result.RequeueAfter, wait)
 			return result, err

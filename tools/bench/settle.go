@@ -12,8 +12,10 @@ import (
 )
 
 // settleQuiet is how long the measured controllers must have written nothing before the idle window opens: the
-// trailing status writes of the last convergence belong to that convergence, not to steady state.
-const settleQuiet = 30 * time.Second
+// trailing status writes of the last convergence belong to that convergence, not to steady state. It is longer than
+// the controllers' event series refresh (a repeated event's count is written back up to a minute after the repeat,
+// controllers/internal/recorder), whose last write-back is also the tail of the work.
+const settleQuiet = 75 * time.Second
 
 // lastWriteBy returns when the newest write by any of users happened (zero when none did).
 func lastWriteBy(events []audit.WriteEvent, users map[string]bool) time.Time {

@@ -28,9 +28,14 @@ func New(interval time.Duration) *Pacer {
 
 // Wait returns how long key's next paced write must wait; 0 means now.
 func (p *Pacer) Wait(key string, now time.Time) time.Duration {
+	return p.WaitFor(key, p.interval, now)
+}
+
+// WaitFor is Wait with an interval of the caller's, for objects whose writes are spaced by their size.
+func (p *Pacer) WaitFor(key string, interval time.Duration, now time.Time) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if d := p.last[key].Add(p.interval).Sub(now); d > 0 {
+	if d := p.last[key].Add(interval).Sub(now); d > 0 {
 		return d
 	}
 	return 0

@@ -48,3 +48,15 @@ func TestConditionsChanged(t *testing.T) {
 		}
 	}
 }
+
+func TestPacerWaitFor(t *testing.T) {
+	p := New(time.Second)
+	t0 := time.Unix(1000, 0)
+	p.Wrote("a", t0)
+	if d := p.WaitFor("a", 5*time.Second, t0.Add(2*time.Second)); d != 3*time.Second {
+		t.Fatalf("a write 2s later with a 5s interval waits %v, want 3s", d)
+	}
+	if d := p.WaitFor("a", 5*time.Second, t0.Add(5*time.Second)); d != 0 {
+		t.Fatalf("after the interval: %v", d)
+	}
+}
