@@ -23,8 +23,8 @@ const (
 // or half a millisecond per pod, up to ten seconds. A status write spends a request of the same client budget as
 // the pods' writes, and a rollout of N pods at q writes a second lasts about N/q seconds: at one status write a
 // second, a DaemonSet of 10,000 nodes spent 1.7% of its writes (167 of 10,175) on counters and converged that much
-// later; at N/2000 seconds apart a rollout makes about 2000/q counter writes whatever its size (40 at the chart's
-// 50 a second, what apps/v1 makes), while a DaemonSet of up to 2,000 nodes keeps its one-second counters.
+// later; at N/2000 seconds apart a rollout of 2,000 to 20,000 pods makes about 2000/q counter writes (40 at the
+// chart's 50 a second, what apps/v1 makes), while a DaemonSet of up to 2,000 nodes keeps its one-second counters.
 func statusIntervalFor(desired int32) time.Duration {
 	return min(max(statusInterval, time.Duration(desired)*statusIntervalPerPod), maxStatusInterval)
 }

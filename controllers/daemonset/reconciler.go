@@ -129,7 +129,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if status != nil && !equality.Semantic.DeepEqual(stored, *status) {
 		now := r.now()
 		interval := statusIntervalFor(status.DesiredNumberScheduled)
-		if wait := r.pacer.WaitFor(req.String(), interval, now); wait > 0 && !statusUrgent(stored, *status) {
+		// A failing pass is not paced: the work queue retries it after its backoff, ignoring RequeueAfter, and the
+		// backoff (which grows while the failures last) already spaces its writes out.
+		if wait := r.pacer.WaitFor(req.String(), interval, now); wait > 0 && err == nil && !statusUrgent(stored, *status) {
 			// Only counters moved, and the last write was moments ago: write with a later pass.
 			result.RequeueAfter = sooner(result.RequeueAfter, wait)
 			return result, err

@@ -469,3 +469,13 @@ func TestScaleCostTable(t *testing.T) {
 		}
 	}
 }
+
+// The idle window opens only after the controllers' last event write-back could have landed: the recorder flushes
+// once a minute the series not written for a minute (controllers/internal/recorder's SeriesRefresh), up to two
+// minutes after the write before it.
+func TestSettleQuietOutlastsTheEventWriteBack(t *testing.T) {
+	const seriesRefresh = time.Minute
+	if settleQuiet <= 2*seriesRefresh {
+		t.Fatalf("settleQuiet %s: a write-back up to %s after the last write would land in the idle window", settleQuiet, 2*seriesRefresh)
+	}
+}

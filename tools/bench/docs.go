@@ -248,8 +248,8 @@ noisy (%d cores, %d GiB, kernel %s; commit %s, %s): trust the ratios within the 
   whole pipeline (its steps start in parallel: dividing by them would hide a delay), summarized over every pair.
 - **Steady state** is an idle window at the end, with every controller holding objects (a DaemonSet of each kind on
   every node, the sizers and their Deployments, the pipelines and their twins), opened once none of the measured
-  controllers has written for 75 s (the tail of the last convergence is not steady state, nor the write-back of an
-  event's count, up to a minute after its last repeat); the reconciles each Keelson
+  controllers has written for 130 s (the tail of the last convergence is not steady state, nor the write-back of an
+  event's count, up to two minutes after the write before it); the reconciles each Keelson
   controller finished in it are read from its own ` + "`controller_runtime_reconcile_total`" + ` (scraped from
   ` + "`/metrics`" + ` with a token allowed to read it). %s
 - **Memory** is each controller process's VmRSS on the node, the largest replica's, read at the end of the idle

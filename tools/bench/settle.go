@@ -13,9 +13,10 @@ import (
 
 // settleQuiet is how long the measured controllers must have written nothing before the idle window opens: the
 // trailing status writes of the last convergence belong to that convergence, not to steady state. It is longer than
-// the controllers' event series refresh (a repeated event's count is written back up to a minute after the repeat,
-// controllers/internal/recorder), whose last write-back is also the tail of the work.
-const settleQuiet = 75 * time.Second
+// the controllers' event series write-back (controllers/internal/recorder): a series repeated after its last write
+// is written back by a flush that runs once a minute, on series not written for a minute, so up to two minutes
+// after the write before it; that write-back is the tail of the work too.
+const settleQuiet = 130 * time.Second
 
 // lastWriteBy returns when the newest write by any of users happened (zero when none did).
 func lastWriteBy(events []audit.WriteEvent, users map[string]bool) time.Time {
