@@ -49,9 +49,10 @@ func bound(list, minAllowed, maxAllowed corev1.ResourceList) corev1.ResourceList
 }
 
 // desiredResources computes, for each of the target's containers that a policy covers, the requests and limits to
-// write: the policy's values clamped to its bounds, limits only with RequestsAndLimits. A request is never left
-// above its limit: when bounding, or a limit of the entry below the workload's own request, would put it there, the
-// request is lowered to the limit.
+// write: the policy's values clamped to its bounds, limits only with RequestsAndLimits. A request it writes is never
+// left above its limit: when bounding, or the workload's own limit of that resource, would put it there, the request
+// is lowered to the limit. (A limit it writes below a request it leaves to the workload is the apiserver's to
+// refuse: the sizer writes only what its entry names.)
 func desiredResources(policies []sizerv1alpha1.ContainerResources, containers []corev1.Container) []sizerv1alpha1.AppliedResources {
 	var out []sizerv1alpha1.AppliedResources
 	for _, c := range containers {
@@ -64,27 +65,9 @@ func desiredResources(policies []sizerv1alpha1.ContainerResources, containers []
 		if p.ControlledValues != sizerv1alpha1.RequestsOnly {
 			applied.Limits = bound(p.Limits, p.MinAllowed, p.MaxAllowed)
 		}
-		// The limits in force are the entry's over the workload's own, key by key (both go into the template), and
-		// so are the requests: a request the entry leaves to the workload is lowered too when an entry's limit
-		// would sit below it, or the apiserver would refuse the template.
-		for name, lim := range c.Resources.Limits {
-			if _, ok := applied.Limits[name]; !ok {
-				if req, ok := applied.Requests[name]; ok && req.Cmp(lim) > 0 {
-					applied.Requests[name] = lim.DeepCopy()
-				}
-			}
-		}
-		for name, lim := range applied.Limits {
-			req, ok := applied.Requests[name]
-			if !ok {
-				if req, ok = c.Resources.Requests[name]; !ok {
-					continue
-				}
-			}
-			if req.Cmp(lim) > 0 {
-				if applied.Requests == nil {
-					applied.Requests = corev1.ResourceList{}
-				}
+		// The limits in force are the entry's over the workload's own, key by key (both go into the template).
+		for name, req := range applied.Requests {
+			if lim, ok := effectiveLimits(c, []sizerv1alpha1.AppliedResources{applied})[name]; ok && req.Cmp(lim) > 0 {
 				applied.Requests[name] = lim.DeepCopy()
 			}
 		}
@@ -116,11 +99,13 @@ func unknownContainers(policies []sizerv1alpha1.ContainerResources, containers [
 		strings.Join(unknown, ", "), strings.Join(names, ", "))
 }
 
-// effectiveLimits are the limits a container will run with: those the sizer writes, else its current ones.
+// effectiveLimits are the limits a container will run with: those the sizer writes over its current ones, key by
+// key (server-side apply keeps a limit of another resource that someone else set; a created target's template
+// merges the same way, mergeResources).
 func effectiveLimits(c corev1.Container, applied []sizerv1alpha1.AppliedResources) corev1.ResourceList {
 	for _, a := range applied {
-		if a.ContainerName == c.Name && a.Limits != nil {
-			return a.Limits
+		if a.ContainerName == c.Name {
+			return mergeResources(c.Resources.Limits, a.Limits)
 		}
 	}
 	return c.Resources.Limits

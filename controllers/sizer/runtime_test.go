@@ -120,9 +120,9 @@ func TestDesiredResources(t *testing.T) {
 		"a limit of the entry's own over a workload's limit of another resource": {policies: []sizerv1alpha1.ContainerResources{{
 			ContainerName: "mixed", Requests: rl("cpu", "200m"), Limits: rl("memory", "2Gi")}},
 			want: []sizerv1alpha1.AppliedResources{{ContainerName: "mixed", Requests: rl("cpu", "100m"), Limits: rl("memory", "2Gi")}}},
-		"the workload's own request is lowered under the entry's limit": {policies: []sizerv1alpha1.ContainerResources{{
+		"a request the entry does not name is not written": {policies: []sizerv1alpha1.ContainerResources{{
 			ContainerName: "mixed", Limits: rl("memory", "512Mi")}},
-			want: []sizerv1alpha1.AppliedResources{{ContainerName: "mixed", Requests: rl("memory", "512Mi"), Limits: rl("memory", "512Mi")}}},
+			want: []sizerv1alpha1.AppliedResources{{ContainerName: "mixed", Limits: rl("memory", "512Mi")}}},
 		"unknown container is ignored": {policies: []sizerv1alpha1.ContainerResources{{ContainerName: "ghost", Requests: rl("cpu", "1")}}},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -131,5 +131,23 @@ func TestDesiredResources(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// The limits a container runs with are the sizer's over its own, key by key: an entry limiting cpu keeps the
+// workload's memory limit, and GOMEMLIMIT follows that memory limit.
+func TestEffectiveLimitsMergeByKey(t *testing.T) {
+	c := corev1.Container{Name: "app", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
+		corev1.ResourceMemory: resource.MustParse("1Gi"), corev1.ResourceCPU: resource.MustParse("1")}}}
+	got := effectiveLimits(c, []sizerv1alpha1.AppliedResources{{ContainerName: "app",
+		Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}})
+	if got.Memory().String() != "1Gi" || got.Cpu().String() != "2" {
+		t.Errorf("effective limits %v, want memory 1Gi and cpu 2", got)
+	}
+	if c.Resources.Limits.Cpu().String() != "1" {
+		t.Error("effectiveLimits changed the container")
+	}
+	if got := effectiveLimits(c, nil); got.Memory().String() != "1Gi" {
+		t.Errorf("without an entry: %v", got)
 	}
 }
