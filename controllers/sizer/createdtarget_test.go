@@ -61,3 +61,35 @@ func TestACreatedTargetFollowsItsTemplate(t *testing.T) {
 	s.g.Expect(final.Requests.Memory().String()).To(Equal("64Mi"))
 	s.g.Expect(final.Limits.Cpu().String()).To(Equal("500m"))
 }
+
+// A created target's requests and runtime values are decided from the template the apply will hold, not from the
+// previous apply: when the template lowers its memory limit, a request the sizer writes comes down under it and
+// GOMEMLIMIT follows it in the same write (one rollout, with no pod whose GOMEMLIMIT is above its limit).
+func TestACreatedTargetIsSizedFromItsNewTemplate(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	template := &corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "lowered"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27",
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}}}}},
+	}
+	s.sizer("lowered", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("lowered"), Template: template, Size: ptr.To[int32](1),
+		Runtime:   &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{"go"}, MemoryHeadroomPercent: ptr.To[int32](10)},
+		Resources: []sizerv1alpha1.ContainerResources{{ContainerName: "app", Requests: rl("memory", "1Gi"), ControlledValues: sizerv1alpha1.RequestsOnly}}})
+	s.g.Eventually(func() error {
+		return env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "lowered"}, &appsv1.Deployment{})
+	}, timeout, poll).Should(Succeed())
+	s.g.Eventually(s.envOf("lowered"), timeout, poll).Should(HaveKeyWithValue("GOMEMLIMIT", "1843MiB"))
+	s.g.Eventually(s.condition("lowered", sizerv1alpha1.ConditionSized), timeout, poll).Should(HavePrefix("True/"))
+	generation := s.getDeployment("lowered").Generation
+
+	s.update("lowered", func(w *sizerv1alpha1.WorkloadSizer) {
+		w.Spec.Template.Spec.Containers[0].Resources.Limits = rl("memory", "512Mi")
+	})
+	s.g.Eventually(func() string {
+		return s.getDeployment("lowered").Spec.Template.Spec.Containers[0].Resources.Requests.Memory().String()
+	}, timeout, poll).Should(Equal("512Mi"), "the request the sizer writes stays under the template's new limit")
+	s.g.Expect(s.envOf("lowered")()).To(HaveKeyWithValue("GOMEMLIMIT", "460MiB"))
+	s.g.Eventually(s.condition("lowered", sizerv1alpha1.ConditionSized), timeout, poll).Should(HavePrefix("True/"))
+	s.g.Expect(s.getDeployment("lowered").Generation).To(Equal(generation+1), "one template write for one change")
+}

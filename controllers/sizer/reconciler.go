@@ -325,7 +325,14 @@ func (r *Reconciler) size(ctx context.Context, p *pass, t *target) error {
 			return err
 		}
 	}
-	patches, applied := patchesFor(wls, t.template, owned.env, toTemplate, toTemplate)
+	source := t.template
+	if t.created {
+		// A created target is the sizer's template: its requests and runtime values are decided from the limits the
+		// apply will hold, not from the previous apply's (a limit lowered in spec.template would otherwise keep a
+		// request above it, refused, or a GOMEMLIMIT above it for a rollout).
+		source = createdTemplate(wls)
+	}
+	patches, applied := patchesFor(wls, source, owned.env, toTemplate, toTemplate)
 	st.Resources = applied
 
 	// In place: resize the running pods; when a resize is infeasible, refused or past its deadline, fall back to
