@@ -259,7 +259,7 @@ bench-quick: ## Benchmarks at small sizes (a few minutes) on the local cluster: 
 	$(call tool,bench) --quick --cluster-tool $(CLUSTER_TOOL) --cluster-dir $(CLUSTER_DIR) --kubeconfig $(LOCAL_KUBECONFIG) \
 		--audit-log $(CLUSTER_DIR)/logs/audit.log --release $(RELEASE) --release-namespace $(RELEASE_NAMESPACE)
 
-bench: ## The full benchmarks (N up to 1000) against the built-in controllers; rewrites docs/benchmarks.md, plots, JSON.
+bench: ## The full benchmarks (scale points up to N = 10,000; the rest at N = 1000) against the built-in controllers; rewrites docs/benchmarks.md, plots, JSON.
 	$(MAKE) images-local deploy-local
 	$(call tool,bench) --cluster-tool $(CLUSTER_TOOL) --cluster-dir $(CLUSTER_DIR) --kubeconfig $(LOCAL_KUBECONFIG) \
 		--audit-log $(CLUSTER_DIR)/logs/audit.log --release $(RELEASE) --release-namespace $(RELEASE_NAMESPACE) --out docs
