@@ -19,19 +19,14 @@ import (
 func TestACreatedTargetFollowsItsTemplate(t *testing.T) {
 	s := newScenario(t)
 	startController(t)
-	template := &corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "made"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27",
-			Env: []corev1.EnvVar{{Name: "KEPT", Value: "1"}, {Name: "DROPPED", Value: "2"}},
-			Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
-				Limits:   corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("1Gi")}},
-		}}},
-	}
+	template := appTemplate("made", corev1.Container{Name: "app", Image: "nginx:1.27",
+		Env: []corev1.EnvVar{{Name: "KEPT", Value: "1"}, {Name: "DROPPED", Value: "2"}},
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("1Gi")}},
+	})
 	s.sizer("made", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("made"), Template: template, Size: ptr.To[int32](1)})
-	s.g.Eventually(func() error {
-		return env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "made"}, &appsv1.Deployment{})
-	}, timeout, poll).Should(Succeed())
+	s.awaitCreated("made")
 	s.g.Eventually(s.envOf("made"), timeout, poll).Should(And(HaveKeyWithValue("KEPT", "1"), HaveKeyWithValue("DROPPED", "2")))
 	resources := func() corev1.ResourceRequirements {
 		return s.getDeployment("made").Spec.Template.Spec.Containers[0].Resources
@@ -68,17 +63,12 @@ func TestACreatedTargetFollowsItsTemplate(t *testing.T) {
 func TestACreatedTargetIsSizedFromItsNewTemplate(t *testing.T) {
 	s := newScenario(t)
 	startController(t)
-	template := &corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "lowered"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27",
-			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}}}}},
-	}
+	template := appTemplate("lowered", corev1.Container{Name: "app", Image: "nginx:1.27",
+		Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}}})
 	s.sizer("lowered", sizerv1alpha1.WorkloadSizerSpec{TargetRef: target("lowered"), Template: template, Size: ptr.To[int32](1),
 		Runtime:   &sizerv1alpha1.RuntimeSpec{Languages: []sizerv1alpha1.Language{"go"}, MemoryHeadroomPercent: ptr.To[int32](10)},
 		Resources: []sizerv1alpha1.ContainerResources{{ContainerName: "app", Requests: rl("memory", "1Gi"), ControlledValues: sizerv1alpha1.RequestsOnly}}})
-	s.g.Eventually(func() error {
-		return env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "lowered"}, &appsv1.Deployment{})
-	}, timeout, poll).Should(Succeed())
+	s.awaitCreated("lowered")
 	s.g.Eventually(s.envOf("lowered"), timeout, poll).Should(HaveKeyWithValue("GOMEMLIMIT", "1843MiB"))
 	s.g.Eventually(s.condition("lowered", sizerv1alpha1.ConditionSized), timeout, poll).Should(HavePrefix("True/"))
 	generation := s.getDeployment("lowered").Generation
@@ -92,4 +82,17 @@ func TestACreatedTargetIsSizedFromItsNewTemplate(t *testing.T) {
 	s.g.Expect(s.envOf("lowered")()).To(HaveKeyWithValue("GOMEMLIMIT", "460MiB"))
 	s.g.Eventually(s.condition("lowered", sizerv1alpha1.ConditionSized), timeout, poll).Should(HavePrefix("True/"))
 	s.g.Expect(s.getDeployment("lowered").Generation).To(Equal(generation+1), "one template write for one change")
+}
+
+// appTemplate is a pod template labelled app: name with one container.
+func appTemplate(name string, c corev1.Container) *corev1.PodTemplateSpec {
+	return &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{c}}}
+}
+
+// awaitCreated waits for the sizer to create its Deployment name.
+func (s *scenario) awaitCreated(name string) {
+	s.g.Eventually(func() error {
+		return env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: name}, &appsv1.Deployment{})
+	}, timeout, poll).Should(Succeed())
 }
