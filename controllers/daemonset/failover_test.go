@@ -2,11 +2,13 @@ package daemonset
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
@@ -73,6 +75,50 @@ func TestAFailedDeleteDoesNotHoldBackTheRestOfThePass(t *testing.T) {
 	}
 	if got := w.podsPerNode()["b"]; got != 1 {
 		t.Fatalf("node b has %d pods: the failed delete held back its creation", got)
+	}
+}
+
+// Nor does a failed delete hold back an update in place in the same pass (its pod's gate open, so the update is
+// one patch): the pass makes every other write it planned, and reports the failure.
+func TestAFailedDeleteDoesNotHoldBackAnUpdateInPlace(t *testing.T) {
+	w := newWorld(t, "a", "b")
+	ds := w.ds()
+	one := intstr.FromInt32(1)
+	ds.Spec.UpdateStrategy.RollingUpdate = &daemonsetv1alpha1.RollingUpdateDaemonSet{MaxUnavailable: &one,
+		InPlace: daemonsetv1alpha1.InPlaceIfPossible}
+	if err := w.live.Update(w.ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	w.mustReconcile()
+	w.settle()
+	for _, n := range []string{"a", "b"} {
+		w.setPod(w.podOn(n), func(p *corev1.Pod) {
+			p.Status.Phase = corev1.PodRunning
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue,
+				LastTransitionTime: metav1.NewTime(w.clock.Add(-time.Hour))}, {Type: InPlaceReadyCondition, Status: corev1.ConditionTrue}}
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "agent:v1", Ready: true,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+		})
+	}
+	w.mustReconcile()
+	if err := w.live.Delete(w.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}}); err != nil {
+		t.Fatal(err) // its pod is now misscheduled: to be deleted
+	}
+	ds = w.ds()
+	ds.Spec.Image, ds.Generation = "agent:v2", ds.Generation+1
+	if err := w.live.Update(w.ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	w.deleteErr = apierrors.NewServiceUnavailable("etcd is slow")
+	if _, err := w.reconcile(); err == nil {
+		t.Fatal("the failed delete was not reported")
+	}
+	var b corev1.Pod
+	if err := w.live.Get(w.ctx, client.ObjectKey{Namespace: worldNamespace, Name: w.podOn("b")}, &b); err != nil {
+		t.Fatal(err)
+	}
+	if b.Spec.Containers[0].Image != "agent:v2" {
+		t.Fatalf("node b's pod runs %s: the failed delete held back its update in place", b.Spec.Containers[0].Image)
 	}
 }
 

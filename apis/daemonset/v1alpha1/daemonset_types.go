@@ -86,8 +86,9 @@ type DaemonSetUpdateStrategy struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.inPlace) || self.inPlace != 'IfPossible' || !has(self.maxSurge) || self.maxSurge == 0 || self.maxSurge == '0%'",fieldPath=".inPlace",reason="FieldValueForbidden",message="IfPossible requires maxSurge 0: a pod updated in place has no second pod beside it, so the update is paced by maxUnavailable"
 type RollingUpdateDaemonSet struct {
 	// MaxUnavailable is how many eligible nodes may be without an available pod during the update, as a number or
-	// a percentage of the eligible nodes (rounded up). Defaults to 1. Pods on NotReady or unreachable nodes are
-	// not counted against it.
+	// a percentage of the eligible nodes (rounded up). Defaults to 1. Pods on nodes that were NotReady or
+	// unreachable before the rollout reached them are not counted against it; a node that goes down after its pod
+	// was updated is, so a revision that breaks nodes stops.
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:XIntOrString
