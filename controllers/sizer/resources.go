@@ -66,8 +66,9 @@ func desiredResources(policies []sizerv1alpha1.ContainerResources, containers []
 			applied.Limits = bound(p.Limits, p.MinAllowed, p.MaxAllowed)
 		}
 		// The limits in force are the entry's over the workload's own, key by key (both go into the template).
+		limits := effectiveLimits(c, []sizerv1alpha1.AppliedResources{applied})
 		for name, req := range applied.Requests {
-			if lim, ok := effectiveLimits(c, []sizerv1alpha1.AppliedResources{applied})[name]; ok && req.Cmp(lim) > 0 {
+			if lim, ok := limits[name]; ok && req.Cmp(lim) > 0 {
 				applied.Requests[name] = lim.DeepCopy()
 			}
 		}
