@@ -69,8 +69,9 @@ func (in *injector) leader(ctx context.Context) (pod, identity string, err error
 // inject brings the current leader down with fault and returns once another replica holds the lease and, after a
 // freeze, once the woken process has gone (it exits when it finds its lease lost; the kubelet restarts it), so the
 // next fault meets a standby again. It says when the fault started and how long until the new leader held the
-// lease.
-func (in *injector) inject(ctx context.Context, fault Fault) (start time.Time, handover time.Duration, err error) {
+// lease. During a freeze, once the new leader holds the lease, it calls duringFreeze (when not nil): work asked then
+// makes what the frozen leader had planned stale, so that a write it makes on waking shows.
+func (in *injector) inject(ctx context.Context, fault Fault, duringFreeze func(context.Context) error) (start time.Time, handover time.Duration, err error) {
 	pod, identity, err := in.leader(ctx)
 	if err != nil {
 		return time.Time{}, 0, err
@@ -92,7 +93,10 @@ func (in *injector) inject(ctx context.Context, fault Fault) (start time.Time, h
 	handover = time.Since(start)
 	if fault == FaultStop {
 		// Frozen past its lease, then woken: what it does then is what the invariant watches.
-		err = errors.Join(in.holdFor(ctx, in.lease+5*time.Second-time.Since(start)), in.wake(ctx, p.UID))
+		if duringFreeze != nil {
+			err = duringFreeze(ctx)
+		}
+		err = errors.Join(err, in.holdFor(ctx, in.lease+5*time.Second-time.Since(start)), in.wake(ctx, p.UID))
 		if err == nil {
 			err = in.waitRestarted(ctx, &p)
 		}

@@ -314,26 +314,26 @@ func runLeaderDeath(ctx context.Context, e *env, name string) (Result, error) {
 	return inNamespaces(ctx, e.c, name, nil, func(ns string) (Result, error) {
 		var w workload
 		r := Result{Scenario: name + ": leader death"}
+		cs, err := kubernetes.NewForConfig(e.cfg)
+		if err != nil {
+			return r, err
+		}
 		switch name {
 		case "daemonset":
-			cs, err := kubernetes.NewForConfig(e.cfg)
-			if err != nil {
-				return r, err
-			}
 			w = &daemonSetWork{c: e.c, ns: ns, nodes: e.plan.Nodes, cs: cs, budget: true}
 			r.Controller, r.Size = "daemonset-controller", fmt.Sprintf("1 DaemonSet on %d nodes, maxSurge 0, maxUnavailable 10%%", e.plan.Nodes)
 			r.Invariant = "at every pod event: no node holds two pods that run or are about to (terminating ones included), " +
 				"and no more nodes than maxUnavailable lack an available pod"
 		case "sizer":
-			w = &sizerWork{c: e.c, ns: ns, count: e.plan.Sizers}
+			w = &sizerWork{c: e.c, ns: ns, count: e.plan.Sizers, cs: cs}
 			r.Controller, r.Size = "workload-sizer", fmt.Sprintf("%d WorkloadSizers, sizes 3, 4 and 5 in turn", e.plan.Sizers)
-			r.Invariant = "every Deployment's replicas are the round's size, or the round before's until the round's was " +
+			r.Invariant = "at every Deployment event: its replicas are the round's size, or the round before's until the round's was " +
 				"written, never going back once written; its pod template never changes"
 		case "pipeline":
-			w = &pipelineWork{c: e.c, ns: ns, count: e.plan.Pipelines, nodes: e.nodeNames}
+			w = &pipelineWork{c: e.c, ns: ns, count: e.plan.Pipelines, nodes: e.nodeNames, cs: cs}
 			r.Controller, r.Size = "pipeline-controller", fmt.Sprintf("%d two-step Pipelines, every step rolled each round", e.plan.Pipelines)
-			r.Invariant = "no step Deployment, Service or volume is ever deleted or created twice, no step Deployment's " +
-				"template goes back to an earlier round's, and each round reaches every step"
+			r.Invariant = "at every step Deployment event: its template never goes back to an earlier round's; in every " +
+				"list: no step Deployment, Service or volume is ever deleted or created twice; each round reaches every step"
 		}
 		res, err := leaderDeath(ctx, e.injector(r.Controller), w, r, e.plan.Faults, e.rng)
 		if err != nil {

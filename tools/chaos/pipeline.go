@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
@@ -22,17 +24,24 @@ import (
 // pipelineWork is a set of two-step Pipelines on NFS storage, their steps pinned to simulated nodes, whose steps
 // change every round: no step Deployment, Service or PersistentVolume may be deleted or duplicated meanwhile (each
 // keeps the UID it had once created), and no step Deployment's template may go back to an earlier round's (a leader
-// that froze and woke writing the template it had built before would), whatever happens to the controller; the
-// round's change must reach every step Deployment.
+// that froze and woke writing the template it had built before would; a round is asked while the leader is frozen,
+// so that what it had built is stale when it wakes), whatever happens to the controller; the round's change must
+// reach every step Deployment.
 type pipelineWork struct {
 	c     client.Client
 	ns    string
 	count int
 	nodes []string
+	// cs, when set, makes the rounds' invariant a watch of the step Deployments, judged on every event once set up;
+	// without it they are read from a list. Children's UIDs are listed either way.
+	cs    kubernetes.Interface
+	watch *deploymentWatch
 	// uids are the children's UIDs, by kind and name, as first seen after setup.
 	uids map[string]types.UID
-	// round is the round of the last change; seen the latest round each step Deployment was seen at (the sampler's).
+	// round is the round of the last change; seen the latest round each step Deployment was seen at, under mu (the
+	// watch and the sampler judge).
 	round atomic.Int32
+	mu    sync.Mutex
 	seen  map[string]int
 }
 
@@ -62,6 +71,37 @@ func (w *pipelineWork) setUp(ctx context.Context) error {
 		return err
 	}
 	w.uids = children
+	if w.cs != nil {
+		w.watch, err = newDeploymentWatch(ctx, w.cs, w.ns, w.judgeDeployment)
+	}
+	return err
+}
+
+// judged is how many Deployment events the watch judged and how many broke the invariant (0, 0 without a watch).
+func (w *pipelineWork) judged() (events, violations int) {
+	if w.watch == nil {
+		return 0, 0
+	}
+	return w.watch.judged()
+}
+
+// judgeDeployment says what is wrong with one step Deployment as it stands: a template gone back to an earlier
+// round's than it was seen at.
+func (w *pipelineWork) judgeDeployment(d *appsv1.Deployment) []string {
+	if _, ok := d.Labels[inferencev1alpha1.PipelineLabel]; !ok {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seen == nil {
+		w.seen = map[string]int{}
+	}
+	r := roundOf(d)
+	seen := w.seen[d.Name]
+	w.seen[d.Name] = max(seen, r)
+	if r < seen {
+		return []string{fmt.Sprintf("Deployment %s went back from round %d to round %d: a stale write", d.Name, seen, r)}
+	}
 	return nil
 }
 
@@ -121,18 +161,16 @@ func (w *pipelineWork) check(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	var bad []string
-	rounds, err := w.stepRounds(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if w.seen == nil {
-		w.seen = map[string]int{}
-	}
-	for name, r := range rounds {
-		if r < w.seen[name] {
-			bad = append(bad, fmt.Sprintf("Deployment %s went back from round %d to round %d: a stale write", name, w.seen[name], r))
+	if w.watch != nil {
+		bad = w.watch.take()
+	} else {
+		var deps appsv1.DeploymentList
+		if err := w.c.List(ctx, &deps, client.InNamespace(w.ns), client.HasLabels{inferencev1alpha1.PipelineLabel}); err != nil {
+			return nil, err
 		}
-		w.seen[name] = max(w.seen[name], r)
+		for i := range deps.Items {
+			bad = append(bad, w.judgeDeployment(&deps.Items[i])...)
+		}
 	}
 	for key, uid := range w.uids {
 		switch got, ok := now[key]; {

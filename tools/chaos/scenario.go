@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -154,7 +155,12 @@ func leaderDeath(ctx context.Context, in *injector, w workload, r Result, faults
 			}
 		}
 		fault := faultCycle[i%len(faultCycle)]
-		start, handover, err := in.inject(ctx, fault)
+		// A frozen leader is asked for a new round while it sleeps: whatever it had planned is stale when it wakes.
+		askWhileFrozen := func(ctx context.Context) error {
+			round++
+			return askDespiteAFrozenReplica(ctx, w, round)
+		}
+		start, handover, err := in.inject(ctx, fault, askWhileFrozen)
 		if err != nil {
 			return r, fmt.Errorf("fault %d: %w", i+1, err)
 		}
@@ -185,6 +191,20 @@ func leaderDeath(ctx context.Context, in *injector, w workload, r Result, faults
 		return r, fmt.Errorf("%d of %d reads of the invariant failed (last: %w)", s.errors, s.samples+s.errors, s.err)
 	}
 	return r, nil
+}
+
+// askDespiteAFrozenReplica asks w for round's work, again until the apiserver takes it (a minute at most): the
+// frozen replica may still be behind its webhooks' Service, and a call it receives times out.
+func askDespiteAFrozenReplica(ctx context.Context, w workload, round int) error {
+	var last error
+	err := pollUntil(ctx, time.Minute, func() (bool, error) {
+		last = w.change(ctx, round)
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("asking for round %d while the leader was frozen: %w", round, errors.Join(err, last))
+	}
+	return nil
 }
 
 // midWork waits for the moment a fault should land: hold after the work began to be asked, or sooner, once no more

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,14 +27,20 @@ import (
 // sizes change every round: the Deployment's replicas must always be a size its sizer asked for (the round's, or the
 // round before's until the round's was written), never a default; once a Deployment has the round's size it must
 // keep it until the next round (a leader that froze and woke writing the size it had planned before would take it
-// back: the stale write the invariant is for); and its pods must never roll, since nothing asked for a new template.
+// back: the stale write the invariant is for; a round is asked while the leader is frozen, so that what it had
+// planned is stale when it wakes); and its pods must never roll, since nothing asked for a new template.
 type sizerWork struct {
-	c       client.Client
-	ns      string
-	count   int
+	c     client.Client
+	ns    string
+	count int
+	// cs, when set, makes the invariant a watch of the Deployments, judged on every event once set up; without it
+	// the invariant is read from a list.
+	cs      kubernetes.Interface
+	watch   *deploymentWatch
 	round   atomic.Int32      // the round of the last change; the sampler reads it concurrently
 	initial map[string]string // template fingerprint of each Deployment after setup
-	// reached is the last round whose size each Deployment was seen at (the sampler's alone).
+	// reached is the last round whose size each Deployment was seen at, under mu (the watch and the sampler judge).
+	mu      sync.Mutex
 	reached map[string]int32
 }
 
@@ -67,7 +75,18 @@ func (w *sizerWork) setUp(ctx context.Context) error {
 	for _, d := range deps {
 		w.initial[d.Name] = fingerprint(d.Spec.Template)
 	}
-	return nil
+	if w.cs != nil {
+		w.watch, err = newDeploymentWatch(ctx, w.cs, w.ns, w.judgeDeployment)
+	}
+	return err
+}
+
+// judged is how many Deployment events the watch judged and how many broke the invariant (0, 0 without a watch).
+func (w *sizerWork) judged() (events, violations int) {
+	if w.watch == nil {
+		return 0, 0
+	}
+	return w.watch.judged()
 }
 
 // change asks every sizer for the round's size, all at once: the sizer resizes a Deployment within milliseconds of
@@ -85,30 +104,19 @@ func (w *sizerWork) change(ctx context.Context, round int) error {
 	return g.Wait()
 }
 
-// check finds Deployments whose replicas are neither of the last two sizes asked, or whose template changed.
+// check finds Deployments whose replicas are neither of the last two sizes asked, or whose template changed: with a
+// watch, at any event since the last check; without, in a list of them now. The count of Deployments is listed.
 func (w *sizerWork) check(ctx context.Context) ([]string, error) {
 	deps, err := w.deployments(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var bad []string
-	round := w.round.Load()
-	if w.reached == nil {
-		w.reached = map[string]int32{}
-	}
-	for _, d := range deps {
-		r := ptr.Deref(d.Spec.Replicas, 1)
-		switch {
-		case r == sizeOf(round):
-			w.reached[d.Name] = round
-		case w.reached[d.Name] == round:
-			bad = append(bad, fmt.Sprintf("Deployment %s went back to %d replicas after it had the round's %d: a stale write",
-				d.Name, r, sizeOf(round)))
-		case r != sizeOf(round-1):
-			bad = append(bad, fmt.Sprintf("Deployment %s has %d replicas; its sizer asked for %d", d.Name, r, sizeOf(round)))
-		}
-		if want, ok := w.initial[d.Name]; ok && fingerprint(d.Spec.Template) != want {
-			bad = append(bad, fmt.Sprintf("Deployment %s has a new pod template: its pods roll though nothing asked for it", d.Name))
+	if w.watch != nil {
+		bad = w.watch.take()
+	} else {
+		for i := range deps {
+			bad = append(bad, w.judgeDeployment(&deps[i])...)
 		}
 	}
 	if w.initial != nil && len(deps) != w.count {
@@ -116,6 +124,32 @@ func (w *sizerWork) check(ctx context.Context) ([]string, error) {
 	}
 	sort.Strings(bad)
 	return bad, nil
+}
+
+// judgeDeployment says what is wrong with one Deployment as it stands: replicas neither of the last two sizes asked,
+// a size gone back once the round's was seen, or a new pod template.
+func (w *sizerWork) judgeDeployment(d *appsv1.Deployment) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var bad []string
+	round := w.round.Load()
+	if w.reached == nil {
+		w.reached = map[string]int32{}
+	}
+	r := ptr.Deref(d.Spec.Replicas, 1)
+	switch {
+	case r == sizeOf(round):
+		w.reached[d.Name] = round
+	case w.reached[d.Name] == round:
+		bad = append(bad, fmt.Sprintf("Deployment %s went back to %d replicas after it had the round's %d: a stale write",
+			d.Name, r, sizeOf(round)))
+	case r != sizeOf(round-1):
+		bad = append(bad, fmt.Sprintf("Deployment %s has %d replicas; its sizer asked for %d", d.Name, r, sizeOf(round)))
+	}
+	if want, ok := w.initial[d.Name]; ok && fingerprint(d.Spec.Template) != want {
+		bad = append(bad, fmt.Sprintf("Deployment %s has a new pod template: its pods roll though nothing asked for it", d.Name))
+	}
+	return bad
 }
 
 // left counts the Deployments not yet at the round's size.
