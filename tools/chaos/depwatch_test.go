@@ -101,7 +101,7 @@ func (f *flakyAsk) change(_ context.Context, round int) error {
 // The round asked while a leader is frozen is asked again until the apiserver takes it.
 func TestTheRoundAskedDuringAFreezeIsRetried(t *testing.T) {
 	f := &flakyAsk{failures: 2}
-	if err := askDespiteAFrozenReplica(context.Background(), f, 7); err != nil {
+	if err := askUntilTaken(context.Background(), f, 7); err != nil {
 		t.Fatal(err)
 	}
 	if len(f.asked) != 3 || f.asked[2] != 7 {
@@ -109,7 +109,7 @@ func TestTheRoundAskedDuringAFreezeIsRetried(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := askDespiteAFrozenReplica(ctx, &flakyAsk{failures: 1 << 30}, 8); err == nil || !strings.Contains(err.Error(), "round 8") {
+	if err := askUntilTaken(ctx, &flakyAsk{failures: 1 << 30}, 8); err == nil || !strings.Contains(err.Error(), "round 8") {
 		t.Fatalf("an ask that never succeeds: %v; want an error naming the round", err)
 	}
 }
