@@ -61,8 +61,8 @@ help: ## Show this help: every target, by section.
 ##@ Development
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate deepcopy functions and apply configurations for the API types.
-	cd apis && $(CONTROLLER_GEN) object applyconfiguration paths=./...
+generate: $(CONTROLLER_GEN) ## Generate the API types' deepcopy functions (zz_generated.deepcopy.go).
+	cd apis && $(CONTROLLER_GEN) object paths=./...
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs, per-controller RBAC ClusterRoles and webhook configurations into charts/keelson/files/.
