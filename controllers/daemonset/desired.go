@@ -15,16 +15,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+	"github.com/keelson-dev/keelson/internal/commonlabels"
 )
 
 // Labels on everything the controller creates.
 const (
 	// RevisionLabel holds the hash of the revision a pod runs (the key apps/v1 uses, so tools that know it work).
 	RevisionLabel = appsv1.DefaultDaemonSetUniqueLabelKey
-	// ManagedByLabel and PartOfLabel mark Keelson's objects.
-	ManagedByLabel = "app.kubernetes.io/managed-by"
-	PartOfLabel    = "app.kubernetes.io/part-of"
-	keelson        = "keelson"
 )
 
 // EffectiveSelector is the DaemonSet's pod selector: spec.selector, or the name label when it is empty (the
@@ -96,7 +93,9 @@ func revisionName(ds *daemonsetv1alpha1.DaemonSet, hash string) string {
 
 // ownedLabels are the labels every child of ds carries.
 func ownedLabels(ds *daemonsetv1alpha1.DaemonSet) map[string]string {
-	return map[string]string{daemonsetv1alpha1.NameLabel: ds.Name, ManagedByLabel: keelson, PartOfLabel: keelson}
+	l := commonlabels.Set()
+	l[daemonsetv1alpha1.NameLabel] = ds.Name
+	return l
 }
 
 // ownerReference makes ds the controlling owner, so the garbage collector removes its children with it.

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+	"github.com/keelson-dev/keelson/internal/commonlabels"
 )
 
 // A new leader's first pass lists the pods live, then reads its cache. A pod being deleted that is gone between the
@@ -160,7 +161,7 @@ func TestASelectorMustSelectThePodsAsTheControllerLabelsThem(t *testing.T) {
 	}{
 		"the template's own label":        {map[string]string{"app": "agent"}, map[string]string{"app": "agent"}, false},
 		"a typo":                          {map[string]string{"app": "agent"}, map[string]string{"app": "agnet"}, true},
-		"a label the controller rewrites": {map[string]string{PartOfLabel: "myplatform"}, map[string]string{PartOfLabel: "myplatform"}, true},
+		"a label the controller rewrites": {map[string]string{commonlabels.PartOf: "myplatform"}, map[string]string{commonlabels.PartOf: "myplatform"}, true},
 		"the name label":                  {map[string]string{daemonsetv1alpha1.NameLabel: "agent"}, map[string]string{daemonsetv1alpha1.NameLabel: "agent"}, false},
 		"the revision hash":               {map[string]string{RevisionLabel: "a"}, map[string]string{RevisionLabel: "a"}, true},
 	} {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+	"github.com/keelson-dev/keelson/internal/commonlabels"
 )
 
 // testTemplate is a template of one or two containers "app" and "sidecar" with the given images.
@@ -94,7 +95,7 @@ func TestInPlacePatch(t *testing.T) {
 	from := testTemplate("a:1", "b:1")
 	from.Labels["old"] = "x"
 	to := testTemplate("a:1", "b:2")
-	to.Labels[ManagedByLabel] = "Helm" // a chart's label: the controller's own value wins, as on a new pod
+	to.Labels[commonlabels.ManagedBy] = "Helm" // a chart's label: the controller's own value wins, as on a new pod
 	ds := &daemonsetv1alpha1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "ns", UID: "ds1"}}
 	pod := newPod(ds, from, oldRev, "n1")
 	pod.Name, pod.ResourceVersion, pod.UID = "agent-x", "42", "u1"
@@ -106,8 +107,8 @@ func TestInPlacePatch(t *testing.T) {
 	if got.Spec.Containers[0].Image != "a:1" || got.Spec.Containers[1].Image != "b:2" || len(got.Spec.Containers) != 2 {
 		t.Errorf("containers after the patch: %+v", got.Spec.Containers)
 	}
-	want := map[string]string{"app": "agent", "team": "", RevisionLabel: newRev, daemonsetv1alpha1.NameLabel: "agent", ManagedByLabel: keelson,
-		PartOfLabel: keelson, "added-by-someone": "keep"}
+	want := map[string]string{"app": "agent", "team": "", RevisionLabel: newRev, daemonsetv1alpha1.NameLabel: "agent", commonlabels.ManagedBy: commonlabels.Keelson,
+		commonlabels.PartOf: commonlabels.Keelson, "added-by-someone": "keep"}
 	delete(want, "team")
 	if !cmp.Equal(got.Labels, want) {
 		t.Errorf("labels after the patch: %v", cmp.Diff(want, got.Labels))

@@ -13,6 +13,7 @@ import (
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/internal/conditions"
+	"github.com/keelson-dev/keelson/internal/commonlabels"
 )
 
 // maxListed is how many nodes a condition message names before it says "and N more".
@@ -303,8 +304,8 @@ func selectorMismatch(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTempl
 	for _, hash := range []string{"a", "b"} {
 		if l := podLabels(ds, template, hash); !selector.Matches(labels.Set(l)) {
 			return fmt.Sprintf("spec.selector %s does not select the labels the controller gives every pod (%s=%s, %s "+
-				"and %s=%s, %s for the revision)", selector, daemonsetv1alpha1.NameLabel, ds.Name, ManagedByLabel, PartOfLabel,
-				keelson, RevisionLabel)
+				"and %s=%s, %s for the revision)", selector, daemonsetv1alpha1.NameLabel, ds.Name, commonlabels.ManagedBy, commonlabels.PartOf,
+				commonlabels.Keelson, RevisionLabel)
 		}
 	}
 	return ""

@@ -19,6 +19,7 @@ import (
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/internal/apply"
+	"github.com/keelson-dev/keelson/internal/commonlabels"
 	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
@@ -346,7 +347,7 @@ func orphanOf(obj client.Object, p *inferencev1alpha1.Pipeline) bool {
 		return false // an object with any owner is someone's
 	}
 	l := obj.GetLabels()
-	return l[inferencev1alpha1.PipelineLabel] == p.Name && l[managedByLabel] == keelson
+	return l[inferencev1alpha1.PipelineLabel] == p.Name && l[commonlabels.ManagedBy] == commonlabels.Keelson
 }
 
 // adopt makes p the controller of obj, one of its orphans, under the resourceVersion read: an object changed since

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/internal/commonlabels"
 	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
@@ -25,9 +26,6 @@ const (
 	// name and the step's name.
 	PipelineNameLabel = "pipeline"
 	StepShortLabel    = "step"
-	managedByLabel    = "app.kubernetes.io/managed-by"
-	partOfLabel       = "app.kubernetes.io/part-of"
-	keelson           = "keelson"
 
 	// ModelsMountPath is where each step finds its model.
 	ModelsMountPath = "/models"
@@ -66,7 +64,10 @@ func volumeName(ctx context.Context, c client.Reader, p *inferencev1alpha1.Pipel
 }
 
 func pipelineLabels(p *inferencev1alpha1.Pipeline) map[string]string {
-	return map[string]string{PipelineNameLabel: p.Name, inferencev1alpha1.PipelineLabel: p.Name, managedByLabel: keelson, partOfLabel: keelson}
+	l := commonlabels.Set()
+	l[PipelineNameLabel] = p.Name
+	l[inferencev1alpha1.PipelineLabel] = p.Name
+	return l
 }
 
 func ownerRef(p *inferencev1alpha1.Pipeline) metav1.OwnerReference {

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+	"github.com/keelson-dev/keelson/internal/commonlabels"
 )
 
 // orphanOf reports whether obj is an object this sizer made that lost its owner: no controller, and the labels the
@@ -20,7 +21,7 @@ func orphanOf(obj client.Object, wls *sizerv1alpha1.WorkloadSizer) bool {
 		return false // an object with any owner is someone's
 	}
 	l := obj.GetLabels()
-	return l[sizerv1alpha1.NameLabel] == wls.Name && l[managedByLabel] == keelson
+	return l[sizerv1alpha1.NameLabel] == wls.Name && l[commonlabels.ManagedBy] == commonlabels.Keelson
 }
 
 // adopt makes wls the controller of obj, one of its orphans, under the resourceVersion read: an object changed since

@@ -16,6 +16,7 @@ import (
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+	"github.com/keelson-dev/keelson/internal/commonlabels"
 )
 
 // Names and labels of what the sizer writes.
@@ -23,10 +24,7 @@ const (
 	// FieldOwner is the server-side apply field manager of what the sizer owns outright: a target it created, its
 	// PodDisruptionBudget, Service and Ingress. Fields of a workload it did not create are applied under a field
 	// manager of their own per sizer (workloadFieldOwner).
-	FieldOwner     = sizerv1alpha1.FieldManager
-	managedByLabel = "app.kubernetes.io/managed-by"
-	partOfLabel    = "app.kubernetes.io/part-of"
-	keelson        = "keelson"
+	FieldOwner = sizerv1alpha1.FieldManager
 )
 
 // maxFieldManagerLength is the apiserver's limit on a field manager's name.
@@ -54,7 +52,9 @@ type containerPatch struct {
 
 // ownedLabels are the labels on everything the sizer creates.
 func ownedLabels(wls *sizerv1alpha1.WorkloadSizer) map[string]string {
-	return map[string]string{sizerv1alpha1.NameLabel: wls.Name, managedByLabel: keelson, partOfLabel: keelson}
+	l := commonlabels.Set()
+	l[sizerv1alpha1.NameLabel] = wls.Name
+	return l
 }
 
 func ownerRef(wls *sizerv1alpha1.WorkloadSizer) *metav1ac.OwnerReferenceApplyConfiguration {

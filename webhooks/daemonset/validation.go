@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
+	"github.com/keelson-dev/keelson/internal/commonlabels"
 	"github.com/keelson-dev/keelson/webhooks/internal/validation"
 )
 
@@ -123,8 +124,8 @@ func validateSelector(ds *daemonsetv1alpha1.DaemonSet, p *field.Path) field.Erro
 	if pod == nil {
 		pod = map[string]string{}
 	}
-	maps.Copy(pod, map[string]string{daemonsetv1alpha1.NameLabel: ds.Name, "app.kubernetes.io/managed-by": "keelson",
-		"app.kubernetes.io/part-of": "keelson"})
+	maps.Copy(pod, commonlabels.Set())
+	pod[daemonsetv1alpha1.NameLabel] = ds.Name
 	for _, hash := range []string{"a", "b"} {
 		pod[appsv1.DefaultDaemonSetUniqueLabelKey] = hash
 		if !sel.Empty() && !sel.Matches(labels.Set(pod)) {
