@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -16,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/internal/managedfields"
 	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
@@ -150,28 +150,19 @@ func withoutReplicas(entries []metav1.ManagedFieldsEntry) ([]metav1.ManagedField
 	out := make([]metav1.ManagedFieldsEntry, 0, len(entries))
 	held := false
 	for _, e := range entries {
-		if e.Manager != FieldOwner || e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != "" || e.FieldsV1 == nil {
+		if !managedfields.AppliedBy(e, FieldOwner) {
 			out = append(out, e)
 			continue
 		}
-		var trie map[string]any
-		if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &trie); err != nil {
-			out = append(out, e)
-			continue
-		}
-		spec, _ := trie["f:spec"].(map[string]any)
-		if _, ok := spec["f:replicas"]; !ok {
+		trie, _ := managedfields.Decode(e) // nil when undecodable: it holds nothing to take out
+		spec := managedfields.Walk(trie, "f:spec")
+		if _, has := spec["f:replicas"]; !has {
 			out = append(out, e)
 			continue
 		}
 		held = true
 		delete(spec, "f:replicas")
-		raw, err := json.Marshal(trie)
-		if err != nil {
-			out = append(out, e)
-			continue
-		}
-		e.FieldsV1 = metav1.NewFieldsV1(string(raw))
+		e.FieldsV1 = managedfields.Encode(trie)
 		out = append(out, e)
 	}
 	return out, held

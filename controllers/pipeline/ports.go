@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/internal/managedfields"
 )
 
 // clashingPorts lists the live ports that have the number (and protocol) of one of desired's ports under another
@@ -39,18 +39,11 @@ func protocolOf(p corev1.ServicePort) corev1.Protocol {
 func ownsPort(entries []metav1.ManagedFieldsEntry, p corev1.ServicePort) bool {
 	key := fmt.Sprintf(`k:{"port":%d,"protocol":%q}`, p.Port, protocolOf(p))
 	for _, e := range entries {
-		if e.Manager != FieldOwner || e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != "" || e.FieldsV1 == nil {
+		if !managedfields.AppliedBy(e, FieldOwner) {
 			continue
 		}
-		var trie struct {
-			Spec struct {
-				Ports map[string]any `json:"f:ports"`
-			} `json:"f:spec"`
-		}
-		if json.Unmarshal(e.FieldsV1.GetRawBytes(), &trie) != nil {
-			continue
-		}
-		if _, ok := trie.Spec.Ports[key]; ok {
+		trie, _ := managedfields.Decode(e)
+		if _, ok := managedfields.Walk(trie, "f:spec", "f:ports")[key]; ok {
 			return true
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/internal/managedfields"
 )
 
 // standDown makes a sizer that another one outranks on the same workload let go of everything it may have written
@@ -88,7 +89,7 @@ func (r *Reconciler) release(ctx context.Context, wls *sizerv1alpha1.WorkloadSiz
 		} else if c == nil {
 			managers = append(managers, FieldOwner) // no other sizer could have written the shared entry
 		}
-		if remaining, found := withoutEntriesOf(t.obj, managers...); found && len(remaining) > 0 {
+		if remaining, found := managedfields.Without(t.obj.GetManagedFields(), managers...); found && len(remaining) > 0 {
 			patch := client.MergeFromWithOptions(t.obj.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
 			t.obj.SetManagedFields(remaining)
 			if err := r.Patch(ctx, t.obj, patch); err != nil && !apierrors.IsNotFound(err) {

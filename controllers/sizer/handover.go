@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/keelson-dev/keelson/controllers/internal/managedfields"
 )
 
 // fieldSet is the part of a workload's fields a sizer can own: replicas, each container's resource quantities
@@ -161,49 +163,36 @@ func appliedFields(ac any) fieldSet {
 	return out
 }
 
-// isOurs reports whether a managedFields entry is one of the given managers' applies to the main resource.
-func isOurs(e metav1.ManagedFieldsEntry, managers []string) bool {
-	if e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != "" {
-		return false
-	}
-	for _, m := range managers {
-		if e.Manager == m {
-			return true
-		}
-	}
-	return false
-}
-
 // ownedFields reads, from obj's managedFields, the fields the given managers own (the FieldsV1 trie:
 // f:spec → f:replicas, and f:spec → f:template → f:spec → f:containers → k:{"name":…} → f:resources / f:env).
 func ownedFields(obj metav1.Object, managers ...string) fieldSet {
 	var out fieldSet
 	for _, e := range obj.GetManagedFields() {
-		if !isOurs(e, managers) || e.FieldsV1 == nil {
+		if !managedfields.AppliedBy(e, managers...) {
 			continue
 		}
-		var trie map[string]any
-		if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &trie); err != nil {
+		trie, ok := managedfields.Decode(e)
+		if !ok {
 			continue
 		}
-		if _, ok := walk(trie, "f:spec")["f:replicas"]; ok {
+		if _, ok := managedfields.Walk(trie, "f:spec")["f:replicas"]; ok {
 			out.replicas = true
 		}
-		for key, sub := range walk(trie, "f:spec", "f:template", "f:spec", "f:containers") {
-			container, ok := keyName(key)
+		for key, sub := range managedfields.Walk(trie, "f:spec", "f:template", "f:spec", "f:containers") {
+			container, ok := managedfields.KeyName(key)
 			if !ok {
 				continue
 			}
 			subMap, _ := sub.(map[string]any)
 			for _, kind := range []string{"requests", "limits"} {
-				for name := range walk(subMap, "f:resources", "f:"+kind) {
+				for name := range managedfields.Walk(subMap, "f:resources", "f:"+kind) {
 					if res, ok := strings.CutPrefix(name, "f:"); ok {
 						out.addResource(container, kind+"/"+res)
 					}
 				}
 			}
-			for envKey := range walk(subMap, "f:env") {
-				if name, ok := keyName(envKey); ok {
+			for envKey := range managedfields.Walk(subMap, "f:env") {
+				if name, ok := managedfields.KeyName(envKey); ok {
 					out.addEnv(container, name)
 				}
 			}
@@ -217,21 +206,21 @@ func ownedFields(obj metav1.Object, managers ...string) fieldSet {
 func envWithOwners(obj metav1.Object) map[string]map[string]bool {
 	out := map[string]map[string]bool{}
 	for _, e := range obj.GetManagedFields() {
-		if e.FieldsV1 == nil || e.Subresource != "" {
+		if e.Subresource != "" {
 			continue
 		}
-		var trie map[string]any
-		if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &trie); err != nil {
+		trie, ok := managedfields.Decode(e)
+		if !ok {
 			continue
 		}
-		for key, sub := range walk(trie, "f:spec", "f:template", "f:spec", "f:containers") {
-			container, ok := keyName(key)
+		for key, sub := range managedfields.Walk(trie, "f:spec", "f:template", "f:spec", "f:containers") {
+			container, ok := managedfields.KeyName(key)
 			if !ok {
 				continue
 			}
 			subMap, _ := sub.(map[string]any)
-			for envKey := range walk(subMap, "f:env") {
-				if name, ok := keyName(envKey); ok {
+			for envKey := range managedfields.Walk(subMap, "f:env") {
+				if name, ok := managedfields.KeyName(envKey); ok {
 					out = addTo(out, container, name)
 				}
 			}
@@ -248,12 +237,12 @@ func envWithOwners(obj metav1.Object) map[string]map[string]bool {
 func handOver(entries []metav1.ManagedFieldsEntry, manager string, legacy []string, released fieldSet) (out []metav1.ManagedFieldsEntry, changed bool) {
 	ours := append([]string{manager}, legacy...)
 	for _, e := range entries {
-		if !isOurs(e, ours) || e.FieldsV1 == nil {
+		if !managedfields.AppliedBy(e, ours...) {
 			out = append(out, e)
 			continue
 		}
-		var trie map[string]any
-		if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &trie); err != nil {
+		trie, ok := managedfields.Decode(e)
+		if !ok {
 			out = append(out, e)
 			continue
 		}
@@ -270,8 +259,7 @@ func handOver(entries []metav1.ManagedFieldsEntry, manager string, legacy []stri
 			if len(trie) == 0 {
 				continue // nothing left: the entry goes
 			}
-			b, _ := json.Marshal(trie)
-			e.FieldsV1 = metav1.NewFieldsV1(string(b))
+			e.FieldsV1 = managedfields.Encode(trie)
 		}
 		out = append(out, e)
 	}
@@ -291,41 +279,27 @@ func mergeSameManager(entries []metav1.ManagedFieldsEntry) []metav1.ManagedField
 			out = append(out, e)
 			continue
 		}
-		var a, b map[string]any
-		if json.Unmarshal(out[i].FieldsV1.GetRawBytes(), &a) != nil || json.Unmarshal(e.FieldsV1.GetRawBytes(), &b) != nil {
+		a, okA := managedfields.Decode(out[i])
+		b, okB := managedfields.Decode(e)
+		if !okA || !okB {
 			out = append(out, e)
 			continue
 		}
-		mergeTrie(a, b)
-		raw, _ := json.Marshal(a)
-		out[i].FieldsV1 = metav1.NewFieldsV1(string(raw))
+		managedfields.Merge(a, b)
+		out[i].FieldsV1 = managedfields.Encode(a)
 	}
 	return out
-}
-
-func mergeTrie(into, from map[string]any) {
-	for k, v := range from {
-		sub, ok := v.(map[string]any)
-		dst, ok2 := into[k].(map[string]any)
-		if ok && ok2 {
-			mergeTrie(dst, sub)
-			continue
-		}
-		if _, exists := into[k]; !exists {
-			into[k] = v
-		}
-	}
 }
 
 // sizerSubtree keeps, of a FieldsV1 trie, only what a sizer writes to a workload it did not create: replicas and
 // each container's resources and environment (the containers themselves stay their owners').
 func sizerSubtree(trie map[string]any) map[string]any {
 	spec := map[string]any{}
-	if r, ok := walk(trie, "f:spec")["f:replicas"]; ok {
+	if r, ok := managedfields.Walk(trie, "f:spec")["f:replicas"]; ok {
 		spec["f:replicas"] = r
 	}
 	containers := map[string]any{}
-	for key, sub := range walk(trie, "f:spec", "f:template", "f:spec", "f:containers") {
+	for key, sub := range managedfields.Walk(trie, "f:spec", "f:template", "f:spec", "f:containers") {
 		subMap, _ := sub.(map[string]any)
 		kept := map[string]any{}
 		for _, f := range []string{"f:resources", "f:env"} {
@@ -350,32 +324,32 @@ func sizerSubtree(trie map[string]any) map[string]any {
 func removeFields(trie map[string]any, released fieldSet) bool {
 	removed := false
 	if released.replicas {
-		if spec := walk(trie, "f:spec"); spec != nil {
+		if spec := managedfields.Walk(trie, "f:spec"); spec != nil {
 			if _, ok := spec["f:replicas"]; ok {
 				delete(spec, "f:replicas")
 				removed = true
 			}
 		}
 	}
-	containers := walk(trie, "f:spec", "f:template", "f:spec", "f:containers")
+	containers := managedfields.Walk(trie, "f:spec", "f:template", "f:spec", "f:containers")
 	for key, sub := range containers {
-		container, ok := keyName(key)
+		container, ok := managedfields.KeyName(key)
 		if !ok {
 			continue
 		}
 		subMap, _ := sub.(map[string]any)
 		for k := range released.resources[container] {
 			kind, res, _ := strings.Cut(k, "/")
-			if list := walk(subMap, "f:resources", "f:"+kind); list != nil {
+			if list := managedfields.Walk(subMap, "f:resources", "f:"+kind); list != nil {
 				if _, ok := list["f:"+res]; ok {
 					delete(list, "f:"+res)
 					removed = true
 				}
 			}
 		}
-		if env := walk(subMap, "f:env"); env != nil {
+		if env := managedfields.Walk(subMap, "f:env"); env != nil {
 			for envKey := range env {
-				if name, ok := keyName(envKey); ok && released.env[container][name] {
+				if name, ok := managedfields.KeyName(envKey); ok && released.env[container][name] {
 					delete(env, envKey)
 					removed = true
 				}
