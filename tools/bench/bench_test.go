@@ -428,6 +428,20 @@ func TestAStalledTrialIsNamed(t *testing.T) {
 	if got := stalledTrials(trials[2:]); len(got) != 0 {
 		t.Fatalf("no stall, yet %q", got)
 	}
+	// A pipeline, its bare twin and a leader handover are judged among their own peers too.
+	r := Results{Pipeline: pipelineResult{Pairs: []pipelinePair{{Keelson: 2 * time.Second, Bare: time.Second},
+		{Keelson: 2 * time.Second, Bare: 4 * time.Second}, {Keelson: 7 * time.Second, Bare: time.Second}}},
+		Handovers: []handoverResult{{Duration: time.Second}, {Duration: 2 * time.Second}, {Duration: 10 * time.Second}}}
+	got = stalledTrials(timedTrials(r))
+	want := []string{"leader handover workload-sizer trial 2 took 10s", "pipeline bare twin trial 1 took 4s", "pipeline keelson trial 2 took 7s"}
+	if len(got) != len(want) {
+		t.Fatalf("stalled trials %q: want %q", got, want)
+	}
+	for i := range want {
+		if !strings.Contains(got[i], want[i]) {
+			t.Fatalf("stalled trials %q: want %q", got, want)
+		}
+	}
 }
 
 // The write floor is the time a client budget lets the writes take: the burst at once, the rest at qps. A run slower

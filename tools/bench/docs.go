@@ -203,8 +203,9 @@ func linePlot(path, title, yLabel string, rows Report, y func(Row) (float64, flo
 // benchmarksDoc is docs/benchmarks.md; make bench rewrites it.
 const benchmarksDoc = `# Benchmarks
 
-What does Keelson cost a cluster, next to what it replaces? Every number here comes from one run of ` + "`make bench`" + `
-(run %s) on the local cluster ([local-cluster.md](local-cluster.md)): Keelson and the built-in controller on the
+What does Keelson cost a cluster, next to what it replaces? Every number here but the pipeline model cache's (which
+` + "`make bench-model-cache`" + ` measures on the real node, and dates in its own section) comes from one run of
+` + "`make bench`" + ` (run %s) on the local cluster ([local-cluster.md](local-cluster.md)): Keelson and the built-in controller on the
 same simulated nodes, in the same run, alternating which goes first over %d repetitions. The machine is
 noisy (%d cores, %d GiB, kernel %s; commit %s, %s): trust the ratios within the run more than the absolute times.
 
@@ -257,6 +258,9 @@ noisy (%d cores, %d GiB, kernel %s; commit %s, %s): trust the ratios within the 
 - **Leader handover** runs from the request deleting the workload-sizer's leader pod (what a rollout does to it) to
   a new leader holding the lease and having reconciled a probe object changed once it held it (so no write of the
   old leader, still running while its pod terminates, counts as the new one's).
+- **Stalls fail the run**: any trial (a DaemonSet's, a pipeline's or its bare twin's, a leader handover) slower than
+  three times the median of its peers (the same benchmark, implementation and N) is named, and no page is written: a
+  median would hide it.
 - Raw results: [benchmarks/results.json](benchmarks/results.json). Rerun with ` + "`make bench`" + ` (` + "`make bench-quick`" + `: small
   sizes, prints the tables; ` + "`bin/tools/bench --nodes 1000 --reps 2`" + ` explores one size and writes nothing).
 

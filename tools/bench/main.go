@@ -261,7 +261,7 @@ func run() error {
 	if missing := missingMeasurements(*res, writers); len(missing) > 0 {
 		return fmt.Errorf("measurements missing, so the results above prove nothing about them:\n  %s", strings.Join(missing, "\n  "))
 	}
-	if stalled := stalledTrials(res.DaemonSet); len(stalled) > 0 {
+	if stalled := stalledTrials(timedTrials(*res)); len(stalled) > 0 {
 		return fmt.Errorf("trials stalled, which their medians would hide:\n  %s", strings.Join(stalled, "\n  "))
 	}
 	if o.quick || o.nodes != "" || o.reps > 0 {

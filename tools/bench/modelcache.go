@@ -42,7 +42,9 @@ type ModelCacheTrial struct {
 
 // ModelCacheResult is the benchmark's run.
 type ModelCacheResult struct {
-	When   time.Time         `json:"when"`
+	When time.Time `json:"when"`
+	// Commit is the checkout the run was made at (git describe --dirty).
+	Commit string            `json:"commit"`
 	Size   int64             `json:"size"`
 	Node   string            `json:"node"`
 	Trials []ModelCacheTrial `json:"trials"`
@@ -68,7 +70,7 @@ func benchModelCache(ctx context.Context, c client.Client, reps int, out string)
 	if err := modelServer(ctx, c, node); err != nil {
 		return err
 	}
-	res := ModelCacheResult{When: time.Now().UTC(), Size: modelCacheSize, Node: node}
+	res := ModelCacheResult{When: time.Now().UTC(), Commit: describeMachine().Commit, Size: modelCacheSize, Node: node}
 	for rep := range reps {
 		uri := fmt.Sprintf("http://model-server.%s.svc:8080/models/bench-%d-%d.bin?size=%d", modelCacheNS, time.Now().Unix(), rep, modelCacheSize)
 		var t ModelCacheTrial
@@ -198,11 +200,15 @@ func modelCacheSection(r ModelCacheResult) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "### Pipeline model cache (a %d MiB model, storage cache, on the local cluster's real node)\n\n", r.Size>>20)
-	fmt.Fprintf(&b, "Written by `make bench-model-cache` (%s; pairs: %d): a one-step pipeline whose model, served over HTTP "+
+	commit := r.Commit
+	if commit == "" {
+		commit = "commit not recorded"
+	}
+	fmt.Fprintf(&b, "Written by `make bench-model-cache` (%s at %s; pairs: %d): a one-step pipeline whose model, served over HTTP "+
 		"from a pod on the node, is fetched cold into the node's cache; then a second pipeline with the same model on the "+
 		"same node, whose fetch revalidates it (a conditional request answered 304) and starts from the cache. The server "+
 		"is a pod on the same node, so a cold fetch costs the node's disk and hashing, not a network's bandwidth. Times "+
-		"are medians; the fetch is the fetch's own measure of its run.\n\n", r.When.Format("2006-01-02"), len(r.Trials))
+		"are medians; the fetch is the fetch's own measure of its run.\n\n", r.When.Format("2006-01-02"), commit, len(r.Trials))
 	b.WriteString("| | create → Ready | fetch |\n|---|---|---|\n")
 	fmt.Fprintf(&b, "| cold (downloaded) | %.2f s | %.2f s |\n", median(coldReady), median(coldFetch))
 	fmt.Fprintf(&b, "| from the cache | %.2f s | %.2f s |\n\n", median(hitReady), median(hitFetch))

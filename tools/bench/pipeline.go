@@ -29,7 +29,7 @@ const (
 	// would be pinned to a few GPU nodes.
 	pipelineNodes = 10
 	// pairPoll is how often one pair's objects are read: one Get (or one small List) each time, so it can be
-	// finer than the cluster-wide polls, and the per-step resolution is pairPoll / pipelineSteps.
+	// finer than the cluster-wide polls: a pipeline's overhead is resolved to pairPoll.
 	pairPoll = 50 * time.Millisecond
 	// hostnameLabel is the node label the pipeline controller pins steps with.
 	hostnameLabel = "kubernetes.io/hostname"

@@ -10,6 +10,20 @@ import (
 // alone hides one trial of ten minutes among three of ten seconds; the run must not.
 const stallFactor = 3
 
+// timedTrials is every timed trial of a run, as trials to judge for stalls: the DaemonSet's, each pipeline of a
+// pair and its bare twin, and each leader handover.
+func timedTrials(r Results) []trial {
+	out := append([]trial(nil), r.DaemonSet...)
+	for i, p := range r.Pipeline.Pairs {
+		out = append(out, trial{Bench: "pipeline", Impl: implKeelson, Rep: i, Duration: p.Keelson},
+			trial{Bench: "pipeline", Impl: "bare twin", Rep: i, Duration: p.Bare})
+	}
+	for i, h := range r.Handovers {
+		out = append(out, trial{Bench: "leader handover", Impl: "workload-sizer", Rep: i, Duration: h.Duration})
+	}
+	return out
+}
+
 // stalledTrials names every trial slower than stallFactor times the median of its peers: the other trials of the
 // same benchmark, implementation and node count. A trial without peers is judged against nothing.
 func stalledTrials(trials []trial) []string {
@@ -35,8 +49,12 @@ func stalledTrials(trials []trial) []string {
 				continue
 			}
 			if m := median(peers); m > 0 && t.Duration.Seconds() > stallFactor*m {
-				out = append(out, fmt.Sprintf("%s %s N=%d trial %d took %s, over %d× the median of its peers (%s)",
-					k.bench, k.impl, k.nodes, t.Rep, t.Duration.Round(time.Millisecond), stallFactor,
+				at := ""
+				if k.nodes > 0 {
+					at = fmt.Sprintf(" N=%d", k.nodes)
+				}
+				out = append(out, fmt.Sprintf("%s %s%s trial %d took %s, over %d× the median of its peers (%s)",
+					k.bench, k.impl, at, t.Rep, t.Duration.Round(time.Millisecond), stallFactor,
 					time.Duration(m*float64(time.Second)).Round(time.Millisecond)))
 			}
 		}

@@ -114,8 +114,8 @@ func TestControllerOf(t *testing.T) {
 
 // A controller's restart is excused only by the fault it followed, and only when it lost its lease there: the
 // container's log says so, the outage could cost a lease, and it stopped in the fault's window. A plain crash during
-// a long outage, a restart whose cause no log shows, and a long outage elsewhere in the run excuse nothing. A
-// workload never sampled always fails.
+// a long outage, a restart whose cause no log shows, and a long outage elsewhere in the run excuse nothing; a restart
+// before the first fault has none to excuse it. A workload never sampled always fails.
 func TestRestartFailures(t *testing.T) {
 	samples := map[string]int{"daemonset-controller": 3, "workload-sizer": 3, "pipeline-controller": 3}
 	at := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
@@ -157,6 +157,11 @@ func TestRestartFailures(t *testing.T) {
 				t.Fatalf("failures %q, want one saying %q", got, tc.want)
 			}
 		})
+	}
+	early := RestartResult{Faults: []RestartFault{fault(14*time.Second, lost)}, SamplesOf: samples,
+		ControllerRestarts: map[string]int32{"workload-sizer": 2}}
+	if got := early.failures(); len(got) != 1 || !strings.Contains(got[0], "workload-sizer restarted 1 times before the first restart") {
+		t.Errorf("a restart before any fault: failures %q", got)
 	}
 	r := RestartResult{SamplesOf: map[string]int{"daemonset-controller": 3}}
 	if got := r.failures(); len(got) != 2 {

@@ -69,14 +69,20 @@ func controlPlaneRestarts(ctx context.Context, c client.Client, cs kubernetes.In
 	work map[string]workload, auditLog string, faults int, rng *rand.Rand) (RestartResult, error) {
 	r := RestartResult{ControllerRestarts: map[string]int32{}, Writes: map[string]int{}, Refused: map[string]int{},
 		SamplesOf: map[string]int{}}
+	// Restarts are counted from before the setup: one there, or before the first fault, has no fault to explain it,
+	// and fails the run (failures).
+	before, err := controllerRestarts(ctx, c, in)
+	if err != nil {
+		return r, err
+	}
+	_, countedPods, err := restartCauses(ctx, c, cs, in, nil)
+	if err != nil {
+		return r, err
+	}
 	for _, name := range controllers {
 		if err := work[name].setUp(ctx); err != nil {
 			return r, fmt.Errorf("setting up the %s workload: %w", name, err)
 		}
-	}
-	before, err := controllerRestarts(ctx, c, in)
-	if err != nil {
-		return r, err
 	}
 	sctx, stop := context.WithCancel(ctx)
 	samplers := map[string]*sampler{}
@@ -101,10 +107,6 @@ func controlPlaneRestarts(ctx context.Context, c client.Client, cs kubernetes.In
 	began := time.Now()
 	var windows [][2]time.Time
 	counted := before
-	_, countedPods, err := restartCauses(ctx, c, cs, in, nil)
-	if err != nil {
-		return r, err
-	}
 	// countRestarts gives the last fault the controller restarts since the last count, and why each container
 	// stopped, once every replica is back.
 	countRestarts := func() error {
@@ -301,6 +303,17 @@ func (r RestartResult) failures() []string {
 	for _, name := range controllers {
 		if r.SamplesOf[name] == 0 {
 			out = append(out, fmt.Sprintf("control-plane restarts: %s's invariant was never sampled", name))
+		}
+	}
+	// A restart no fault was given (in the setup, or before the first fault) has nothing to explain it.
+	for _, name := range controllers {
+		judged := int32(0)
+		for _, f := range r.Faults {
+			judged += f.ControllerRestarts[name]
+		}
+		if n := r.ControllerRestarts[name] - judged; n > 0 {
+			out = append(out, fmt.Sprintf("control-plane restarts: %s restarted %d times before the first restart, "+
+				"which no fault explains", name, n))
 		}
 	}
 	// Each controller restart is judged against the fault it followed: only a lease lost in that fault's window, in
