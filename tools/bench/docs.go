@@ -259,8 +259,8 @@ noisy (%d cores, %d GiB, kernel %s; commit %s, %s): trust the ratios within the 
   a new leader holding the lease and having reconciled a probe object changed once it held it (so no write of the
   old leader, still running while its pod terminates, counts as the new one's).
 - **Stalls fail the run**: any trial (a DaemonSet's, a pipeline's or its bare twin's, a leader handover) slower than
-  three times the median of its peers (the same benchmark, implementation and N) is named, and no page is written: a
-  median would hide it.
+  three times the median of its peers (the same benchmark, implementation and N), and by 5 s at least, is named, and no
+  page is written: a median would hide it.
 - Raw results: [benchmarks/results.json](benchmarks/results.json). Rerun with ` + "`make bench`" + ` (` + "`make bench-quick`" + `: small
   sizes, prints the tables; ` + "`bin/tools/bench --nodes 1000 --reps 2`" + ` explores one size and writes nothing).
 

@@ -6,9 +6,13 @@ import (
 	"time"
 )
 
-// stallFactor is how many times slower than the median of its peers a trial may be before it is a stall. A median
-// alone hides one trial of ten minutes among three of ten seconds; the run must not.
-const stallFactor = 3
+// stallFactor is how many times slower than the median of its peers a trial may be before it is a stall, and
+// stallMargin by how much at least: a median alone hides one trial of ten minutes among three of ten seconds, which
+// the run must not; a pipeline of half a second that took two (a pause of the noisy machine) is no stall.
+const (
+	stallFactor = 3
+	stallMargin = 5 * time.Second
+)
 
 // timedTrials is every timed trial of a run, as trials to judge for stalls: the DaemonSet's, each pipeline of a
 // pair and its bare twin, and each leader handover.
@@ -24,7 +28,7 @@ func timedTrials(r Results) []trial {
 	return out
 }
 
-// stalledTrials names every trial slower than stallFactor times the median of its peers: the other trials of the
+// stalledTrials names every trial slower than stallFactor times the median of its peers, and by stallMargin at least: the other trials of the
 // same benchmark, implementation and node count. A trial without peers is judged against nothing.
 func stalledTrials(trials []trial) []string {
 	type key struct {
@@ -48,7 +52,7 @@ func stalledTrials(trials []trial) []string {
 			if len(peers) == 0 {
 				continue
 			}
-			if m := median(peers); m > 0 && t.Duration.Seconds() > stallFactor*m {
+			if m := median(peers); m > 0 && t.Duration.Seconds() > stallFactor*m && t.Duration.Seconds()-m > stallMargin.Seconds() {
 				at := ""
 				if k.nodes > 0 {
 					at = fmt.Sprintf(" N=%d", k.nodes)

@@ -43,14 +43,16 @@ func newDeploymentWatch(ctx context.Context, cs kubernetes.Interface, ns string,
 	// A client that cannot stream the first list as watch events (a fake one) says so, and is listed instead.
 	inf := toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(lw, cs), &appsv1.Deployment{}, 0,
 		toolscache.Indexers{})
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    w.observe,
 		UpdateFunc: func(_, obj any) { w.observe(obj) },
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 	go inf.Run(ctx.Done())
-	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+	// The handler's own sync too: the first list's events are delivered (and not judged) before the store is judged.
+	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced, reg.HasSynced) {
 		return nil, fmt.Errorf("the watch of %s's Deployments did not sync", ns)
 	}
 	w.mu.Lock()

@@ -10,9 +10,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 // A stale size that the leader puts right at once is seen by the watch, though a list just after shows all well:
@@ -111,5 +115,58 @@ func TestTheRoundAskedDuringAFreezeIsRetried(t *testing.T) {
 	cancel()
 	if err := askUntilTaken(ctx, &flakyAsk{failures: 1 << 30}, 8); err == nil || !strings.Contains(err.Error(), "round 8") {
 		t.Fatalf("an ask that never succeeds: %v; want an error naming the round", err)
+	}
+}
+
+// With a watch judging the Deployments, what only a list shows (a step's Service deleted and created again) still
+// counts among the violations.
+func TestListFindingsCountBesideTheWatch(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "chaos-0-detect", Namespace: "ns", UID: "second",
+		Labels: map[string]string{"inference.keelson.dev/pipeline": "chaos-0"}}}
+	w := &pipelineWork{c: fake.NewClientBuilder().WithScheme(scheme).WithObjects(svc).Build(), ns: "ns",
+		uids: map[string]types.UID{"Service chaos-0-detect": "first"}}
+	var err error
+	if w.watch, err = newDeploymentWatch(ctx, kubefake.NewClientset(), "ns", w.judgeDeployment); err != nil {
+		t.Fatal(err)
+	}
+	bad, err := w.check(ctx)
+	if err != nil || len(bad) != 1 || !strings.Contains(bad[0], "was deleted and created again") {
+		t.Fatalf("check = %q, %v; want the Service created again", bad, err)
+	}
+	if _, violations := w.judged(); violations != 1 {
+		t.Fatalf("judged %d violations, want the list's one", violations)
+	}
+}
+
+// A round asked during a freeze moves the rounds on by two: a Deployment the fault caught a round behind is no
+// violation at its old size, and once it has the newest size, a size of an earlier round is a stale write.
+func TestSizerJudgeAcrossARoundAskedDuringAFreeze(t *testing.T) {
+	w := &sizerWork{}
+	dep := func(n int32) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "chaos-0"}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To(n)}}
+	}
+	steps := []struct {
+		round, size int32
+		want        string
+	}{
+		{4, sizeOf(4), ""},
+		{5, sizeOf(4), ""}, // the round's work asked, the fault lands before this one is resized
+		{6, sizeOf(4), ""}, // a round asked during the freeze: still two rounds behind
+		{6, sizeOf(6), ""}, // the new leader resizes it
+		{6, sizeOf(5), "went back to 5 replicas after it had round 6's 3: a stale write"}, // the woken leader's plan
+		{6, 1, "has 1 replicas; its sizer asked for 3"},
+	}
+	for i, s := range steps {
+		w.round.Store(s.round)
+		got := strings.Join(w.judgeDeployment(dep(s.size)), "; ")
+		if (s.want == "" && got != "") || !strings.Contains(got, s.want) {
+			t.Fatalf("step %d (round %d, %d replicas): %q, want %q", i, s.round, s.size, got, s.want)
+		}
 	}
 }

@@ -43,6 +43,9 @@ type pipelineWork struct {
 	round atomic.Int32
 	mu    sync.Mutex
 	seen  map[string]int
+	// listViolations counts the checks whose list found a child gone, replaced or added: with a watch, they are
+	// violations beside the events it judged.
+	listViolations atomic.Int32
 }
 
 func (w *pipelineWork) name(i int) string { return fmt.Sprintf("chaos-%d", i) }
@@ -82,7 +85,8 @@ func (w *pipelineWork) judged() (events, violations int) {
 	if w.watch == nil {
 		return 0, 0
 	}
-	return w.watch.judged()
+	events, violations = w.watch.judged()
+	return events, violations + int(w.listViolations.Load())
 }
 
 // judgeDeployment says what is wrong with one step Deployment as it stands: a template gone back to an earlier
@@ -172,19 +176,24 @@ func (w *pipelineWork) check(ctx context.Context) ([]string, error) {
 			bad = append(bad, w.judgeDeployment(&deps.Items[i])...)
 		}
 	}
+	var listed []string
 	for key, uid := range w.uids {
 		switch got, ok := now[key]; {
 		case !ok:
-			bad = append(bad, key+" is gone")
+			listed = append(listed, key+" is gone")
 		case got != uid:
-			bad = append(bad, key+" was deleted and created again")
+			listed = append(listed, key+" was deleted and created again")
 		}
 	}
 	for key := range now {
 		if _, ok := w.uids[key]; !ok {
-			bad = append(bad, key+" appeared")
+			listed = append(listed, key+" appeared")
 		}
 	}
+	if len(listed) > 0 {
+		w.listViolations.Add(1)
+	}
+	bad = append(bad, listed...)
 	sort.Strings(bad)
 	return bad, nil
 }

@@ -160,7 +160,7 @@ func TestRestartFailures(t *testing.T) {
 	}
 	early := RestartResult{Faults: []RestartFault{fault(14*time.Second, lost)}, SamplesOf: samples,
 		ControllerRestarts: map[string]int32{"workload-sizer": 2}}
-	if got := early.failures(); len(got) != 1 || !strings.Contains(got[0], "workload-sizer restarted 1 times before the first restart") {
+	if got := early.failures(); len(got) != 1 || !strings.Contains(got[0], "workload-sizer restarted 1 times outside every fault's window") {
 		t.Errorf("a restart before any fault: failures %q", got)
 	}
 	r := RestartResult{SamplesOf: map[string]int{"daemonset-controller": 3}}

@@ -305,15 +305,16 @@ func (r RestartResult) failures() []string {
 			out = append(out, fmt.Sprintf("control-plane restarts: %s's invariant was never sampled", name))
 		}
 	}
-	// A restart no fault was given (in the setup, or before the first fault) has nothing to explain it.
+	// A restart no fault was given (in the setup, before the first fault, or after the last count) has nothing to
+	// explain it.
 	for _, name := range controllers {
 		judged := int32(0)
 		for _, f := range r.Faults {
 			judged += f.ControllerRestarts[name]
 		}
 		if n := r.ControllerRestarts[name] - judged; n > 0 {
-			out = append(out, fmt.Sprintf("control-plane restarts: %s restarted %d times before the first restart, "+
-				"which no fault explains", name, n))
+			out = append(out, fmt.Sprintf("control-plane restarts: %s restarted %d times outside every fault's window "+
+				"(in the setup, before the first restart or after the last count), which no fault explains", name, n))
 		}
 	}
 	// Each controller restart is judged against the fault it followed: only a lease lost in that fault's window, in

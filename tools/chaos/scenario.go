@@ -183,7 +183,7 @@ func leaderDeath(ctx context.Context, in *injector, w workload, r Result, faults
 	r.Samples, r.Violations, r.Examples, r.ReadErrors = s.samples, s.violations, s.examples, s.errors
 	if j, ok := w.(interface{ judged() (int, int) }); ok {
 		if events, violations := j.judged(); events > 0 {
-			r.Samples, r.Violations = events, violations // every event judged, not every read
+			r.Samples, r.Violations = events, violations // every event judged, and what the lists found beside them
 		}
 	}
 	r.Duration = time.Since(began)

@@ -42,6 +42,9 @@ type sizerWork struct {
 	// reached is the last round whose size each Deployment was seen at, under mu (the watch and the sampler judge).
 	mu      sync.Mutex
 	reached map[string]int32
+	// listViolations counts the checks whose list found the wrong number of Deployments: with a watch, they are
+	// violations beside the events it judged.
+	listViolations atomic.Int32
 }
 
 // sizeOf is the size the sizers are asked for in a round: 3, 4 and 5 in turn, so that a stale size (two rounds old)
@@ -86,7 +89,8 @@ func (w *sizerWork) judged() (events, violations int) {
 	if w.watch == nil {
 		return 0, 0
 	}
-	return w.watch.judged()
+	events, violations = w.watch.judged()
+	return events, violations + int(w.listViolations.Load())
 }
 
 // change asks every sizer for the round's size, all at once: the sizer resizes a Deployment within milliseconds of
@@ -104,8 +108,9 @@ func (w *sizerWork) change(ctx context.Context, round int) error {
 	return g.Wait()
 }
 
-// check finds Deployments whose replicas are neither of the last two sizes asked, or whose template changed: with a
-// watch, at any event since the last check; without, in a list of them now. The count of Deployments is listed.
+// check finds Deployments whose replicas are no size asked since they were last seen, or whose template changed:
+// with a watch, at any event since the last check; without, in a list of them now. The count of Deployments is
+// listed either way, and a wrong one counted among the violations (listViolations).
 func (w *sizerWork) check(ctx context.Context) ([]string, error) {
 	deps, err := w.deployments(ctx)
 	if err != nil {
@@ -121,13 +126,16 @@ func (w *sizerWork) check(ctx context.Context) ([]string, error) {
 	}
 	if w.initial != nil && len(deps) != w.count {
 		bad = append(bad, fmt.Sprintf("%d Deployments, want %d", len(deps), w.count))
+		w.listViolations.Add(1)
 	}
 	sort.Strings(bad)
 	return bad, nil
 }
 
-// judgeDeployment says what is wrong with one Deployment as it stands: replicas neither of the last two sizes asked,
-// a size gone back once the round's was seen, or a new pod template.
+// judgeDeployment says what is wrong with one Deployment as it stands: replicas that are no size asked since the
+// round it was last seen at (a size gone back to an earlier round's is a stale write), or a new pod template. Rounds
+// move on one at a time, or two when one is asked during a freeze, so a Deployment the fault caught a round behind
+// may be seen at any size of the rounds from the one it last had to the last asked.
 func (w *sizerWork) judgeDeployment(d *appsv1.Deployment) []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -136,20 +144,29 @@ func (w *sizerWork) judgeDeployment(d *appsv1.Deployment) []string {
 	if w.reached == nil {
 		w.reached = map[string]int32{}
 	}
-	r := ptr.Deref(d.Spec.Replicas, 1)
-	switch {
-	case r == sizeOf(round):
-		w.reached[d.Name] = round
-	case w.reached[d.Name] == round:
-		bad = append(bad, fmt.Sprintf("Deployment %s went back to %d replicas after it had the round's %d: a stale write",
-			d.Name, r, sizeOf(round)))
-	case r != sizeOf(round-1):
+	r, since := ptr.Deref(d.Spec.Replicas, 1), w.reached[d.Name]
+	if at, ok := roundOfSize(r, since, round); ok {
+		w.reached[d.Name] = at
+	} else if _, stale := roundOfSize(r, since-2, since-1); stale && since > 0 {
+		bad = append(bad, fmt.Sprintf("Deployment %s went back to %d replicas after it had round %d's %d: a stale write",
+			d.Name, r, since, sizeOf(since)))
+	} else {
 		bad = append(bad, fmt.Sprintf("Deployment %s has %d replicas; its sizer asked for %d", d.Name, r, sizeOf(round)))
 	}
 	if want, ok := w.initial[d.Name]; ok && fingerprint(d.Spec.Template) != want {
 		bad = append(bad, fmt.Sprintf("Deployment %s has a new pod template: its pods roll though nothing asked for it", d.Name))
 	}
 	return bad
+}
+
+// roundOfSize is the latest round from first to last (no more than the three whose sizes differ) whose size is r.
+func roundOfSize(r, first, last int32) (int32, bool) {
+	for k := last; k >= max(first, last-2); k-- {
+		if sizeOf(k) == r {
+			return k, true
+		}
+	}
+	return 0, false
 }
 
 // left counts the Deployments not yet at the round's size.

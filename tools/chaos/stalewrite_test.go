@@ -48,7 +48,7 @@ func TestStaleWritesBreakTheInvariants(t *testing.T) {
 	for _, step := range []struct {
 		replicas int32
 		want     string
-	}{{sizeOf(0), ""}, {sizeOf(1), ""}, {sizeOf(0), "went back to 3 replicas after it had the round's 4: a stale write"}} {
+	}{{sizeOf(0), ""}, {sizeOf(1), ""}, {sizeOf(0), "went back to 3 replicas after it had round 1's 4: a stale write"}} {
 		set(step.replicas, "0")
 		bad, err := sizer.check(ctx)
 		if err != nil || (step.want == "" && len(bad) > 0) || (step.want != "" && !strings.Contains(strings.Join(bad, "; "), step.want)) {
