@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -177,7 +178,7 @@ func surgingNodes(nodes []nodeView, snap podSnapshot, deleted map[*corev1.Pod]bo
 	return count
 }
 
-func checkPlan(t *testing.T, nodes []nodeView, s strategy, snap podSnapshot, p plan) {
+func checkPlan(t testing.TB, nodes []nodeView, s strategy, snap podSnapshot, p plan) {
 	t.Helper()
 	fail := func(format string, args ...any) {
 		t.Helper()
@@ -263,7 +264,7 @@ func checkPlan(t *testing.T, nodes []nodeView, s strategy, snap podSnapshot, p p
 // one of another revision, or a node that should not run one still does) gets a plan that does something, when
 // nothing may hold it back: a rolling update, not paused, no partition, every node a canary, none down, in backoff or
 // with a pod on its way out, every live pod available and labelled with a revision, and a budget of at least one.
-func checkProgress(t *testing.T, nodes []nodeView, s strategy, snap podSnapshot, p plan) {
+func checkProgress(t testing.TB, nodes []nodeView, s strategy, snap podSnapshot, p plan) {
 	t.Helper()
 	if s.onDelete || s.paused || s.partition > 0 || s.maxUnavailable < 1 {
 		return
@@ -463,5 +464,49 @@ func TestDuplicatesCostNoAvailability(t *testing.T) {
 		if got := summary(planNodes(nodes, tc.s, newRev, oldRev, now)); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: got %v, want %v", name, got, tc.want)
 		}
+	}
+}
+
+// failures is a testing.TB that records what a check would fail with, and goes on: the checks' own tests show that
+// each one fires.
+type failures struct {
+	testing.TB
+	said []string
+}
+
+func (f *failures) Fatalf(format string, args ...any) { f.said = append(f.said, fmt.Sprintf(format, args...)) }
+
+// The fuzz target's checks catch what they are for: an empty plan for a DaemonSet not yet converged (a planner that
+// never plans passes every safety check), and an update in place of every pod under a budget of one.
+func TestTheFuzzChecksFire(t *testing.T) {
+	s := strategy{maxUnavailable: 1, inPlace: true, inPlaceFrom: map[string]bool{oldRev: true}}
+	nodes := func() []nodeView {
+		return []nodeView{view("a", testPod("pa", oldRev, available)), view("b", testPod("pb", oldRev, available)),
+			view("c", testPod("pc", oldRev, available))}
+	}
+	said := func(check func(testing.TB, []nodeView, strategy, podSnapshot, plan), ns []nodeView, p plan) string {
+		f := &failures{TB: t}
+		check(f, ns, s, snapshot(ns), p)
+		return strings.Join(f.said, "; ")
+	}
+
+	ns := nodes()
+	if got := said(checkProgress, ns, plan{}); !strings.Contains(got, "gets an empty plan") {
+		t.Errorf("an empty plan passed the liveness check: %q", got)
+	}
+	if got := said(checkProgress, ns, planNodes(ns, s, newRev, oldRev, now)); got != "" {
+		t.Errorf("the planner's own plan failed the liveness check: %q", got)
+	}
+
+	ns = nodes()
+	all := plan{}
+	for _, n := range ns {
+		all.updates = append(all.updates, podUpdate{pod: n.pods[0], hash: newRev})
+	}
+	if got := said(checkPlan, ns, all); !strings.Contains(got, "leaves 3 nodes without an available pod") {
+		t.Errorf("every pod updated in place under a budget of one passed: %q", got)
+	}
+	if got := said(checkPlan, ns, planNodes(ns, s, newRev, oldRev, now)); got != "" {
+		t.Errorf("the planner's own plan failed the safety check: %q", got)
 	}
 }
