@@ -474,7 +474,9 @@ type failures struct {
 	said []string
 }
 
-func (f *failures) Fatalf(format string, args ...any) { f.said = append(f.said, fmt.Sprintf(format, args...)) }
+func (f *failures) Fatalf(format string, args ...any) {
+	f.said = append(f.said, fmt.Sprintf(format, args...))
+}
 
 // The fuzz target's checks catch what they are for: an empty plan for a DaemonSet not yet converged (a planner that
 // never plans passes every safety check), and an update in place of every pod under a budget of one.
