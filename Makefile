@@ -92,8 +92,8 @@ tidy: ## Tidy go.mod and go.sum of every module.
 	$(foreach m,$(MODULES),go -C $(m) mod tidy &&) true
 
 .PHONY: vet
-vet: ## Run go vet on every module.
-	$(foreach m,$(MODULES),go -C $(m) vet ./... &&) true
+vet: ## Run go vet on every module, the tests that start processes included (build tag integration).
+	$(foreach m,$(MODULES),go -C $(m) vet -tags integration ./... &&) true
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) $(KUBE_API_LINTER) ## Run golangci-lint (pinned) on every module, the Kubernetes API linter on apis/, and shellcheck on every shell script.
@@ -116,22 +116,22 @@ go_test = $(foreach m,$(MODULES),pkgs=$$(tools/test-packages.sh $(1) $(m)) && \
 test: test-unit test-integration ## Run every test of every module: unit, then integration.
 
 .PHONY: test-unit
-test-unit: ## Run the tests that start no process (no apiserver, binary or image build): seconds, cached when unchanged.
+test-unit: ## Run every pure test (none starts an apiserver, a binary or an image build): seconds, cached when unchanged.
 	$(call go_test,unit)
 
 .PHONY: test-integration
-test-integration: envtest $(HELM) $(PROMTOOL) ## Run the tests that start processes: a real kube-apiserver + etcd (envtest), chart (promtool too), binaries and image builds.
+test-integration: envtest $(HELM) $(PROMTOOL) ## Run the tests that start processes (build tag integration): a real kube-apiserver + etcd (envtest), chart (promtool too), binaries and image builds.
 	tools/install.sh tini >/dev/null
 	tools/install.sh tini-arm64 >/dev/null
 	tools/install.sh monitoring-crds >/dev/null
 	@# Tests that start processes (apiserver and etcd, binaries, image builds) always run: a cached pass of those
 	@# would replay a result the processes never produced again.
-	export KUBEBUILDER_ASSETS=$(ENVTEST_DIR) && $(call go_test,process,-count=1)
+	export KUBEBUILDER_ASSETS=$(ENVTEST_DIR) && $(call go_test,process,-count=1 -tags integration)
 
 .PHONY: rules-test
 rules-test: envtest $(HELM) $(PROMTOOL) ## Check and unit-test the chart's alerting rules with promtool, its dashboard's queries and its monitoring objects.
 	tools/install.sh monitoring-crds >/dev/null
-	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test -count=1 $(GO_TEST_FLAGS) \
+	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test -count=1 -tags integration $(GO_TEST_FLAGS) \
 		-run 'TestAlertingRules|TestDashboard|TestMonitoring|TestServiceMonitor|TestMetricNames' ./charts/
 
 # Fuzzing: go test -fuzz takes one target of one package at a time, so make fuzz runs each Fuzz function in turn,

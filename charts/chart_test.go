@@ -4,15 +4,10 @@
 package charts_test
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -29,9 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/keelson-dev/keelson/internal/testenv"
 )
 
 const (
@@ -350,89 +342,6 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 	}
 }
 
-var (
-	envOnce sync.Once
-	env     *testenv.Env
-	envErr  error
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if env != nil {
-		_ = env.Stop()
-	}
-	os.Exit(code)
-}
-
-// warnings collects the apiserver's warnings.
-type warnings struct {
-	mu  sync.Mutex
-	all []string
-}
-
-func (w *warnings) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.all = append(w.all, text)
-}
-
-// The default render is accepted by a real apiserver, server-side, into a namespace that enforces (and warns about)
-// Pod Security "restricted": no error and no warning.
-func TestServerSideDryRunUnderRestrictedPodSecurity(t *testing.T) {
-	g := NewWithT(t)
-	envOnce.Do(func() { env, envErr = testenv.Start(testenv.Options{}) })
-	g.Expect(envErr).NotTo(HaveOccurred())
-	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{
-		"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/warn": "restricted",
-		"pod-security.kubernetes.io/audit": "restricted"}}}
-	g.Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, ns))).To(Succeed())
-
-	w := &warnings{}
-	cfg := *env.Config
-	cfg.WarningHandlerWithContext = w
-	c, err := client.New(&cfg, client.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
-	objs := mustRender(t, nil)
-	g.Expect(len(objs)).To(BeNumerically(">", 30))
-	for _, u := range objs {
-		err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("chart-test"),
-			client.ForceOwnership, client.DryRunAll)
-		g.Expect(err).NotTo(HaveOccurred(), "%s %s", u.GetKind(), u.GetName())
-	}
-	g.Expect(w.all).To(BeEmpty(), "warnings from the apiserver")
-}
-
-// helm lint --strict passes with the pinned helm (skipped only when the binary is not installed: make test installs it).
-func TestHelmLintStrict(t *testing.T) {
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	version, err := testenv.PinnedVersion(root, "HELM_VERSION")
-	if err != nil {
-		t.Fatal(err)
-	}
-	helm := fmt.Sprintf("%s/bin/helm-%s", root, version)
-	if _, err := os.Stat(helm); err != nil {
-		t.Fatalf("%s is missing: run make test (it installs the pinned helm)", helm)
-	}
-	out, err := runCmd(helm, "lint", "--strict", chartDir)
-	if err != nil || !strings.Contains(out, "0 chart(s) failed") {
-		t.Fatalf("helm lint --strict: %v\n%s", err, out)
-	}
-}
-
-func runCmd(name string, args ...string) (string, error) {
-	var buf bytes.Buffer
-	cmd := exec.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	err := cmd.Run()
-	return buf.String(), err
-}
-
-// Each controller's ClusterRole is exactly what its code uses (a change to a kubebuilder marker must change this
-// table too, so widened permissions are reviewed). Keys are "group/resource", values the verbs.
 func TestRBACIsExactlyWhatEachControllerUses(t *testing.T) {
 	shared := map[string]string{
 		"/events":                                   "create,patch",

@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package tools_test tests the scripts in tools/ that the Makefile relies on.
 package tools_test
 

@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package webhooks_test sends invalid objects of the three kinds, as raw YAML the way kubectl sends them, to a real
 // apiserver: once with the three binaries' webhooks registered and served, once with only the CRDs (a cluster
 // while the webhooks are down). Each object must be refused naming its field path; those the CRD's schema and CEL

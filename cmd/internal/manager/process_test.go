@@ -1,3 +1,5 @@
+//go:build integration
+
 package manager_test
 
 // These tests build the three real binaries and run them as processes against an envtest apiserver: what a user

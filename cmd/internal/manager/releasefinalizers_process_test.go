@@ -1,3 +1,5 @@
+//go:build integration
+
 package manager_test
 
 // The --release-finalizers mode (the chart's pre-delete hook), run as the real workload-sizer binary against an

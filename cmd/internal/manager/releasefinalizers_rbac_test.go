@@ -1,3 +1,5 @@
+//go:build integration
+
 package manager_test
 
 // The --release-finalizers mode run with only the permissions the chart gives the controller's ServiceAccount,
