@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/keelson-dev/keelson/cmd/internal/webhookca"
 )
 
 // RBAC for the self-signed mode, granted by the chart rather than by markers, because only the chart knows the
@@ -32,7 +34,7 @@ import (
 // webhook server in memory (serving's GetCertificate). The webhooks are registered at once; handshakes fail and
 // /readyz stays failing until a certificate every bundle trusts is served. Every replica serves webhooks, so none
 // of this waits for leadership.
-func setupWebhooksWithRotation(mgr ctrl.Manager, b Binary, opts Options, serving *servingCert) error {
+func setupWebhooksWithRotation(mgr ctrl.Manager, b Binary, opts Options, serving *webhookca.ServingCert) error {
 	ns, err := podNamespace()
 	if err != nil {
 		return err
@@ -57,7 +59,7 @@ func setupWebhooksWithRotation(mgr ctrl.Manager, b Binary, opts Options, serving
 		return fmt.Errorf("registering webhooks: %w", err)
 	}
 	return mgr.AddReadyzCheck("webhooks", func(req *http.Request) error {
-		if serving.get() == nil {
+		if serving.Get() == nil {
 			return errors.New("no webhook certificate every CA bundle trusts yet")
 		}
 		if !certs.injected.Load() {

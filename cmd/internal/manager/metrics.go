@@ -14,6 +14,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/keelson-dev/keelson/cmd/internal/version"
+	"github.com/keelson-dev/keelson/cmd/internal/webhookca"
 )
 
 // The shared runtime's own metrics. They follow the controllers' scheme (controllers/internal/metrics): keelson_
@@ -75,16 +76,18 @@ func (c *certExpiryCollector) Collect(ch chan<- prometheus.Metric) {
 
 // servedCertificate returns what the webhook server presents: with the own CA, the certificate in memory; else the
 // first certificate of tls.crt in certDir.
-func servedCertificate(serving *servingCert, rotation bool, certDir string) func() (*x509.Certificate, error) {
+func servedCertificate(serving *webhookca.ServingCert, rotation bool, certDir string) func() (*x509.Certificate, error) {
 	if rotation {
 		return func() (*x509.Certificate, error) {
-			if c := serving.get(); c != nil {
+			if c := serving.Get(); c != nil {
 				return c.Leaf, nil
 			}
 			return nil, nil
 		}
 	}
-	return func() (*x509.Certificate, error) { return readCertificate(filepath.Join(certDir, secretCert)) }
+	return func() (*x509.Certificate, error) {
+		return readCertificate(filepath.Join(certDir, webhookca.SecretCert))
+	}
 }
 
 // readCertificate parses the first certificate of a PEM file.
@@ -105,9 +108,9 @@ func readCertificate(path string) (*x509.Certificate, error) {
 // against the CA and the Service's name), where controller-runtime's default is a self-signed certificate for
 // localhost nobody can. With the own CA the certificate comes from memory, the moment it is issued; otherwise from
 // the webhook certificate directory, which controller-runtime watches for renewals.
-func metricsTLSFromWebhook(serving *servingCert, opts Options) (tlsOpts []func(*tls.Config), certDir string) {
+func metricsTLSFromWebhook(serving *webhookca.ServingCert, opts Options) (tlsOpts []func(*tls.Config), certDir string) {
 	if opts.WebhookCertRotation {
-		return []func(*tls.Config){serving.tlsOption}, ""
+		return []func(*tls.Config){serving.TLSOption}, ""
 	}
 	return nil, opts.WebhookCertDir
 }

@@ -24,6 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/keelson-dev/keelson/cmd/internal/webhookca"
 )
 
 // A pass that cannot inject the CA counts a failure; a conflict with another replica's write does not. Only a pass
@@ -45,7 +47,7 @@ func TestCAInjectionFailuresCountRealFailuresOnly(t *testing.T) {
 		}}).Build()
 	w := &webhookCerts{reader: c, writer: c, secret: types.NamespacedName{Namespace: "ns", Name: "tls"},
 		configName: "hooks", caName: "ca", dnsNames: testDNSNames, fieldOwner: "test",
-		serving: &servingCert{}, now: time.Now, log: logr.Discard()}
+		serving: &webhookca.ServingCert{}, now: time.Now, log: logr.Discard()}
 	// wipe empties the bundle again, so each pass has a write to make.
 	wipe := func() {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(vwc), vwc); err != nil {
@@ -93,7 +95,7 @@ func TestCAInjectionFailuresCountRealFailuresOnly(t *testing.T) {
 func TestCertificateExpiryIsTheServedCertificates(t *testing.T) {
 	now := time.Now().Truncate(time.Second)
 	data := certData(t, now, now, testDNSNames...)
-	pair, err := tls.X509KeyPair(data[secretCert], data[secretKey])
+	pair, err := tls.X509KeyPair(data[webhookca.SecretCert], data[webhookca.SecretKey])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,12 +111,12 @@ keelson_webhook_certificate_expiry_timestamp_seconds %d
 		t.Fatalf("%d series before any certificate source", n)
 	}
 
-	serving := &servingCert{}
+	serving := &webhookca.ServingCert{}
 	c.set(servedCertificate(serving, true, ""))
 	if n := testutil.CollectAndCount(c); n != 0 {
 		t.Fatalf("%d series before a certificate is served", n)
 	}
-	serving.set(&pair)
+	serving.Set(&pair)
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want())); err != nil {
 		t.Errorf("own CA: %v", err)
 	}
@@ -124,7 +126,7 @@ keelson_webhook_certificate_expiry_timestamp_seconds %d
 	if n := testutil.CollectAndCount(c); n != 0 {
 		t.Fatalf("%d series before the directory holds a certificate", n)
 	}
-	if err := os.WriteFile(filepath.Join(dir, secretCert), data[secretCert], 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, webhookca.SecretCert), data[webhookca.SecretCert], 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want())); err != nil {
@@ -138,7 +140,7 @@ func TestMetricsCertificateChoices(t *testing.T) {
 	if err := opts.Validate(); err == nil || !strings.Contains(err.Error(), "--metrics-webhook-cert") {
 		t.Fatalf("both certificate choices: %v", err)
 	}
-	serving := &servingCert{}
+	serving := &webhookca.ServingCert{}
 	opts.MetricsCertDir, opts.WebhookCertRotation = "", true
 	if tlsOpts, dir := metricsTLSFromWebhook(serving, opts); len(tlsOpts) != 1 || dir != "" {
 		t.Fatalf("own CA: %d TLS options and dir %q, want the in-memory certificate", len(tlsOpts), dir)

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/keelson-dev/keelson/cmd/internal/version"
+	"github.com/keelson-dev/keelson/cmd/internal/webhookca"
 	"github.com/keelson-dev/keelson/internal/admissioncheck"
 )
 
@@ -198,7 +199,7 @@ func newManager(b Binary, opts Options) (ctrl.Manager, *drainingServer, error) {
 		cfg.Wrap(writeFence.wrap)
 	}
 
-	serving := &servingCert{}
+	serving := &webhookca.ServingCert{}
 	metricsOpts := metricsserver.Options{BindAddress: opts.MetricsAddr, SecureServing: opts.MetricsSecure}
 	if opts.MetricsSecure {
 		// Only a caller whose token may GET /metrics (a TokenReview and a SubjectAccessReview) is served.
@@ -222,7 +223,7 @@ func newManager(b Binary, opts Options) (ctrl.Manager, *drainingServer, error) {
 		certExpiry.set(servedCertificate(serving, opts.WebhookCertRotation, opts.WebhookCertDir))
 	}
 	if opts.WebhookCertRotation {
-		serverOpts.TLSOpts = []func(*tls.Config){serving.tlsOption}
+		serverOpts.TLSOpts = []func(*tls.Config){serving.TLSOption}
 	}
 	webhooks := newDrainingServer(webhook.NewServer(serverOpts), opts.WebhookDrain)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{

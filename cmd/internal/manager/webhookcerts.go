@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/keelson-dev/keelson/cmd/internal/webhookca"
 )
 
 // recheckEvery bounds how long a pass waits for its next run without any event: renewal is time-based, and a pass
@@ -35,7 +37,7 @@ type webhookCerts struct {
 	caName     string
 	dnsNames   []string // the first is the name the certificate must verify for
 	fieldOwner string
-	serving    *servingCert
+	serving    *webhookca.ServingCert
 	now        func() time.Time
 	log        logr.Logger
 	// injected says a pass has brought both configurations' bundles up to date.
@@ -54,7 +56,7 @@ func (w *webhookCerts) Reconcile(ctx context.Context, _ reconcile.Request) (reco
 		countFailure(err)
 		return reconcile.Result{}, err
 	}
-	bundles, injectErr := w.inject(ctx, secret.Data[secretCACert], now)
+	bundles, injectErr := w.inject(ctx, secret.Data[webhookca.SecretCACert], now)
 	if injectErr == nil {
 		w.injected.Store(true)
 	}
@@ -62,13 +64,13 @@ func (w *webhookCerts) Reconcile(ctx context.Context, _ reconcile.Request) (reco
 	// Chosen from the bundles as they are, also when a write failed: a bundle that lacks the new CA keeps the old
 	// certificate served.
 	var candidate *tls.Certificate
-	if pair, err := tls.X509KeyPair(secret.Data[secretCert], secret.Data[secretKey]); err == nil {
+	if pair, err := tls.X509KeyPair(secret.Data[webhookca.SecretCert], secret.Data[webhookca.SecretKey]); err == nil {
 		candidate = &pair
 	}
-	current := w.serving.get()
-	switch chosen := chooseServing(current, candidate, bundles, now); {
+	current := w.serving.Get()
+	switch chosen := webhookca.ChooseServing(current, candidate, bundles, now); {
 	case chosen != current:
-		w.serving.set(chosen)
+		w.serving.Set(chosen)
 		w.log.Info("Serving the webhook certificate", "notAfter", chosen.Leaf.NotAfter, "issuer", chosen.Leaf.Issuer.CommonName)
 	case candidate != nil && chosen != candidate:
 		w.log.Info("Waiting for every CA bundle to trust the new certificate's CA")
@@ -84,33 +86,21 @@ func (w *webhookCerts) Reconcile(ctx context.Context, _ reconcile.Request) (reco
 // issue writes a new CA and serving certificate, or a new serving certificate, when the Secret needs them; secret
 // then holds what was written.
 func (w *webhookCerts) issue(ctx context.Context, secret *corev1.Secret, now time.Time) error {
-	plan := planIssue(secret.Data, w.dnsNames[0], now)
-	if !plan.newCA && !plan.newServing {
+	plan := webhookca.PlanIssue(secret.Data, w.dnsNames[0], now)
+	if !plan.NewCA && !plan.NewServing {
 		return nil
 	}
-	data := map[string][]byte{}
-	for k, v := range secret.Data {
-		data[k] = v
-	}
-	if plan.newCA {
-		cert, key, err := issueCA(w.caName, now)
-		if err != nil {
-			return err
-		}
-		data[secretCACert], data[secretCAKey] = cert, key
-	}
-	cert, key, err := issueServing(data[secretCACert], data[secretCAKey], w.dnsNames, now)
+	data, err := webhookca.Issue(secret.Data, plan, w.caName, w.dnsNames, now)
 	if err != nil {
 		return err
 	}
-	data[secretCert], data[secretKey] = cert, key
 	updated := secret.DeepCopy()
 	updated.Data = data
 	if err := w.writer.Update(ctx, updated, client.FieldOwner(w.fieldOwner)); err != nil {
 		// A conflict is another replica's issue, or a cache behind this replica's own: the next pass reads it.
 		return fmt.Errorf("writing the certificate Secret %s: %w", w.secret, err)
 	}
-	w.log.Info("Issued the webhook certificate", "newCA", plan.newCA, "secret", w.secret)
+	w.log.Info("Issued the webhook certificate", "newCA", plan.NewCA, "secret", w.secret)
 	*secret = *updated
 	return nil
 }
@@ -134,7 +124,7 @@ func (w *webhookCerts) inject(ctx context.Context, ca []byte, now time.Time) ([]
 			continue
 		}
 		updated := live.DeepCopyObject().(client.Object)
-		setBundles(updated, func(b []byte) []byte { return mergeBundle(ca, b, now) })
+		setBundles(updated, func(b []byte) []byte { return webhookca.MergeBundle(ca, b, now) })
 		bundles = append(bundles, caBundles(w.write(ctx, live, updated, &errs))...)
 	}
 	return bundles, errors.Join(errs...)

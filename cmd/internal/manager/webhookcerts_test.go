@@ -17,6 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/keelson-dev/keelson/cmd/internal/webhookca"
+	"github.com/keelson-dev/keelson/cmd/internal/webhookca/webhookcatest"
 )
 
 // A CA rotation writes a certificate of the new CA into the Secret before the new CA is in every bundle. The pass
@@ -25,11 +28,11 @@ import (
 func TestCARotationServesTheNewCAOnlyOnceEveryBundleTrustsIt(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Now()
-	// A CA with 100 days left: valid now, replaced 20 days on (renewBefore is 90 days).
-	old := certData(t, t0.Add(-caValidity+100*day), t0, testDNSNames...)
+	// A CA with 100 days left: valid now, replaced 20 days on (webhookca.RenewBefore is 90 days).
+	old := certData(t, t0.Add(-webhookca.CAValidity+100*day), t0, testDNSNames...)
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tls"}, Data: old}
 	hook := func(name string) admissionregistrationv1.WebhookClientConfig {
-		return admissionregistrationv1.WebhookClientConfig{URL: &name, CABundle: old[secretCACert]}
+		return admissionregistrationv1.WebhookClientConfig{URL: &name, CABundle: old[webhookca.SecretCACert]}
 	}
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "hooks"},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "a", ClientConfig: hook("a")}, {Name: "b", ClientConfig: hook("b")}}}
@@ -46,7 +49,7 @@ func TestCARotationServesTheNewCAOnlyOnceEveryBundleTrustsIt(t *testing.T) {
 	now := t0
 	w := &webhookCerts{reader: c, writer: c, secret: types.NamespacedName{Namespace: "ns", Name: "tls"},
 		configName: "hooks", caName: "new-ca", dnsNames: testDNSNames, fieldOwner: "test",
-		serving: &servingCert{}, now: func() time.Time { return now }, log: logr.Discard()}
+		serving: &webhookca.ServingCert{}, now: func() time.Time { return now }, log: logr.Discard()}
 	pass := func() error { _, err := w.Reconcile(ctx, reconcile.Request{}); return err }
 
 	// liveBundles reads every webhook's bundle from the store.
@@ -65,11 +68,11 @@ func TestCARotationServesTheNewCAOnlyOnceEveryBundleTrustsIt(t *testing.T) {
 	// servedIssuer is the served certificate's CA, after checking that every live bundle trusts it.
 	servedIssuer := func() string {
 		t.Helper()
-		served := w.serving.get()
+		served := w.serving.Get()
 		if served == nil {
 			t.Fatal("nothing is served")
 		}
-		if !trustedByAll(served.Leaf, liveBundles(), now) {
+		if !webhookca.TrustedByAll(served.Leaf, liveBundles(), now) {
 			t.Fatalf("serving a certificate of %s, which a CA bundle does not trust", served.Leaf.Issuer.CommonName)
 		}
 		return served.Leaf.Issuer.CommonName
@@ -91,7 +94,7 @@ func TestCARotationServesTheNewCAOnlyOnceEveryBundleTrustsIt(t *testing.T) {
 		if err := c.Get(ctx, w.secret, secret); err != nil {
 			t.Fatal(err)
 		}
-		if bytes.Equal(secret.Data[secretCACert], old[secretCACert]) {
+		if bytes.Equal(secret.Data[webhookca.SecretCACert], old[webhookca.SecretCACert]) {
 			t.Fatal("the CA was not rotated")
 		}
 		if got := servedIssuer(); got != "test-ca" {
@@ -107,7 +110,7 @@ func TestCARotationServesTheNewCAOnlyOnceEveryBundleTrustsIt(t *testing.T) {
 		t.Fatalf("serving a certificate of %s once every bundle trusts the new CA, want new-ca", got)
 	}
 	for i, b := range liveBundles() {
-		if got := names(t, b); len(got) != 2 || got[0] != "new-ca" || got[1] != "test-ca" {
+		if got := webhookcatest.CANames(t, b); len(got) != 2 || got[0] != "new-ca" || got[1] != "test-ca" {
 			t.Errorf("bundle %d holds %v, want the new CA and the old", i, got)
 		}
 	}

@@ -1,4 +1,4 @@
-package manager
+package webhookca
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"math/big"
 	"testing"
 	"time"
+
+	"github.com/keelson-dev/keelson/cmd/internal/webhookca/webhookcatest"
 )
 
 func caPEM(t *testing.T, name string, notAfter time.Time) []byte {
@@ -26,23 +28,6 @@ func caPEM(t *testing.T, name string, notAfter time.Time) []byte {
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-}
-
-func names(t *testing.T, bundle []byte) []string {
-	t.Helper()
-	var out []string
-	for {
-		var b *pem.Block
-		b, bundle = pem.Decode(bundle)
-		if b == nil {
-			return out
-		}
-		c, err := x509.ParseCertificate(b.Bytes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, c.Subject.CommonName)
-	}
 }
 
 func TestMergeBundleKeepsThePreviousCAWhileValid(t *testing.T) {
@@ -62,7 +47,7 @@ func TestMergeBundleKeepsThePreviousCAWhileValid(t *testing.T) {
 		"bounded":                          {bytes.Join([][]byte{previous, older, caPEM(t, "third", now.Add(time.Hour))}, nil), []string{"current", "previous", "older"}},
 		"garbage in the bundle is ignored": {[]byte("not a certificate"), []string{"current"}},
 	} {
-		got := names(t, mergeBundle(current, tc.existing, now))
+		got := webhookcatest.CANames(t, MergeBundle(current, tc.existing, now))
 		if len(got) != len(tc.want) {
 			t.Errorf("%s: bundle %v, want %v", name, got, tc.want)
 			continue
@@ -74,8 +59,8 @@ func TestMergeBundleKeepsThePreviousCAWhileValid(t *testing.T) {
 		}
 	}
 	// Steady state: merging again changes nothing, so the injector writes nothing.
-	once := mergeBundle(current, previous, now)
-	if !bytes.Equal(once, mergeBundle(current, once, now)) {
+	once := MergeBundle(current, previous, now)
+	if !bytes.Equal(once, MergeBundle(current, once, now)) {
 		t.Fatal("merging a merged bundle changed it")
 	}
 }

@@ -1,4 +1,4 @@
-package manager
+package webhookca
 
 import (
 	"crypto"
@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"math/big"
 	"time"
 )
@@ -17,47 +18,72 @@ import (
 // Lifetimes of the self-signed webhook certificates, and how long before expiry each is replaced. They match what
 // earlier releases issued, so an upgrade keeps the CA it finds.
 const (
-	caValidity      = 10 * 365 * 24 * time.Hour
-	servingValidity = 365 * 24 * time.Hour
-	renewBefore     = 90 * 24 * time.Hour
+	CAValidity      = 10 * 365 * 24 * time.Hour
+	ServingValidity = 365 * 24 * time.Hour
+	RenewBefore     = 90 * 24 * time.Hour
 	// backdate covers clocks a little behind the issuer's.
 	backdate = time.Hour
 )
 
 // Keys of the certificate Secret.
 const (
-	secretCACert = "ca.crt"
-	secretCAKey  = "ca.key"
-	secretCert   = "tls.crt"
-	secretKey    = "tls.key"
+	SecretCACert = "ca.crt"
+	SecretCAKey  = "ca.key"
+	SecretCert   = "tls.crt"
+	SecretKey    = "tls.key"
 )
 
-// issuePlan says what a pass must issue into the certificate Secret.
-type issuePlan struct {
-	newCA      bool // a new CA, and so a new serving certificate signed by it
-	newServing bool // a new serving certificate signed by the Secret's CA
+// IssuePlan says what a pass must issue into the certificate Secret.
+type IssuePlan struct {
+	NewCA      bool // a new CA, and so a new serving certificate signed by it
+	NewServing bool // a new serving certificate signed by the Secret's CA
 }
 
-// planIssue decides from the Secret's data what to issue at now. A CA is replaced when it is missing, unreadable,
-// not a CA, or expires within renewBefore; the serving certificate when it is missing, unreadable, not signed by
-// that CA, not for dnsName, or expires within renewBefore. Keys of any type the standard library reads are kept
+// PlanIssue decides from the Secret's data what to issue at now. A CA is replaced when it is missing, unreadable,
+// not a CA, or expires within RenewBefore; the serving certificate when it is missing, unreadable, not signed by
+// that CA, not for dnsName, or expires within RenewBefore. Keys of any type the standard library reads are kept
 // (earlier releases wrote RSA keys).
-func planIssue(data map[string][]byte, dnsName string, now time.Time) issuePlan {
-	ca, err := tls.X509KeyPair(data[secretCACert], data[secretCAKey])
-	if err != nil || !ca.Leaf.IsCA || !validThrough(ca.Leaf, now, now.Add(renewBefore)) {
-		return issuePlan{newCA: true, newServing: true}
+func PlanIssue(data map[string][]byte, dnsName string, now time.Time) IssuePlan {
+	ca, err := tls.X509KeyPair(data[SecretCACert], data[SecretCAKey])
+	if err != nil || !ca.Leaf.IsCA || !validThrough(ca.Leaf, now, now.Add(RenewBefore)) {
+		return IssuePlan{NewCA: true, NewServing: true}
 	}
-	cert, err := tls.X509KeyPair(data[secretCert], data[secretKey])
-	if err != nil || !validThrough(cert.Leaf, now, now.Add(renewBefore)) {
-		return issuePlan{newServing: true}
+	cert, err := tls.X509KeyPair(data[SecretCert], data[SecretKey])
+	if err != nil || !validThrough(cert.Leaf, now, now.Add(RenewBefore)) {
+		return IssuePlan{NewServing: true}
 	}
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.Leaf)
 	if _, err := cert.Leaf.Verify(x509.VerifyOptions{DNSName: dnsName, Roots: roots, CurrentTime: now,
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
-		return issuePlan{newServing: true}
+		return IssuePlan{NewServing: true}
 	}
-	return issuePlan{}
+	return IssuePlan{}
+}
+
+// Issue returns a copy of the certificate Secret's data with what plan asks for issued at now: a new CA named caName
+// (and so a new serving certificate), or a new serving certificate for dnsNames signed by the data's CA. The other
+// keys are kept.
+func Issue(data map[string][]byte, plan IssuePlan, caName string, dnsNames []string, now time.Time) (map[string][]byte, error) {
+	out := maps.Clone(data)
+	if out == nil {
+		out = map[string][]byte{}
+	}
+	if plan.NewCA {
+		cert, key, err := IssueCA(caName, now)
+		if err != nil {
+			return nil, err
+		}
+		out[SecretCACert], out[SecretCAKey] = cert, key
+	}
+	if plan.NewCA || plan.NewServing {
+		cert, key, err := IssueServing(out[SecretCACert], out[SecretCAKey], dnsNames, now)
+		if err != nil {
+			return nil, err
+		}
+		out[SecretCert], out[SecretKey] = cert, key
+	}
+	return out, nil
 }
 
 // validThrough reports whether c is valid from from until through.
@@ -65,8 +91,8 @@ func validThrough(c *x509.Certificate, from, through time.Time) bool {
 	return !from.Before(c.NotBefore) && !through.After(c.NotAfter)
 }
 
-// issueCA returns a new self-signed CA named name, PEM-encoded, valid from now for caValidity.
-func issueCA(name string, now time.Time) (certPEM, keyPEM []byte, err error) {
+// IssueCA returns a new self-signed CA named name, PEM-encoded, valid from now for CAValidity.
+func IssueCA(name string, now time.Time) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, fmt.Errorf("generating the CA key: %w", err)
@@ -77,7 +103,7 @@ func issueCA(name string, now time.Time) (certPEM, keyPEM []byte, err error) {
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial, Subject: pkix.Name{CommonName: name, Organization: []string{"keelson"}},
-		NotBefore: now.Add(-backdate), NotAfter: now.Add(caValidity),
+		NotBefore: now.Add(-backdate), NotAfter: now.Add(CAValidity),
 		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, IsCA: true, BasicConstraintsValid: true,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
@@ -87,9 +113,9 @@ func issueCA(name string, now time.Time) (certPEM, keyPEM []byte, err error) {
 	return encodePair(der, key)
 }
 
-// issueServing returns a serving certificate for dnsNames (the first is its subject) signed by the CA in
-// caCertPEM/caKeyPEM, valid from now for servingValidity, never beyond the CA.
-func issueServing(caCertPEM, caKeyPEM []byte, dnsNames []string, now time.Time) (certPEM, keyPEM []byte, err error) {
+// IssueServing returns a serving certificate for dnsNames (the first is its subject) signed by the CA in
+// caCertPEM/caKeyPEM, valid from now for ServingValidity, never beyond the CA.
+func IssueServing(caCertPEM, caKeyPEM []byte, dnsNames []string, now time.Time) (certPEM, keyPEM []byte, err error) {
 	ca, err := tls.X509KeyPair(caCertPEM, caKeyPEM)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the CA: %w", err)
@@ -106,7 +132,7 @@ func issueServing(caCertPEM, caKeyPEM []byte, dnsNames []string, now time.Time) 
 	if err != nil {
 		return nil, nil, err
 	}
-	notAfter := now.Add(servingValidity)
+	notAfter := now.Add(ServingValidity)
 	if notAfter.After(ca.Leaf.NotAfter) {
 		notAfter = ca.Leaf.NotAfter
 	}

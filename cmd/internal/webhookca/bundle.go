@@ -1,4 +1,4 @@
-package manager
+package webhookca
 
 import (
 	"bytes"
@@ -10,11 +10,11 @@ import (
 // maxBundleCAs bounds the CA bundle: the current CA and the ones before it that are still valid.
 const maxBundleCAs = 3
 
-// mergeBundle returns the CA bundle to inject: the current CA first, then each certificate of the existing bundle
+// MergeBundle returns the CA bundle to inject: the current CA first, then each certificate of the existing bundle
 // that is still valid at now and is not the current one. Keeping the previous CA while it is valid is the overlap
 // that makes a CA rotation safe: a replica still serving a certificate the previous CA signed (it has not seen the
 // new Secret yet, or waits for another bundle to trust the new CA) stays trusted.
-func mergeBundle(current, existing []byte, now time.Time) []byte {
+func MergeBundle(current, existing []byte, now time.Time) []byte {
 	out := bytes.TrimSpace(current)
 	out = append(out, '\n')
 	kept := 1
@@ -38,9 +38,9 @@ func mergeBundle(current, existing []byte, now time.Time) []byte {
 	return out
 }
 
-// trustedByAll reports whether every bundle holds a CA that makes leaf a valid serving certificate at now. No
+// TrustedByAll reports whether every bundle holds a CA that makes leaf a valid serving certificate at now. No
 // bundles trust anything vacuously: with no webhook configuration, no caller is failed by the choice.
-func trustedByAll(leaf *x509.Certificate, bundles [][]byte, now time.Time) bool {
+func TrustedByAll(leaf *x509.Certificate, bundles [][]byte, now time.Time) bool {
 	for _, b := range bundles {
 		roots := x509.NewCertPool()
 		if !roots.AppendCertsFromPEM(b) {

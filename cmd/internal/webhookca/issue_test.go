@@ -1,4 +1,4 @@
-package manager
+package webhookca
 
 import (
 	"crypto/rand"
@@ -19,15 +19,15 @@ var testDNSNames = []string{"svc.ns.svc", "svc", "svc.ns", "svc.ns.svc.cluster.l
 // certIssued.
 func certData(t *testing.T, caIssued, certIssued time.Time, dnsNames ...string) map[string][]byte {
 	t.Helper()
-	caCert, caKey, err := issueCA("test-ca", caIssued)
+	caCert, caKey, err := IssueCA("test-ca", caIssued)
 	if err != nil {
 		t.Fatal(err)
 	}
-	crt, key, err := issueServing(caCert, caKey, dnsNames, certIssued)
+	crt, key, err := IssueServing(caCert, caKey, dnsNames, certIssued)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return map[string][]byte{secretCACert: caCert, secretCAKey: caKey, secretCert: crt, secretKey: key}
+	return map[string][]byte{SecretCACert: caCert, SecretCAKey: caKey, SecretCert: crt, SecretKey: key}
 }
 
 // rsaCAData is a CA as earlier releases wrote it (RSA, PKCS #1) with a serving certificate it signed.
@@ -38,7 +38,7 @@ func rsaCAData(t *testing.T, now time.Time) map[string][]byte {
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(0), Subject: pkix.Name{CommonName: "old-ca"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(caValidity), IsCA: true, BasicConstraintsValid: true,
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(CAValidity), IsCA: true, BasicConstraintsValid: true,
 		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
 	if err != nil {
@@ -46,38 +46,38 @@ func rsaCAData(t *testing.T, now time.Time) map[string][]byte {
 	}
 	caCert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	caKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
-	crt, k, err := issueServing(caCert, caKey, testDNSNames, now)
+	crt, k, err := IssueServing(caCert, caKey, testDNSNames, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return map[string][]byte{secretCACert: caCert, secretCAKey: caKey, secretCert: crt, secretKey: k}
+	return map[string][]byte{SecretCACert: caCert, SecretCAKey: caKey, SecretCert: crt, SecretKey: k}
 }
 
 func TestPlanIssue(t *testing.T) {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	valid := certData(t, now, now, testDNSNames...)
 	otherCA := certData(t, now, now, testDNSNames...)
-	mixed := map[string][]byte{secretCACert: valid[secretCACert], secretCAKey: valid[secretCAKey],
-		secretCert: otherCA[secretCert], secretKey: otherCA[secretKey]}
+	mixed := map[string][]byte{SecretCACert: valid[SecretCACert], SecretCAKey: valid[SecretCAKey],
+		SecretCert: otherCA[SecretCert], SecretKey: otherCA[SecretKey]}
 	for name, tc := range map[string]struct {
 		data map[string][]byte
-		want issuePlan
+		want IssuePlan
 	}{
-		"empty Secret":                       {nil, issuePlan{newCA: true, newServing: true}},
-		"valid":                              {valid, issuePlan{}},
-		"RSA CA of earlier releases is kept": {rsaCAData(t, now), issuePlan{}},
-		"CA expires within renewBefore": {certData(t, now.Add(-caValidity+renewBefore-day), now, testDNSNames...),
-			issuePlan{newCA: true, newServing: true}},
-		"CA garbage": {map[string][]byte{secretCACert: []byte("x"), secretCAKey: []byte("y"),
-			secretCert: valid[secretCert], secretKey: valid[secretKey]}, issuePlan{newCA: true, newServing: true}},
-		"serving certificate missing": {map[string][]byte{secretCACert: valid[secretCACert], secretCAKey: valid[secretCAKey]},
-			issuePlan{newServing: true}},
-		"serving certificate expires within renewBefore": {certData(t, now, now.Add(-servingValidity+renewBefore-day), testDNSNames...),
-			issuePlan{newServing: true}},
-		"serving certificate for another name": {certData(t, now, now, "other.ns.svc"), issuePlan{newServing: true}},
-		"serving certificate of another CA":    {mixed, issuePlan{newServing: true}},
+		"empty Secret":                       {nil, IssuePlan{NewCA: true, NewServing: true}},
+		"valid":                              {valid, IssuePlan{}},
+		"RSA CA of earlier releases is kept": {rsaCAData(t, now), IssuePlan{}},
+		"CA expires within renewBefore": {certData(t, now.Add(-CAValidity+RenewBefore-day), now, testDNSNames...),
+			IssuePlan{NewCA: true, NewServing: true}},
+		"CA garbage": {map[string][]byte{SecretCACert: []byte("x"), SecretCAKey: []byte("y"),
+			SecretCert: valid[SecretCert], SecretKey: valid[SecretKey]}, IssuePlan{NewCA: true, NewServing: true}},
+		"serving certificate missing": {map[string][]byte{SecretCACert: valid[SecretCACert], SecretCAKey: valid[SecretCAKey]},
+			IssuePlan{NewServing: true}},
+		"serving certificate expires within renewBefore": {certData(t, now, now.Add(-ServingValidity+RenewBefore-day), testDNSNames...),
+			IssuePlan{NewServing: true}},
+		"serving certificate for another name": {certData(t, now, now, "other.ns.svc"), IssuePlan{NewServing: true}},
+		"serving certificate of another CA":    {mixed, IssuePlan{NewServing: true}},
 	} {
-		if got := planIssue(tc.data, testDNSNames[0], now); got != tc.want {
+		if got := PlanIssue(tc.data, testDNSNames[0], now); got != tc.want {
 			t.Errorf("%s: %+v, want %+v", name, got, tc.want)
 		}
 	}
@@ -87,13 +87,13 @@ func TestPlanIssue(t *testing.T) {
 func TestIssuedCertificatesNeedNothingMore(t *testing.T) {
 	now := time.Now()
 	data := certData(t, now, now, testDNSNames...)
-	if got := planIssue(data, testDNSNames[0], now); got != (issuePlan{}) {
+	if got := PlanIssue(data, testDNSNames[0], now); got != (IssuePlan{}) {
 		t.Fatalf("freshly issued certificates planned %+v", got)
 	}
 	// A serving certificate never outlives its CA.
-	data = certData(t, now.Add(-caValidity+30*day), now, testDNSNames...)
-	crt, _ := pem.Decode(data[secretCert])
-	ca, _ := pem.Decode(data[secretCACert])
+	data = certData(t, now.Add(-CAValidity+30*day), now, testDNSNames...)
+	crt, _ := pem.Decode(data[SecretCert])
+	ca, _ := pem.Decode(data[SecretCACert])
 	leaf, _ := x509.ParseCertificate(crt.Bytes)
 	root, _ := x509.ParseCertificate(ca.Bytes)
 	if leaf.NotAfter.After(root.NotAfter) {

@@ -1,4 +1,4 @@
-package manager
+package webhookca
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 
 func keyPair(t *testing.T, data map[string][]byte) *tls.Certificate {
 	t.Helper()
-	c, err := tls.X509KeyPair(data[secretCert], data[secretKey])
+	c, err := tls.X509KeyPair(data[SecretCert], data[SecretKey])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,9 +20,9 @@ func TestChooseServing(t *testing.T) {
 	now := time.Now()
 	oldData, newData := certData(t, now, now, testDNSNames...), certData(t, now, now, testDNSNames...)
 	old, next := keyPair(t, oldData), keyPair(t, newData)
-	oldCA, newCA := oldData[secretCACert], newData[secretCACert]
+	oldCA, newCA := oldData[SecretCACert], newData[SecretCACert]
 	both := bytes.Join([][]byte{newCA, oldCA}, nil)
-	expiredData := certData(t, now.Add(-2*servingValidity), now.Add(-2*servingValidity), testDNSNames...)
+	expiredData := certData(t, now.Add(-2*ServingValidity), now.Add(-2*ServingValidity), testDNSNames...)
 	expired := keyPair(t, expiredData)
 	for name, tc := range map[string]struct {
 		current, candidate *tls.Certificate
@@ -36,10 +36,10 @@ func TestChooseServing(t *testing.T) {
 		"new CA in every bundle":                       {old, next, [][]byte{both, both}, next},
 		"no webhook configuration: nothing to wait on": {old, next, nil, next},
 		"no candidate in the Secret":                   {old, nil, [][]byte{both}, old},
-		"an expired candidate is never served":         {old, expired, [][]byte{expiredData[secretCACert]}, old},
+		"an expired candidate is never served":         {old, expired, [][]byte{expiredData[SecretCACert]}, old},
 		"a bundle wiped keeps the current one":         {old, old, [][]byte{nil}, old},
 	} {
-		if got := chooseServing(tc.current, tc.candidate, tc.bundles, now); got != tc.want {
+		if got := ChooseServing(tc.current, tc.candidate, tc.bundles, now); got != tc.want {
 			t.Errorf("%s: chose %v, want %v", name, subject(got), subject(tc.want))
 		}
 	}
