@@ -13,6 +13,7 @@ import (
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/internal/conditions"
+	"github.com/keelson-dev/keelson/controllers/internal/poddiagnosis"
 	"github.com/keelson-dev/keelson/internal/commonlabels"
 )
 
@@ -30,15 +31,11 @@ func podProblem(pod *corev1.Pod) string {
 	if pod.Status.Phase == corev1.PodFailed {
 		return "pod " + pod.Name + " failed"
 	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return fmt.Sprintf("pod %s is unschedulable: %s", pod.Name, c.Message)
-		}
+	if message, ok := poddiagnosis.Unschedulable(pod); ok {
+		return fmt.Sprintf("pod %s is unschedulable: %s", pod.Name, message)
 	}
-	for _, cs := range append(append([]corev1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
-		if w := cs.State.Waiting; w != nil && waitingProblems[w.Reason] {
-			return fmt.Sprintf("pod %s container %s: %s", pod.Name, cs.Name, w.Reason)
-		}
+	if container, w := poddiagnosis.Waiting(pod, waitingProblems); w != nil {
+		return fmt.Sprintf("pod %s container %s: %s", pod.Name, container, w.Reason)
 	}
 	return ""
 }

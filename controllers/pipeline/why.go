@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/internal/poddiagnosis"
 )
 
 // Waiting reasons of the kubelet that say a container cannot start until someone changes something.
@@ -47,15 +48,13 @@ func podProblem(pods []corev1.Pod, now time.Time) (phase inferencev1alpha1.Phase
 		}
 		return inferencev1alpha1.PhaseFailed, inferencev1alpha1.ReasonCrashLooping, msg
 	}
-	for _, p := range pods {
-		if p.DeletionTimestamp != nil || p.Spec.NodeName != "" {
+	for i := range pods {
+		if pods[i].DeletionTimestamp != nil || pods[i].Spec.NodeName != "" {
 			continue
 		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-				return inferencev1alpha1.PhaseDegraded, inferencev1alpha1.ReasonUnschedulable, fmt.Sprintf("pod %s cannot be scheduled%s",
-					p.Name, detail(c.Message))
-			}
+		if message, ok := poddiagnosis.Unschedulable(&pods[i]); ok {
+			return inferencev1alpha1.PhaseDegraded, inferencev1alpha1.ReasonUnschedulable, fmt.Sprintf("pod %s cannot be scheduled%s",
+				pods[i].Name, detail(message))
 		}
 	}
 	return "", "", ""
@@ -236,81 +235,30 @@ func eventTime(e *corev1.Event) time.Time {
 
 // waitingFor finds a container of the pods waiting for one of reasons, and its pod's name.
 func waitingFor(pods []corev1.Pod, reasons map[string]bool) (string, *corev1.ContainerStateWaiting) {
-	for _, p := range pods {
-		if p.DeletionTimestamp != nil {
+	for i := range pods {
+		if pods[i].DeletionTimestamp != nil {
 			continue
 		}
-		for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
-			for _, cs := range list {
-				if w := cs.State.Waiting; w != nil && reasons[w.Reason] {
-					return p.Name, w
-				}
-			}
+		if _, w := poddiagnosis.Waiting(&pods[i], reasons); w != nil {
+			return pods[i].Name, w
 		}
 	}
 	return "", nil
 }
 
-// crashWindow is how recent a container's last exit must be for a container that is not ready to count as crash
-// looping. The kubelet restarts a crashing container after at most five minutes of back-off, so a crash loop exits
-// again well within ten minutes (plus however long the container runs before it crashes); an exit older than that
-// is history (an OOM kill an hour ago), and a container that is not ready now, long after it, is failing its
-// readiness check, not crashing.
-const crashWindow = 10 * time.Minute
-
-// crashLooping names a container of the step's pods that keeps exiting, its pod, and its last exit; "" when none
-// does. A crash loop passes through three states as the kubelet restarts the container (waiting in
-// CrashLoopBackOff, running, terminated again), and only the first says so: judged from that instant alone, the
-// step would flip between Failed and Progressing on every restart. So a container also counts while it is not
-// ready after its second restart or later, when its last exit is recent (crashWindow). Any exit counts, a clean one too: a server
-// that exits 0 is restarted like one that crashes. Init containers count the same way, except that one that
-// finished (exit 0) is done, not crashing; a sidecar (an init container that restarts) is judged like the main one.
+// crashLooping names a container of the step's pods that keeps exiting (poddiagnosis.CrashLooping), its pod, and
+// its last exit; "" when none does. Pods that are going or gone are left out: an evicted pod keeps the statuses of
+// its containers, and its replacement is what runs.
 func crashLooping(pods []corev1.Pod, now time.Time) (pod, container string, exit *corev1.ContainerStateTerminated) {
-	for _, p := range pods {
-		if !alive(p) {
-			continue // an evicted pod keeps the statuses of its containers; its replacement is what runs
+	for i := range pods {
+		if !alive(pods[i]) {
+			continue
 		}
-		for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
-			for _, cs := range list {
-				if w := cs.State.Waiting; w != nil && w.Reason == "CrashLoopBackOff" {
-					return p.Name, cs.Name, lastExit(cs)
-				}
-			}
-		}
-		for i, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
-			for _, cs := range list {
-				if cs.Ready || cs.RestartCount < 2 {
-					continue // one restart is not a loop: the first one comes without back-off, like a resize's
-				}
-				if t := cs.State.Terminated; i == 0 && t != nil && t.ExitCode == 0 && !sidecar(p, cs.Name) {
-					continue // an init container that finished
-				}
-				if e := lastExit(cs); e != nil && (e.FinishedAt.IsZero() || now.Sub(e.FinishedAt.Time) < crashWindow) {
-					return p.Name, cs.Name, e
-				}
-			}
+		if container, exit := poddiagnosis.CrashLooping(&pods[i], now); container != "" {
+			return pods[i].Name, container, exit
 		}
 	}
 	return "", "", nil
-}
-
-// lastExit is a container's latest exit: the one it is in, else the one before its current run.
-func lastExit(cs corev1.ContainerStatus) *corev1.ContainerStateTerminated {
-	if t := cs.State.Terminated; t != nil {
-		return t
-	}
-	return cs.LastTerminationState.Terminated
-}
-
-// sidecar reports whether the pod's init container of that name restarts like a main container (restartPolicy
-// Always): it is never "finished".
-func sidecar(p corev1.Pod, name string) bool {
-	for _, c := range p.Spec.InitContainers {
-		if c.Name == name {
-			return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-		}
-	}
-	return false
 }
 
 // detail appends a message after a colon, or nothing when it is empty.
