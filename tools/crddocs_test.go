@@ -1,9 +1,10 @@
 package tools_test
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -13,11 +14,7 @@ import (
 // missingDocs lists the paths under prefix of every property without a description.
 func missingDocs(prefix string, s *apiextensionsv1.JSONSchemaProps) []string {
 	var out []string
-	names := make([]string, 0, len(s.Properties))
-	for n := range s.Properties {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(s.Properties))
 	for _, n := range names {
 		p := s.Properties[n]
 		path := prefix + "." + n

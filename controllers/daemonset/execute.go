@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
@@ -260,11 +260,7 @@ func distinct(values []string) string {
 	for _, v := range values {
 		set[v] = true
 	}
-	out := make([]string, 0, len(set))
-	for v := range set {
-		out = append(out, v)
-	}
-	sort.Strings(out)
+	out := slices.Sorted(maps.Keys(set))
 	if len(out) <= 1 {
 		return strings.Join(out, "")
 	}

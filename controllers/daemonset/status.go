@@ -2,7 +2,8 @@ package daemonset
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,11 +44,7 @@ func podProblem(pod *corev1.Pod) string {
 // listNodes renders "a, b, c and 2 more" from notes keyed by node name, sorted, so messages are stable and a status
 // that has not changed is not rewritten.
 func listNodes(notes map[string]string) string {
-	names := make([]string, 0, len(notes))
-	for n := range notes {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(notes))
 	var parts []string
 	for _, n := range names[:min(len(names), maxListed)] {
 		if notes[n] == "" {

@@ -2,7 +2,8 @@ package pipeline
 
 import (
 	"context"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -23,11 +24,7 @@ const eventPoll = 10 * time.Second
 // readinessGrace without being ready (readinessProblem). At most two reads per step, whatever its replicas.
 func eventReads(pods map[string][]corev1.Pod, deployments map[string]*appsv1.Deployment, now time.Time) []*corev1.Pod {
 	var out []*corev1.Pod
-	steps := make([]string, 0, len(pods))
-	for step := range pods {
-		steps = append(steps, step)
-	}
-	sort.Strings(steps)
+	steps := slices.Sorted(maps.Keys(pods))
 	for _, step := range steps {
 		if p := firstPod(pods[step], stuckCreating); p != nil {
 			out = append(out, p)

@@ -2,7 +2,8 @@ package pipelinespec
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -120,11 +121,7 @@ func EntryStep(steps []inferencev1alpha1.Step, w Wiring) string {
 
 // SortedArgs renders args as --key=value, sorted by key, for a deterministic container command line.
 func SortedArgs(args map[string]string) []string {
-	keys := make([]string, 0, len(args))
-	for k := range args {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(args))
 	out := make([]string, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, "--"+k+"="+args[k])

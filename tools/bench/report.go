@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -129,11 +131,7 @@ func resourceTable(w map[string]map[string]float64) string {
 			seen[res] = true
 		}
 	}
-	resources := make([]string, 0, len(seen))
-	for res := range seen {
-		resources = append(resources, res)
-	}
-	sort.Strings(resources)
+	resources := slices.Sorted(maps.Keys(seen))
 	var b strings.Builder
 	b.WriteString("| write | Keelson | built-in |\n|---|---|---|\n")
 	for _, res := range resources {

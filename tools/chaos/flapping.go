@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -291,11 +292,7 @@ func excessChurn(creates, deletes, allowed map[string]int) (int, []string) {
 			nodes[n] = true
 		}
 	}
-	names := make([]string, 0, len(nodes))
-	for n := range nodes {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(nodes))
 	excess := 0
 	var examples []string
 	for _, n := range names {

@@ -207,11 +207,7 @@ func failedText(r AdmissionResult) string {
 	if total == 0 {
 		return "0"
 	}
-	causes := make([]string, 0, len(r.Failed))
-	for c := range r.Failed {
-		causes = append(causes, c)
-	}
-	sort.Strings(causes)
+	causes := slices.Sorted(maps.Keys(r.Failed))
 	parts := make([]string, len(causes))
 	for i, c := range causes {
 		parts[i] = fmt.Sprintf("%d %s", r.Failed[c], c)
@@ -434,11 +430,7 @@ func soakText(r SoakResult) string {
 
 // actionCounts lists what the churn did, sorted by kind.
 func actionCounts(actions map[string]int) string {
-	keys := make([]string, 0, len(actions))
-	for k := range actions {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(actions))
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%d × %s", actions[k], k)

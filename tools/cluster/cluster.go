@@ -6,11 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -118,11 +119,7 @@ func (c *Cluster) fingerprint() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(files))
 	for _, n := range names {
 		_, _ = fmt.Fprintf(h, "%s\n%s\n", n, files[n])
 	}

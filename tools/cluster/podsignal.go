@@ -2,9 +2,10 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -61,12 +62,7 @@ func podPIDs(roots []string, uid string, comm func(int) string) []int {
 			return nil
 		})
 	}
-	pids := make([]int, 0, len(seen))
-	for pid := range seen {
-		pids = append(pids, pid)
-	}
-	sort.Ints(pids)
-	return pids
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // underPod reports whether a cgroup file lies under the pod's directory, pod<uid> as the cgroupfs driver (the local

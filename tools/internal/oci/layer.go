@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -42,11 +44,7 @@ func Layer(files []File) (v1.Layer, error) {
 			dirs[p[:i+1]] = true
 		}
 	}
-	names := make([]string, 0, len(dirs))
-	for d := range dirs {
-		names = append(names, d)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(dirs))
 	for _, d := range names {
 		mode := int64(0o755)
 		if d == "tmp/" {
