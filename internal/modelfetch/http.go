@@ -38,47 +38,13 @@ type httpRemote struct {
 }
 
 func (h httpRemote) fetch(ctx context.Context, cached *entry, dir string, sp space) (bool, download, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.src.URI, nil)
+	resp, err := h.get(ctx, cached)
 	if err != nil {
-		return false, download{}, failed(ReasonInvalidURI, err)
-	}
-	if cached != nil {
-		// A conditional request: an unchanged model costs an answer, not a download.
-		if v := cached.Validators["etag"]; v != "" {
-			req.Header.Set("If-None-Match", v)
-		}
-		if v := cached.Validators["last-modified"]; v != "" {
-			req.Header.Set("If-Modified-Since", v)
-		}
-	}
-	resp, err := h.client.Do(req)
-	if err != nil {
-		// The error names the URL it failed at: after a redirect, a presigned URL whose signature must show
-		// nowhere (status, events, logs, the termination message). It names the model's own URI instead.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			ue.URL = h.src.URI
-		}
-		if errors.Is(err, errDowngrade) {
-			return false, download{}, failed(ReasonFailed, err)
-		}
-		return false, download{}, err // ReasonOf tells a network down from a certificate refused
+		return false, download{}, err
 	}
 	defer func() { _ = resp.Body.Close() }()
-	switch code := resp.StatusCode; {
-	case code == http.StatusNotModified && cached != nil:
-		return true, download{}, nil
-	case code == http.StatusNotFound || code == http.StatusGone:
-		return false, download{}, failed(ReasonNotFound, fmt.Errorf("%s: %s", h.src.URI, resp.Status))
-	case code == http.StatusProxyAuthRequired:
-		return false, download{}, failed(ReasonProxy, fmt.Errorf("%s: %s: the proxy wants credentials", h.src.URI, resp.Status))
-	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		return false, download{}, failed(ReasonForbidden, fmt.Errorf("%s: %s", h.src.URI, resp.Status))
-	case code == http.StatusBadGateway || code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout:
-		// The source is down for now: as unreachable as a network that does not answer.
-		return false, download{}, failed(ReasonUnreachable, fmt.Errorf("%s: %s", h.src.URI, resp.Status))
-	case code != http.StatusOK:
-		return false, download{}, failed(ReasonFailed, fmt.Errorf("%s: %s", h.src.URI, resp.Status))
+	if unchanged, err := h.answered(resp, cached != nil); unchanged || err != nil {
+		return unchanged, download{}, err
 	}
 	if sp.limit > 0 && resp.ContentLength > sp.limit {
 		return false, download{}, fmt.Errorf("%s: %w: %d bytes, the cache holds %d", h.src.URI, errTooLarge, resp.ContentLength, sp.limit)
@@ -109,15 +75,72 @@ func (h httpRemote) fetch(ctx context.Context, cached *entry, dir string, sp spa
 	if err := place(file, h.src.name(), dir, sp); err != nil {
 		return false, download{}, err
 	}
+	return false, download{digest: digest, validators: validators(resp.Header)}, nil
+}
+
+// get sends the request for the model: a conditional one when it is cached, so that an unchanged model costs an
+// answer, not a download.
+func (h httpRemote) get(ctx context.Context, cached *entry) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.src.URI, nil)
+	if err != nil {
+		return nil, failed(ReasonInvalidURI, err)
+	}
+	if cached != nil {
+		if v := cached.Validators["etag"]; v != "" {
+			req.Header.Set("If-None-Match", v)
+		}
+		if v := cached.Validators["last-modified"]; v != "" {
+			req.Header.Set("If-Modified-Since", v)
+		}
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		// The error names the URL it failed at: after a redirect, a presigned URL whose signature must show
+		// nowhere (status, events, logs, the termination message). It names the model's own URI instead.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = h.src.URI
+		}
+		if errors.Is(err, errDowngrade) {
+			return nil, failed(ReasonFailed, err)
+		}
+		return nil, err // ReasonOf tells a network down from a certificate refused
+	}
+	return resp, nil
+}
+
+// answered reads the response's status: the cached model unchanged (304 to a conditional request), the model to
+// download (200), or why not, with the reason a status code means.
+func (h httpRemote) answered(resp *http.Response, conditional bool) (unchanged bool, err error) {
+	switch code := resp.StatusCode; {
+	case code == http.StatusNotModified && conditional:
+		return true, nil
+	case code == http.StatusNotFound || code == http.StatusGone:
+		return false, failed(ReasonNotFound, fmt.Errorf("%s: %s", h.src.URI, resp.Status))
+	case code == http.StatusProxyAuthRequired:
+		return false, failed(ReasonProxy, fmt.Errorf("%s: %s: the proxy wants credentials", h.src.URI, resp.Status))
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return false, failed(ReasonForbidden, fmt.Errorf("%s: %s", h.src.URI, resp.Status))
+	case code == http.StatusBadGateway || code == http.StatusServiceUnavailable || code == http.StatusGatewayTimeout:
+		// The source is down for now: as unreachable as a network that does not answer.
+		return false, failed(ReasonUnreachable, fmt.Errorf("%s: %s", h.src.URI, resp.Status))
+	case code != http.StatusOK:
+		return false, failed(ReasonFailed, fmt.Errorf("%s: %s", h.src.URI, resp.Status))
+	}
+	return false, nil
+}
+
+// validators are what a later conditional request sends back: the response's ETag (a weak one, W/…, would do as
+// well for If-None-Match; kept as the server sent it) and Last-Modified.
+func validators(h http.Header) map[string]string {
 	v := map[string]string{}
-	// A weak ETag (W/…) would do as well for If-None-Match; kept as the server sent it.
-	if etag := resp.Header.Get("ETag"); etag != "" {
+	if etag := h.Get("ETag"); etag != "" {
 		v["etag"] = etag
 	}
-	if lm := resp.Header.Get("Last-Modified"); lm != "" {
+	if lm := h.Get("Last-Modified"); lm != "" {
 		v["last-modified"] = lm
 	}
-	return false, download{digest: digest, validators: v}, nil
+	return v
 }
 
 // errDowngrade is a redirect from https to plain http, refused.

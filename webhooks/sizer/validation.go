@@ -50,9 +50,25 @@ func Default(w *sizerv1alpha1.WorkloadSizer) {
 
 // Validate returns every problem of a sizer's spec with its field path.
 func Validate(w *sizerv1alpha1.WorkloadSizer) field.ErrorList {
-	var errs field.ErrorList
 	s := &w.Spec
 	p := field.NewPath("spec")
+	errs := validateTarget(s, p)
+	errs = append(errs, validateTemplate(s, p)...)
+	if s.Size != nil && *s.Size < 0 {
+		errs = append(errs, field.Invalid(p.Child("size"), *s.Size, "must be non-negative"))
+	}
+	errs = append(errs, validateResources(s.Resources, p.Child("resources"))...)
+	errs = append(errs, validateDisruption(s.Disruption, p.Child("disruption"))...)
+	if e := s.Expose; e != nil && e.Ingress != nil && e.Ingress.Enabled && (e.Service == nil || !e.Service.Enabled) {
+		errs = append(errs, field.Invalid(p.Child("expose", "ingress", "enabled"), true,
+			"an Ingress needs the Service: set expose.service.enabled too"))
+	}
+	return errs
+}
+
+// validateTarget checks the target's reference.
+func validateTarget(s *sizerv1alpha1.WorkloadSizerSpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	if ref := s.TargetRef; ref != nil {
 		if k := ref.Kind; k != "Deployment" && k != "StatefulSet" {
 			errs = append(errs, field.NotSupported(p.Child("targetRef", "kind"), k, []string{"Deployment", "StatefulSet"}))
@@ -61,32 +77,43 @@ func Validate(w *sizerv1alpha1.WorkloadSizer) field.ErrorList {
 			errs = append(errs, field.Required(p.Child("targetRef", "name"), ""))
 		}
 	}
+	return errs
+}
+
+// validateTemplate checks the template of a target the sizer creates: the apiserver would refuse the created target
+// on every pass, so the sizer is refused once, here.
+func validateTemplate(s *sizerv1alpha1.WorkloadSizerSpec, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	if s.Image != "" && s.Template != nil {
 		errs = append(errs, field.Forbidden(p.Child("template"), "set image or template, not both"))
 	}
-	if s.Template != nil && len(s.Template.Spec.Containers) == 0 {
+	if s.Template == nil {
+		return errs
+	}
+	if len(s.Template.Spec.Containers) == 0 {
 		errs = append(errs, field.Required(p.Child("template", "spec", "containers"), "the created target needs a container"))
 	}
-	if s.Template != nil {
-		// The apiserver would refuse the created target on every pass; refuse the sizer once, here.
-		tp := p.Child("template", "spec")
-		for _, list := range []struct {
-			name       string
-			containers []corev1.Container
-		}{{"initContainers", s.Template.Spec.InitContainers}, {"containers", s.Template.Spec.Containers}} {
-			for i, c := range list.containers {
-				if c.Image == "" {
-					errs = append(errs, field.Required(tp.Child(list.name).Index(i).Child("image"), "the created target's containers need images"))
-				}
+	tp := p.Child("template", "spec")
+	for _, list := range []struct {
+		name       string
+		containers []corev1.Container
+	}{{"initContainers", s.Template.Spec.InitContainers}, {"containers", s.Template.Spec.Containers}} {
+		for i, c := range list.containers {
+			if c.Image == "" {
+				errs = append(errs, field.Required(tp.Child(list.name).Index(i).Child("image"), "the created target's containers need images"))
 			}
 		}
 	}
-	if s.Size != nil && *s.Size < 0 {
-		errs = append(errs, field.Invalid(p.Child("size"), *s.Size, "must be non-negative"))
-	}
+	return errs
+}
+
+// validateResources checks the resources entries: one per container, no request above its limit nor minimum above
+// its maximum, no negative quantity.
+func validateResources(resources []sizerv1alpha1.ContainerResources, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	seen := map[string]bool{}
-	for i, r := range s.Resources {
-		rp := p.Child("resources").Index(i)
+	for i, r := range resources {
+		rp := p.Index(i)
 		if seen[r.ContainerName] {
 			errs = append(errs, field.Duplicate(rp.Child("containerName"), r.ContainerName))
 		}
@@ -104,21 +131,23 @@ func Validate(w *sizerv1alpha1.WorkloadSizer) field.ErrorList {
 			}
 		}
 	}
-	if d := s.Disruption; d != nil {
-		dp := p.Child("disruption")
-		if d.MinAvailable != nil && d.MaxUnavailable != nil {
-			errs = append(errs, field.Forbidden(dp.Child("maxUnavailable"), "set minAvailable or maxUnavailable, not both"))
-		}
-		_, minErrs := validation.IntOrPercent(d.MinAvailable, dp.Child("minAvailable"))
-		errs = append(errs, minErrs...)
-		_, maxErrs := validation.IntOrPercent(d.MaxUnavailable, dp.Child("maxUnavailable"))
-		errs = append(errs, maxErrs...)
-	}
-	if e := s.Expose; e != nil && e.Ingress != nil && e.Ingress.Enabled && (e.Service == nil || !e.Service.Enabled) {
-		errs = append(errs, field.Invalid(p.Child("expose", "ingress", "enabled"), true,
-			"an Ingress needs the Service: set expose.service.enabled too"))
-	}
 	return errs
+}
+
+// validateDisruption checks the disruption budget: one of minAvailable and maxUnavailable, each a count or a
+// percentage.
+func validateDisruption(d *sizerv1alpha1.DisruptionSpec, dp *field.Path) field.ErrorList {
+	if d == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if d.MinAvailable != nil && d.MaxUnavailable != nil {
+		errs = append(errs, field.Forbidden(dp.Child("maxUnavailable"), "set minAvailable or maxUnavailable, not both"))
+	}
+	_, minErrs := validation.IntOrPercent(d.MinAvailable, dp.Child("minAvailable"))
+	errs = append(errs, minErrs...)
+	_, maxErrs := validation.IntOrPercent(d.MaxUnavailable, dp.Child("maxUnavailable"))
+	return append(errs, maxErrs...)
 }
 
 // notAbove reports each quantity of low that exceeds the same resource in high.
