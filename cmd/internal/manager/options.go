@@ -137,6 +137,16 @@ func DefaultOptions(name string) Options {
 // BindFlags registers every option on fs, with o's current values as defaults. It also registers controller-runtime's
 // --kubeconfig flag, which config.GetConfig reads.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
+	o.bindServingFlags(fs)
+	o.bindLeaderElectionFlags(fs)
+	o.bindWebhookFlags(fs)
+	o.bindHelmHookFlags(fs)
+	o.bindRuntimeFlags(fs)
+	config.RegisterFlags(fs)
+}
+
+// bindServingFlags registers where the process serves its metrics, probes and profiles.
+func (o *Options) bindServingFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr,
 		`Address the metrics endpoint binds to, e.g. ":8443"; "0" disables it.`)
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure,
@@ -153,6 +163,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr,
 		`Address Go's profiles (/debug/pprof/) are served on, e.g. "127.0.0.1:8082"; empty (the default) serves none. `+
 			"Plain HTTP without authentication: bind it to localhost and use kubectl port-forward.")
+}
+
+// bindLeaderElectionFlags registers the leader election's lease and timings.
+func (o *Options) bindLeaderElectionFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
 		"Elect one active replica through a Lease. Only turn off when exactly one replica runs.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace,
@@ -164,7 +178,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"How long the leader retries renewing before it steps down; must be less than the lease duration.")
 	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod,
 		"How often candidates try to acquire and the leader renews the lease; bounds a graceful handover.")
+}
 
+// bindWebhookFlags registers the webhook server and its certificates.
+func (o *Options) bindWebhookFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.EnableWebhooks, "enable-webhooks", o.EnableWebhooks, "Serve this controller's admission webhooks.")
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port the admission webhook server listens on.")
 	fs.DurationVar(&o.WebhookDrain, "webhook-drain-duration", o.WebhookDrain,
@@ -180,6 +197,11 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"Service in front of the webhook server: the certificate is issued for its DNS names.")
 	fs.StringVar(&o.WebhookConfigName, "webhook-configuration-name", o.WebhookConfigName,
 		"Name of the validating and mutating webhook configurations to inject the CA into.")
+}
+
+// bindHelmHookFlags registers the one-shot modes the chart's hooks run: helm test's checks and the uninstall hook's
+// release of finalizers.
+func (o *Options) bindHelmHookFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.CheckReadyURL, "check-ready-url", o.CheckReadyURL,
 		"GET this URL and exit 0 if it answers 2xx, 1 otherwise; nothing else runs (for helm test).")
 	fs.StringVar(&o.CheckAdmissionNamespace, "check-admission-namespace", o.CheckAdmissionNamespace,
@@ -206,7 +228,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"Replicas a failed --release-finalizers run gives back to a Deployment it found at 0.")
 	fs.StringVar(&o.ReleaseFinalizersAlso, "release-finalizers-also", o.ReleaseFinalizersAlso,
 		"Other controllers' Deployments (name=replicas,...) a failed --release-finalizers run starts again when at 0.")
+}
 
+// bindRuntimeFlags registers logging, concurrency, the client budget, shutdown and --version.
+func (o *Options) bindRuntimeFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "Log level: debug, info, error, or a verbosity number (2 = more).")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format: json or console.")
 
@@ -217,7 +242,6 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"After SIGTERM, how long to wait for running reconciles before exiting.")
 
 	fs.BoolVar(&o.ShowVersion, "version", false, "Print the version and exit.")
-	config.RegisterFlags(fs)
 }
 
 // Validate reports every invalid option at once, each naming its flag.
