@@ -172,64 +172,33 @@ func newManager(b Binary, opts Options) (ctrl.Manager, *drainingServer, error) {
 	}
 	budget(cfg, b.Name, opts)
 
-	scheme := runtime.NewScheme()
-	for _, add := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme}, b.AddToScheme...) {
-		if err := add(scheme); err != nil {
-			return nil, nil, fmt.Errorf("registering API types: %w", err)
-		}
+	scheme, err := newScheme(b)
+	if err != nil {
+		return nil, nil, err
 	}
-
 	leaseNamespace := ""
 	if opts.LeaderElect {
 		if leaseNamespace, err = opts.leaseNamespace(); err != nil {
 			return nil, nil, err
 		}
 	}
-
 	// Every write any client of this process sends is counted by verb and resource (keelson_apiserver_writes_total).
 	cfg.Wrap(countWrites)
-
-	// The lease lock tells the write fence of each renewal; the fence then guards every other client's writes.
-	var lock resourcelock.Interface
-	if opts.LeaderElect {
-		writeFence := newFence(opts.RenewDeadline)
-		if lock, err = newFencedLock(cfg, scheme, leaseNamespace, opts.LeaderElectionID, opts.RenewDeadline, writeFence); err != nil {
-			return nil, nil, fmt.Errorf("creating the leader election lock: %w", err)
-		}
-		cfg.Wrap(writeFence.wrap)
+	lock, err := leaderElectionLock(cfg, scheme, leaseNamespace, opts)
+	if err != nil {
+		return nil, nil, err
 	}
 
 	serving := &webhookca.ServingCert{}
-	metricsOpts := metricsserver.Options{BindAddress: opts.MetricsAddr, SecureServing: opts.MetricsSecure}
-	if opts.MetricsSecure {
-		// Only a caller whose token may GET /metrics (a TokenReview and a SubjectAccessReview) is served.
-		metricsOpts.FilterProvider = metricsAuth
-		metricsOpts.CertDir = opts.MetricsCertDir
-		// Without a webhook server there is no webhook certificate to lend: the default (self-signed) stays.
-		if opts.MetricsWebhookCert && opts.EnableWebhooks && b.SetupWebhooks != nil {
-			metricsOpts.TLSOpts, metricsOpts.CertDir = metricsTLSFromWebhook(serving, opts)
-		}
-	}
-
 	var cacheOpts cache.Options
 	if b.Cache != nil {
 		cacheOpts = b.Cache(opts)
 	}
-
-	// With the own CA the certificate is handed to the server in memory, the moment it is issued; otherwise (say
-	// cert-manager's) it is read from the cert dir the Secret is mounted at.
-	serverOpts := webhook.Options{Port: opts.WebhookPort, CertDir: opts.WebhookCertDir}
-	if opts.EnableWebhooks && b.SetupWebhooks != nil {
-		certExpiry.set(servedCertificate(serving, opts.WebhookCertRotation, opts.WebhookCertDir))
-	}
-	if opts.WebhookCertRotation {
-		serverOpts.TLSOpts = []func(*tls.Config){serving.TLSOption}
-	}
-	webhooks := newDrainingServer(webhook.NewServer(serverOpts), opts.WebhookDrain)
+	webhooks := webhookServer(b, opts, serving)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         cacheOpts,
-		Metrics:                       metricsOpts,
+		Metrics:                       metricsOptions(b, opts, serving),
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.LeaderElect,
@@ -252,42 +221,104 @@ func newManager(b Binary, opts Options) (ctrl.Manager, *drainingServer, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the manager: %w", err)
 	}
-
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return nil, nil, fmt.Errorf("adding the health check: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("caches", cachesSynced(mgr.GetCache())); err != nil {
-		return nil, nil, fmt.Errorf("adding the cache readiness check: %w", err)
-	}
-	switch {
-	case opts.EnableWebhooks && b.SetupWebhooks != nil && opts.WebhookCertRotation:
-		if err := setupWebhooksWithRotation(mgr, b, opts, serving); err != nil {
-			return nil, nil, err
-		}
-	case opts.EnableWebhooks && b.SetupWebhooks != nil:
-		if err := b.SetupWebhooks(mgr); err != nil {
-			return nil, nil, fmt.Errorf("registering webhooks: %w", err)
-		}
-		// Ready only once the webhook server serves, so the Service never routes admission calls to a replica
-		// that would refuse them.
-		if err := mgr.AddReadyzCheck("webhooks", mgr.GetWebhookServer().StartedChecker()); err != nil {
-			return nil, nil, fmt.Errorf("adding the webhook readiness check: %w", err)
-		}
-	}
-	if b.RegisterMetrics != nil {
-		if err := b.RegisterMetrics(mgr); err != nil {
-			return nil, nil, fmt.Errorf("registering metrics: %w", err)
-		}
-	}
-	if b.SetupControllers != nil {
-		if err := b.SetupControllers(mgr, opts); err != nil {
-			return nil, nil, fmt.Errorf("registering controllers: %w", err)
-		}
+	if err := register(mgr, b, opts, serving); err != nil {
+		return nil, nil, err
 	}
 	if err := mgr.Add(leadershipLogger{lease: leaseNamespace + "/" + opts.LeaderElectionID}); err != nil {
 		return nil, nil, fmt.Errorf("adding the leadership logger: %w", err)
 	}
 	return mgr, webhooks, nil
+}
+
+// newScheme registers the core types and the binary's API groups.
+func newScheme(b Binary) (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme}, b.AddToScheme...) {
+		if err := add(scheme); err != nil {
+			return nil, fmt.Errorf("registering API types: %w", err)
+		}
+	}
+	return scheme, nil
+}
+
+// leaderElectionLock is the leader election's lock (nil without leader election). The lock tells the write fence of
+// each renewal; the fence, wrapped around cfg's transport, then guards every other client's writes.
+func leaderElectionLock(cfg *rest.Config, scheme *runtime.Scheme, leaseNamespace string, opts Options) (resourcelock.Interface, error) {
+	if !opts.LeaderElect {
+		return nil, nil
+	}
+	writeFence := newFence(opts.RenewDeadline)
+	lock, err := newFencedLock(cfg, scheme, leaseNamespace, opts.LeaderElectionID, opts.RenewDeadline, writeFence)
+	if err != nil {
+		return nil, fmt.Errorf("creating the leader election lock: %w", err)
+	}
+	cfg.Wrap(writeFence.wrap)
+	return lock, nil
+}
+
+// metricsOptions serves metrics to a caller whose token may GET /metrics (a TokenReview and a SubjectAccessReview),
+// over HTTPS when secure: with the webhook server's certificate when asked and there is one to lend, else the
+// cert dir's or a self-signed one.
+func metricsOptions(b Binary, opts Options, serving *webhookca.ServingCert) metricsserver.Options {
+	metricsOpts := metricsserver.Options{BindAddress: opts.MetricsAddr, SecureServing: opts.MetricsSecure}
+	if opts.MetricsSecure {
+		metricsOpts.FilterProvider = metricsAuth
+		metricsOpts.CertDir = opts.MetricsCertDir
+		if opts.MetricsWebhookCert && opts.EnableWebhooks && b.SetupWebhooks != nil {
+			metricsOpts.TLSOpts, metricsOpts.CertDir = metricsTLSFromWebhook(serving, opts)
+		}
+	}
+	return metricsOpts
+}
+
+// webhookServer is the webhook server, kept serving through its drain. With the own CA the certificate is handed to
+// it in memory, the moment it is issued; otherwise (say cert-manager's) it is read from the cert dir the Secret is
+// mounted at.
+func webhookServer(b Binary, opts Options, serving *webhookca.ServingCert) *drainingServer {
+	serverOpts := webhook.Options{Port: opts.WebhookPort, CertDir: opts.WebhookCertDir}
+	if opts.EnableWebhooks && b.SetupWebhooks != nil {
+		certExpiry.set(servedCertificate(serving, opts.WebhookCertRotation, opts.WebhookCertDir))
+	}
+	if opts.WebhookCertRotation {
+		serverOpts.TLSOpts = []func(*tls.Config){serving.TLSOption}
+	}
+	return newDrainingServer(webhook.NewServer(serverOpts), opts.WebhookDrain)
+}
+
+// register adds the probes, the webhooks, the metrics and the controllers of b to mgr.
+func register(mgr ctrl.Manager, b Binary, opts Options, serving *webhookca.ServingCert) error {
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("caches", cachesSynced(mgr.GetCache())); err != nil {
+		return fmt.Errorf("adding the cache readiness check: %w", err)
+	}
+	switch {
+	case opts.EnableWebhooks && b.SetupWebhooks != nil && opts.WebhookCertRotation:
+		if err := setupWebhooksWithRotation(mgr, b, opts, serving); err != nil {
+			return err
+		}
+	case opts.EnableWebhooks && b.SetupWebhooks != nil:
+		if err := b.SetupWebhooks(mgr); err != nil {
+			return fmt.Errorf("registering webhooks: %w", err)
+		}
+		// Ready only once the webhook server serves, so the Service never routes admission calls to a replica
+		// that would refuse them.
+		if err := mgr.AddReadyzCheck("webhooks", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return fmt.Errorf("adding the webhook readiness check: %w", err)
+		}
+	}
+	if b.RegisterMetrics != nil {
+		if err := b.RegisterMetrics(mgr); err != nil {
+			return fmt.Errorf("registering metrics: %w", err)
+		}
+	}
+	if b.SetupControllers != nil {
+		if err := b.SetupControllers(mgr, opts); err != nil {
+			return fmt.Errorf("registering controllers: %w", err)
+		}
+	}
+	return nil
 }
 
 // leadershipLogger is a runnable that runs only on the elected replica, so its one log line marks the moment this
