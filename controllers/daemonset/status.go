@@ -103,53 +103,28 @@ func computeStatus(old daemonsetv1alpha1.DaemonSetStatus, nodes []nodeView, in s
 		if len(n.pods) > 0 {
 			st.CurrentNumberScheduled++
 		}
-		// updatedAvailable, not available, says whether the node is done: with surge an old pod keeps the node
-		// available while the new one starts (or fails) beside it, and that must not look like a finished update.
-		// A node is updated once every pod on it is of the update revision: with surge, a node whose new pod starts
-		// beside the old one is not yet (apps/v1 counts a node by its oldest pod, which is the old one), or tools that
-		// wait for updatedNumberScheduled and numberAvailable to reach desiredNumberScheduled would call a rollout
-		// done while old pods serve every node.
-		ready, available, updated, updatedAvailable := false, false, len(n.pods) > 0, false
-		hasUpdatePod, problem := false, ""
-		for _, pod := range n.pods {
-			ready = ready || isReady(pod)
-			ok, _ := availability(pod, in.strategy.minReadySeconds, in.now)
-			available = available || ok
-			if pod.Labels[RevisionLabel] != in.updateHash {
-				updated = false
-			} else {
-				hasUpdatePod = true
-				updatedAvailable = updatedAvailable || ok
-				if !ok && problem == "" {
-					problem = podProblem(pod)
-				}
-			}
-		}
-		if n.backoff > 0 {
-			// No countdown in the message: status changes only when facts do, not every pass.
-			problem = "a pod failed; its replacement waits for the failure backoff"
-		}
-		if ready {
+		ns := stateOf(n, in)
+		if ns.ready {
 			st.NumberReady++
 		}
-		if available {
+		if ns.available {
 			st.NumberAvailable++
 		} else if !n.down {
-			unavailable[n.name] = problem
-			if problem == "" && len(n.pods) == 0 {
+			unavailable[n.name] = ns.problem
+			if ns.problem == "" && len(n.pods) == 0 {
 				unavailable[n.name] = "no pod"
 			}
 		}
-		if updated {
+		if ns.updated {
 			st.UpdatedNumberScheduled++
 		}
 		switch {
-		case !targets[n.name] && !updated:
+		case !targets[n.name] && !ns.updated:
 			heldBack++
-		case targets[n.name] && !updatedAvailable:
+		case targets[n.name] && !ns.updatedAvailable:
 			pendingTargets++
-			if hasUpdatePod && problem != "" && !n.down {
-				stuck[n.name] = problem
+			if ns.hasUpdatePod && ns.problem != "" && !n.down {
+				stuck[n.name] = ns.problem
 			}
 		}
 	}
@@ -168,6 +143,42 @@ func computeStatus(old daemonsetv1alpha1.DaemonSetStatus, nodes []nodeView, in s
 	}
 	setReady(&st, unavailable, pendingTargets)
 	return st
+}
+
+// nodeState is what the pods of a node that should run the pod say for the status. updatedAvailable, not
+// available, says whether the node is done: with surge an old pod keeps the node available while the new one starts
+// (or fails) beside it, and that must not look like a finished update. A node is updated once every pod on it is of
+// the update revision: with surge, a node whose new pod starts beside the old one is not yet (apps/v1 counts a node
+// by its oldest pod, which is the old one), or tools that wait for updatedNumberScheduled and numberAvailable to
+// reach desiredNumberScheduled would call a rollout done while old pods serve every node. problem is what keeps its
+// update-revision pod from becoming available, or the failure backoff its replacement waits for.
+type nodeState struct {
+	ready, available, updated, updatedAvailable, hasUpdatePod bool
+	problem                                                   string
+}
+
+// stateOf reads a node that should run the pod.
+func stateOf(n nodeView, in statusInput) nodeState {
+	s := nodeState{updated: len(n.pods) > 0}
+	for _, pod := range n.pods {
+		s.ready = s.ready || isReady(pod)
+		ok, _ := availability(pod, in.strategy.minReadySeconds, in.now)
+		s.available = s.available || ok
+		if pod.Labels[RevisionLabel] != in.updateHash {
+			s.updated = false
+		} else {
+			s.hasUpdatePod = true
+			s.updatedAvailable = s.updatedAvailable || ok
+			if !ok && s.problem == "" {
+				s.problem = podProblem(pod)
+			}
+		}
+	}
+	if n.backoff > 0 {
+		// No countdown in the message: status changes only when facts do, not every pass.
+		s.problem = "a pod failed; its replacement waits for the failure backoff"
+	}
+	return s
 }
 
 func setAvailable(st *daemonsetv1alpha1.DaemonSetStatus, unavailable map[string]string, in statusInput) {
