@@ -162,26 +162,8 @@ func (r *Reconciler) syncChild(ctx context.Context, p *inferencev1alpha1.Pipelin
 	if !needed {
 		return nil, nil
 	}
-	if svc, ok := desired.(*corev1.Service); ok {
-		if f, err := r.portTaken(ctx, existing.(*corev1.Service), svc); f != nil || err != nil {
-			return f, err // someone else's port is never taken over; the Service's watch brings the next pass
-		}
-	}
-	if d, ok := desired.(*appsv1.Deployment); ok && existing != nil && clearsRollingUpdate(existing.(*appsv1.Deployment), d) {
-		if err := r.Patch(ctx, existing, recreatePatch, client.FieldOwner(FieldOwner)); err != nil {
-			return writeFailed(fmt.Errorf("switching Deployment %s to Recreate: %w", d.Name, err))
-		}
-	}
-	if svc, ok := desired.(*corev1.Service); ok && existing != nil {
-		if stale := renumberedPorts(existing.(*corev1.Service), svc); len(stale) > 0 {
-			patch, err := renumberPortsPatch(stale, svc)
-			if err == nil {
-				err = r.Patch(ctx, existing, patch, client.FieldOwner(FieldOwner))
-			}
-			if err != nil {
-				return writeFailed(fmt.Errorf("restoring the ports of Service %s: %w", svc.Name, err))
-			}
-		}
+	if f, err := r.beforeApply(ctx, existing, desired); f != nil || err != nil {
+		return f, err
 	}
 	if err := r.ownFieldsByApply(ctx, desired); err != nil {
 		return nil, err
@@ -193,6 +175,34 @@ func (r *Reconciler) syncChild(ctx context.Context, p *inferencev1alpha1.Pipelin
 	}
 	if err := apply.Object(ctx, r.Client, desired, FieldOwner); err != nil {
 		return writeFailed(err)
+	}
+	return nil, nil
+}
+
+// beforeApply makes what an apply of desired over existing cannot do by itself: a Service port of someone else's is
+// never taken over (the Service's watch brings the next pass), a Deployment leaving RollingUpdate for Recreate drops
+// its rollingUpdate parameters first, and a Service's renumbered ports are restored under their names.
+func (r *Reconciler) beforeApply(ctx context.Context, existing, desired client.Object) (*failure, error) {
+	switch d := desired.(type) {
+	case *corev1.Service:
+		if f, err := r.portTaken(ctx, existing.(*corev1.Service), d); f != nil || err != nil {
+			return f, err
+		}
+		if stale := renumberedPorts(existing.(*corev1.Service), d); len(stale) > 0 {
+			patch, err := renumberPortsPatch(stale, d)
+			if err == nil {
+				err = r.Patch(ctx, existing, patch, client.FieldOwner(FieldOwner))
+			}
+			if err != nil {
+				return writeFailed(fmt.Errorf("restoring the ports of Service %s: %w", d.Name, err))
+			}
+		}
+	case *appsv1.Deployment:
+		if clearsRollingUpdate(existing.(*appsv1.Deployment), d) {
+			if err := r.Patch(ctx, existing, recreatePatch, client.FieldOwner(FieldOwner)); err != nil {
+				return writeFailed(fmt.Errorf("switching Deployment %s to Recreate: %w", d.Name, err))
+			}
+		}
 	}
 	return nil, nil
 }
