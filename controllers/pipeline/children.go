@@ -420,17 +420,7 @@ func (r *Reconciler) deleteRemovedSteps(ctx context.Context, p *inferencev1alpha
 	if err := r.List(ctx, &pods, client.InNamespace(p.Namespace), sel); err != nil {
 		return []error{fmt.Errorf("listing step pods: %w", err)}
 	}
-	// The pod specs of each step, by step name: its Deployment's template and its pods that still run.
-	specs := map[string][]*corev1.PodSpec{}
-	for i := range deps.Items {
-		d := &deps.Items[i]
-		specs[d.Labels[inferencev1alpha1.StepLabel]] = append(specs[d.Labels[inferencev1alpha1.StepLabel]], &d.Spec.Template.Spec)
-	}
-	for i := range pods.Items {
-		if pod := &pods.Items[i]; pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
-			specs[pod.Labels[inferencev1alpha1.StepLabel]] = append(specs[pod.Labels[inferencev1alpha1.StepLabel]], &pod.Spec)
-		}
-	}
+	specs := stepSpecs(deps.Items, pods.Items)
 	// Orphans of the pipeline's name (left by a delete with --cascade=orphan) are its own again, steps it no longer
 	// has included: they go as its other removed steps do.
 	var errs []error
@@ -442,13 +432,45 @@ func (r *Reconciler) deleteRemovedSteps(ctx context.Context, p *inferencev1alpha
 	removed := func(o client.Object) bool {
 		return !names[o.GetLabels()[inferencev1alpha1.StepLabel]] && o.GetDeletionTimestamp() == nil && ownedBy(o, p)
 	}
-	// A removed step is still called when a step of the spec, or a removed step still called, names its Service:
-	// a removed step that names itself, or removed steps that name each other, are not kept by that alone.
+	called := calledSteps(svcs.Items, specs, names, removed)
+	for i := range deps.Items {
+		if d := &deps.Items[i]; removed(d) && !called[d.Labels[inferencev1alpha1.StepLabel]] {
+			errs = append(errs, client.IgnoreNotFound(r.Delete(ctx, d)))
+		}
+	}
+	for i := range svcs.Items {
+		if s := &svcs.Items[i]; removed(s) && !called[s.Labels[inferencev1alpha1.StepLabel]] {
+			errs = append(errs, client.IgnoreNotFound(r.Delete(ctx, s)))
+		}
+	}
+	return errs
+}
+
+// stepSpecs are the pod specs of each step, by step name: its Deployment's template and its pods that still run.
+func stepSpecs(deps []appsv1.Deployment, pods []corev1.Pod) map[string][]*corev1.PodSpec {
+	specs := map[string][]*corev1.PodSpec{}
+	for i := range deps {
+		d := &deps[i]
+		specs[d.Labels[inferencev1alpha1.StepLabel]] = append(specs[d.Labels[inferencev1alpha1.StepLabel]], &d.Spec.Template.Spec)
+	}
+	for i := range pods {
+		if pod := &pods[i]; pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+			specs[pod.Labels[inferencev1alpha1.StepLabel]] = append(specs[pod.Labels[inferencev1alpha1.StepLabel]], &pod.Spec)
+		}
+	}
+	return specs
+}
+
+// calledSteps are the removed steps still called, by step name. A removed step is still called when a step of the
+// spec (names), or a removed step still called, names its Service: a removed step that names itself, or removed
+// steps that name each other, are not kept by that alone.
+func calledSteps(svcs []corev1.Service, specs map[string][]*corev1.PodSpec, names map[string]bool,
+	removed func(client.Object) bool) map[string]bool {
 	called := map[string]bool{}
 	for grew := true; grew; {
 		grew = false
-		for i := range svcs.Items {
-			s := &svcs.Items[i]
+		for i := range svcs {
+			s := &svcs[i]
 			step := s.Labels[inferencev1alpha1.StepLabel]
 			if !removed(s) || called[step] {
 				continue
@@ -464,17 +486,7 @@ func (r *Reconciler) deleteRemovedSteps(ctx context.Context, p *inferencev1alpha
 			}
 		}
 	}
-	for i := range deps.Items {
-		if d := &deps.Items[i]; removed(d) && !called[d.Labels[inferencev1alpha1.StepLabel]] {
-			errs = append(errs, client.IgnoreNotFound(r.Delete(ctx, d)))
-		}
-	}
-	for i := range svcs.Items {
-		if s := &svcs.Items[i]; removed(s) && !called[s.Labels[inferencev1alpha1.StepLabel]] {
-			errs = append(errs, client.IgnoreNotFound(r.Delete(ctx, s)))
-		}
-	}
-	return errs
+	return called
 }
 
 // objectsOf lists pointers to items as objects.
