@@ -195,7 +195,13 @@ func stepState(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alph
 		st.Message = fmt.Sprintf("%d of %d replicas ready; %s", d.Status.ReadyReplicas, want, msg)
 		return st
 	}
-	readiness := readinessProblem(pods, o.podEvents, o.now)
+	setRolloutPhase(&st, d, want, readinessProblem(pods, o.podEvents, o.now))
+	return st
+}
+
+// setRolloutPhase sets the phase of a step whose pods meet no problem: where its Deployment's rollout stands, and
+// what its readiness check answers (readiness, "" for nothing) when it matters.
+func setRolloutPhase(st *inferencev1alpha1.StepStatus, d *appsv1.Deployment, want int32, readiness string) {
 	switch {
 	case deploymentCondition(d, appsv1.DeploymentProgressing, corev1.ConditionFalse) == "ProgressDeadlineExceeded":
 		st.Phase, st.Reason = inferencev1alpha1.PhaseFailed, inferencev1alpha1.ReasonDeadline
@@ -219,7 +225,6 @@ func stepState(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alph
 		st.Phase, st.Reason = inferencev1alpha1.PhaseProgressing, inferencev1alpha1.ReasonStarting
 		st.Message = fmt.Sprintf("%d of %d replicas ready", d.Status.ReadyReplicas, want)
 	}
-	return st
 }
 
 func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType, s corev1.ConditionStatus) string {
@@ -238,12 +243,25 @@ func computeStatus(p *inferencev1alpha1.Pipeline, old inferencev1alpha1.Pipeline
 	if len(o.failures) > 0 || len(o.retrying) > 0 || o.invalid != "" {
 		st.ObservedGeneration = old.ObservedGeneration
 	}
-	cond := func(t string, ok bool, reason, msg string) {
-		conditions.Set(&st.Conditions, metav1.Condition{Type: t, Status: conditions.Status(ok), Reason: reason, Message: msg,
-			ObservedGeneration: p.Generation})
+	storageReady, storageFailure, storageFailed := setStorage(p, &st, old, o)
+	worst, worstReason := setSteps(p, &st, old, o, w)
+	if storageFailed {
+		worst, worstReason = inferencev1alpha1.PhaseFailed, storageFailure
 	}
+	setPhase(p, &st, worst, worstReason, storageReady)
+	return st
+}
 
-	// Storage.
+// setCondition sets a condition of the pipeline's status at its generation.
+func setCondition(st *inferencev1alpha1.PipelineStatus, p *inferencev1alpha1.Pipeline, t string, ok bool, reason, msg string) {
+	conditions.Set(&st.Conditions, metav1.Condition{Type: t, Status: conditions.Status(ok), Reason: reason, Message: msg,
+		ObservedGeneration: p.Generation})
+}
+
+// setStorage sets the storage's phases and condition, and says whether the storage is ready, and why it failed
+// when it did.
+func setStorage(p *inferencev1alpha1.Pipeline, st *inferencev1alpha1.PipelineStatus, old inferencev1alpha1.PipelineStatus,
+	o observed) (ready bool, failedReason string, failed bool) {
 	if o.pv != nil {
 		st.DetailPhase.PVPhase = string(o.pv.Status.Phase)
 	}
@@ -258,24 +276,29 @@ func computeStatus(p *inferencev1alpha1.Pipeline, old inferencev1alpha1.Pipeline
 		// Nothing to bind: each step fetches its model into its node's cache, or mounts its claim; a failed fetch
 		// or a missing claim is the step's.
 		storageReady = true
-		cond(inferencev1alpha1.ConditionStorageReady, true, inferencev1alpha1.ReasonCache, "each step's model is fetched into the cache on the step's node, or mounted from its claim")
+		setCondition(st, p, inferencev1alpha1.ConditionStorageReady, true, inferencev1alpha1.ReasonCache, "each step's model is fetched into the cache on the step's node, or mounted from its claim")
 	case o.retrying[storageKey] && meta.FindStatusCondition(old.Conditions, inferencev1alpha1.ConditionStorageReady) != nil:
 		// Kept as it was while the write is retried.
 		storageReady = meta.IsStatusConditionTrue(old.Conditions, inferencev1alpha1.ConditionStorageReady)
 	case storageFailed:
-		cond(inferencev1alpha1.ConditionStorageReady, false, storageFailure.reason, storageFailure.message)
+		setCondition(st, p, inferencev1alpha1.ConditionStorageReady, false, storageFailure.reason, storageFailure.message)
 	case storageReady:
-		cond(inferencev1alpha1.ConditionStorageReady, true, inferencev1alpha1.ReasonBound, fmt.Sprintf("claim %s is bound", ClaimName(p)))
+		setCondition(st, p, inferencev1alpha1.ConditionStorageReady, true, inferencev1alpha1.ReasonBound, fmt.Sprintf("claim %s is bound", ClaimName(p)))
 	case o.pvc != nil && o.pvc.Status.Phase == corev1.ClaimLost:
-		cond(inferencev1alpha1.ConditionStorageReady, false, inferencev1alpha1.ReasonStorageLost, fmt.Sprintf("claim %s lost its volume", ClaimName(p)))
+		setCondition(st, p, inferencev1alpha1.ConditionStorageReady, false, inferencev1alpha1.ReasonStorageLost, fmt.Sprintf("claim %s lost its volume", ClaimName(p)))
 	default:
-		cond(inferencev1alpha1.ConditionStorageReady, false, inferencev1alpha1.ReasonStorageWaiting, fmt.Sprintf("claim %s is not bound yet (claim %s, volume %s)",
+		setCondition(st, p, inferencev1alpha1.ConditionStorageReady, false, inferencev1alpha1.ReasonStorageWaiting, fmt.Sprintf("claim %s is not bound yet (claim %s, volume %s)",
 			ClaimName(p), orNone(st.DetailPhase.PVCPhase), orNone(st.DetailPhase.PVPhase)))
 	}
+	return storageReady, storageFailure.reason, storageFailed
+}
 
-	// Steps.
+// setSteps sets each step's status, the count of those ready, the pipeline's URL and the StepsReady condition, and
+// returns the worst phase of a step and its reason (an invalid spec's, when the spec is invalid).
+func setSteps(p *inferencev1alpha1.Pipeline, st *inferencev1alpha1.PipelineStatus, old inferencev1alpha1.PipelineStatus,
+	o observed, w pipelinespec.Wiring) (worst inferencev1alpha1.Phase, worstReason string) {
 	var notReady []string
-	worst, worstReason := inferencev1alpha1.PhaseReady, ""
+	worst = inferencev1alpha1.PhaseReady
 	ready := 0
 	for i := range p.Spec.Steps {
 		ss := stepStatus(p, i, o)
@@ -298,18 +321,20 @@ func computeStatus(p *inferencev1alpha1.Pipeline, old inferencev1alpha1.Pipeline
 		st.URL = Endpoint(p, entry, pipelinespec.StepPort(p.Spec.Steps[indexOf(p.Spec.Steps, entry)]))
 	}
 	if o.invalid != "" {
-		cond(inferencev1alpha1.ConditionStepsReady, false, inferencev1alpha1.ReasonInvalidSpec, o.invalid)
+		setCondition(st, p, inferencev1alpha1.ConditionStepsReady, false, inferencev1alpha1.ReasonInvalidSpec, o.invalid)
 		worst, worstReason = inferencev1alpha1.PhaseFailed, inferencev1alpha1.ReasonInvalidSpec
 	} else if len(notReady) == 0 {
-		cond(inferencev1alpha1.ConditionStepsReady, true, inferencev1alpha1.ReasonAllStepsReady, fmt.Sprintf("all %d steps are ready", len(p.Spec.Steps)))
+		setCondition(st, p, inferencev1alpha1.ConditionStepsReady, true, inferencev1alpha1.ReasonAllStepsReady, fmt.Sprintf("all %d steps are ready", len(p.Spec.Steps)))
 	} else {
-		cond(inferencev1alpha1.ConditionStepsReady, false, inferencev1alpha1.ReasonStepsNotReady, "waiting for "+strings.Join(notReady, "; "))
+		setCondition(st, p, inferencev1alpha1.ConditionStepsReady, false, inferencev1alpha1.ReasonStepsNotReady, "waiting for "+strings.Join(notReady, "; "))
 	}
-	if storageFailed {
-		worst, worstReason = inferencev1alpha1.PhaseFailed, storageFailure.reason
-	}
+	return worst, worstReason
+}
 
-	// The pipeline.
+// setPhase sets the pipeline's phase and its Ready condition, whose reason, when it is not Ready, is the most
+// pressing one.
+func setPhase(p *inferencev1alpha1.Pipeline, st *inferencev1alpha1.PipelineStatus, worst inferencev1alpha1.Phase,
+	worstReason string, storageReady bool) {
 	switch {
 	case p.DeletionTimestamp != nil:
 		st.Phase = inferencev1alpha1.PhaseDeleting
@@ -325,8 +350,8 @@ func computeStatus(p *inferencev1alpha1.Pipeline, old inferencev1alpha1.Pipeline
 		if !mountsStorage(p) {
 			msg = "every step is ready at " + st.URL
 		}
-		cond(inferencev1alpha1.ConditionReady, true, inferencev1alpha1.ReasonReady, msg)
-		return st
+		setCondition(st, p, inferencev1alpha1.ConditionReady, true, inferencev1alpha1.ReasonReady, msg)
+		return
 	}
 	// The reason of a pipeline that is not Ready is the most pressing one (kubectl get ipl shows it): the worst
 	// step's, else the storage's.
@@ -340,8 +365,7 @@ func computeStatus(p *inferencev1alpha1.Pipeline, old inferencev1alpha1.Pipeline
 			msg += "; " + c.Message
 		}
 	}
-	cond(inferencev1alpha1.ConditionReady, false, reason, msg)
-	return st
+	setCondition(st, p, inferencev1alpha1.ConditionReady, false, reason, msg)
 }
 
 // worse orders phases by how much they need attention.
