@@ -150,68 +150,77 @@ func budgetMatches(pdb *policyv1.PodDisruptionBudget, selector *metav1.LabelSele
 // syncExpose keeps the Service and Ingress the spec asks for, and deletes its own ones it no longer asks for.
 func (r *Reconciler) syncExpose(ctx context.Context, p *pass, t *target) error {
 	wls := p.wls
-	key := types.NamespacedName{Namespace: wls.Namespace, Name: childName(wls)}
 	wantService := wls.Spec.Expose != nil && wls.Spec.Expose.Service != nil && wls.Spec.Expose.Service.Enabled
 	wantIngress := wantService && wls.Spec.Expose.Ingress != nil && wls.Spec.Expose.Ingress.Enabled
-	selector := serviceSelector(t.selector, t.template.Labels)
+	if err := r.syncService(ctx, p, serviceSelector(t.selector, t.template.Labels), wantService); err != nil {
+		return err
+	}
+	return r.syncIngress(ctx, p, wantIngress)
+}
 
+// syncService keeps the Service the spec asks for (want), or deletes its own one.
+func (r *Reconciler) syncService(ctx context.Context, p *pass, selector map[string]string, want bool) error {
+	wls := p.wls
+	key := types.NamespacedName{Namespace: wls.Namespace, Name: childName(wls)}
 	var svc corev1.Service
-	exists, ours, err := r.claim(ctx, wls, key, &svc, wantService)
+	exists, ours, err := r.claim(ctx, wls, key, &svc, want)
 	if err != nil {
 		return err
 	}
 	switch {
 	case exists && !ours:
-		if wantService {
+		if want {
 			p.conflicts = append(p.conflicts, notOwned("Service", key.Name, "spec.expose.service"))
 			p.retryLater = true
 		}
-	case wantService && (!exists || !serviceMatches(&svc, wls, selector)):
-		var want corev1.Service
-		if err := typed(newService(wls, selector), &want); err != nil {
+	case want && (!exists || !serviceMatches(&svc, wls, selector)):
+		var desired corev1.Service
+		if err := typed(newService(wls, selector), &desired); err != nil {
 			return err
 		}
-		if err := r.writeChild(ctx, p, &svc, exists, &want, "Service", "spec.expose.service", func() {
+		if err := r.writeChild(ctx, p, &svc, exists, &desired, "Service", "spec.expose.service", func() {
 			// Only what the sizer decides: the cluster IP and node ports the apiserver allocated stay.
-			svc.Spec.Type, svc.Spec.Selector, svc.Spec.Ports = want.Spec.Type, want.Spec.Selector, want.Spec.Ports
+			svc.Spec.Type, svc.Spec.Selector, svc.Spec.Ports = desired.Spec.Type, desired.Spec.Selector, desired.Spec.Ports
 		}); err != nil {
 			return fmt.Errorf("writing the Service: %w", err)
 		}
-	case !wantService && exists:
-		if err := deleteOurs(ctx, r.Client, &svc); err != nil {
-			return err
-		}
+	case !want && exists:
+		return deleteOurs(ctx, r.Client, &svc)
 	}
+	return nil
+}
 
+// syncIngress keeps the Ingress the spec asks for (want), or deletes its own one.
+func (r *Reconciler) syncIngress(ctx context.Context, p *pass, want bool) error {
+	wls := p.wls
+	key := types.NamespacedName{Namespace: wls.Namespace, Name: childName(wls)}
 	var ing networkingv1.Ingress
-	exists, ours, err = r.claim(ctx, wls, key, &ing, wantIngress)
+	exists, ours, err := r.claim(ctx, wls, key, &ing, want)
 	if err != nil {
 		return err
 	}
 	switch {
 	case exists && !ours:
-		if wantIngress {
+		if want {
 			p.conflicts = append(p.conflicts, notOwned("Ingress", key.Name, "spec.expose.ingress"))
 			p.retryLater = true
 		}
-	case wantIngress && (!exists || ing.Annotations[specHashAnnotation] != ingressHash(wls)):
-		var want networkingv1.Ingress
-		if err := typed(newIngress(wls).WithAnnotations(map[string]string{specHashAnnotation: ingressHash(wls)}), &want); err != nil {
+	case want && (!exists || ing.Annotations[specHashAnnotation] != ingressHash(wls)):
+		var desired networkingv1.Ingress
+		if err := typed(newIngress(wls).WithAnnotations(map[string]string{specHashAnnotation: ingressHash(wls)}), &desired); err != nil {
 			return err
 		}
-		if err := r.writeChild(ctx, p, &ing, exists, &want, "Ingress", "spec.expose.ingress", func() {
-			ing.Spec = want.Spec
+		if err := r.writeChild(ctx, p, &ing, exists, &desired, "Ingress", "spec.expose.ingress", func() {
+			ing.Spec = desired.Spec
 			if ing.Annotations == nil {
 				ing.Annotations = map[string]string{}
 			}
-			ing.Annotations[specHashAnnotation] = want.Annotations[specHashAnnotation]
+			ing.Annotations[specHashAnnotation] = desired.Annotations[specHashAnnotation]
 		}); err != nil {
 			return fmt.Errorf("writing the Ingress: %w", err)
 		}
-	case !wantIngress && exists:
-		if err := deleteOurs(ctx, r.Client, &ing); err != nil {
-			return err
-		}
+	case !want && exists:
+		return deleteOurs(ctx, r.Client, &ing)
 	}
 	return nil
 }
