@@ -305,25 +305,10 @@ func (r *Reconciler) size(ctx context.Context, p *pass, t *target) error {
 	if mode == "" {
 		mode = sizerv1alpha1.UpdateModeRolling
 	}
-	owner := workloadFieldOwner(wls)
-	if t.created {
-		owner = FieldOwner
-	}
-	owned := ownedFields(t.obj, owner, FieldOwner).union(r.lastApplied(client.ObjectKeyFromObject(wls).String()))
-	if t.created && wls.Spec.Template != nil {
-		// The sizer applies all of a target it created, the user's own variables from spec.template included:
-		// those are the user's all the same, and runtime tuning must leave them as written.
-		for _, c := range wls.Spec.Template.Spec.Containers {
-			for _, e := range c.Env {
-				delete(owned.env[c.Name], e.Name)
-			}
-		}
-	}
 	toTemplate := mode == sizerv1alpha1.UpdateModeRolling || t.created
-	if toTemplate {
-		if err := r.reclaimRuntimeEnv(ctx, wls, t, &owned); err != nil {
-			return err
-		}
+	owned, err := r.sizedFields(ctx, wls, t, toTemplate)
+	if err != nil {
+		return err
 	}
 	source := t.template
 	if t.created {
@@ -339,7 +324,6 @@ func (r *Reconciler) size(ctx context.Context, p *pass, t *target) error {
 	// the template.
 	var resize resizeOutcome
 	if mode == sizerv1alpha1.UpdateModeInPlace && !t.created && len(applied) > 0 {
-		var err error
 		if resize, err = r.resizePods(ctx, wls, t, applied); err != nil {
 			setCondition(st, g, sizerv1alpha1.ConditionSized, false, sizerv1alpha1.ReasonApplyFailed, err.Error())
 			return err
@@ -351,23 +335,12 @@ func (r *Reconciler) size(ctx context.Context, p *pass, t *target) error {
 		}
 	}
 
-	replicas := wls.Spec.Size
-	if c, err := r.autoscalerConflict(ctx, wls); err != nil {
+	replicas, err := r.replicasFor(ctx, p)
+	if err != nil {
 		return err
-	} else if c != nil {
-		p.conflicts = append(p.conflicts, *c)
-		p.autoscaled = true
-		replicas = nil // handed over to the autoscaler with its current value
-	}
-	if c, err := r.verticalAutoscalerConflict(ctx, wls); err != nil {
-		// Only a report: a failed look stops no sizing.
-		log.FromContext(ctx).Error(err, "Looking for vertical pod autoscalers of the workload")
-	} else if c != nil {
-		p.conflicts = append(p.conflicts, *c) // reported; the sizer's resources are the user's ask all the same
 	}
 	var w targetWrite
 	if t.created {
-		var err error
 		if w, err = createdWrite(wls, t, replicas, patches); err != nil {
 			return err
 		}
@@ -375,29 +348,89 @@ func (r *Reconciler) size(ctx context.Context, p *pass, t *target) error {
 		w = workloadWrite(wls, t, replicas, patches)
 	}
 	if err := r.writeTarget(ctx, wls, t, w); err != nil {
-		if msg := conflictMessage(err); msg != "" {
-			var fight fightError
-			if errors.As(err, &fight) {
-				p.conflicts = append(p.conflicts, conflict{reason: sizerv1alpha1.ReasonTakenBack, message: fmt.Sprintf(
-					"%s; these fields were taken back %d times after the sizer forced them: it stopped "+
-						"forcing until its spec changes (make one of the two writers let go)", msg, fightLimit)})
-			} else {
-				p.conflicts = append(p.conflicts, conflict{reason: sizerv1alpha1.ReasonConflict, message: msg +
-					"; the sizer leaves these fields alone (set spec.forceOwnership to take them over)"})
-			}
-			setCondition(st, g, sizerv1alpha1.ConditionSized, false, sizerv1alpha1.ReasonConflict, "fields the sizer would write are owned by "+
-				"another manager: see the Conflict condition")
-			return nil // a conflict is a state to report, not an error to retry
-		}
-		if !apierrors.IsConflict(err) {
-			setCondition(st, g, sizerv1alpha1.ConditionSized, false, sizerv1alpha1.ReasonApplyFailed, err.Error())
-		}
-		return err
+		return sizeFailed(p, err)
 	}
-	switch unknown := unknownContainers(wls.Spec.Resources, t.template.Spec.Containers); {
+	setSized(st, g, unknownContainers(wls.Spec.Resources, t.template.Spec.Containers), mode == sizerv1alpha1.UpdateModeOff && !t.created, resize)
+	return nil
+}
+
+// sizedFields are the fields the sizer owns on the target before this pass's write: its field manager's (the
+// created target's, or the sizer's own on a user's workload), and those of its last apply in this process. With
+// toTemplate, it first takes back the runtime variables it derived that another manager holds.
+func (r *Reconciler) sizedFields(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, t *target, toTemplate bool) (fieldSet, error) {
+	owner := workloadFieldOwner(wls)
+	if t.created {
+		owner = FieldOwner
+	}
+	owned := ownedFields(t.obj, owner, FieldOwner).union(r.lastApplied(client.ObjectKeyFromObject(wls).String()))
+	if t.created && wls.Spec.Template != nil {
+		// The sizer applies all of a target it created, the user's own variables from spec.template included:
+		// those are the user's all the same, and runtime tuning must leave them as written.
+		for _, c := range wls.Spec.Template.Spec.Containers {
+			for _, e := range c.Env {
+				delete(owned.env[c.Name], e.Name)
+			}
+		}
+	}
+	if toTemplate {
+		if err := r.reclaimRuntimeEnv(ctx, wls, t, &owned); err != nil {
+			return owned, err
+		}
+	}
+	return owned, nil
+}
+
+// replicasFor is the replica count to write: spec.size, or none when a HorizontalPodAutoscaler scales the target
+// (handed over to it with its current value). An autoscaler of either kind is reported as a conflict.
+func (r *Reconciler) replicasFor(ctx context.Context, p *pass) (*int32, error) {
+	replicas := p.wls.Spec.Size
+	if c, err := r.autoscalerConflict(ctx, p.wls); err != nil {
+		return nil, err
+	} else if c != nil {
+		p.conflicts = append(p.conflicts, *c)
+		p.autoscaled = true
+		replicas = nil
+	}
+	if c, err := r.verticalAutoscalerConflict(ctx, p.wls); err != nil {
+		// Only a report: a failed look stops no sizing.
+		log.FromContext(ctx).Error(err, "Looking for vertical pod autoscalers of the workload")
+	} else if c != nil {
+		p.conflicts = append(p.conflicts, *c) // reported; the sizer's resources are the user's ask all the same
+	}
+	return replicas, nil
+}
+
+// sizeFailed reports a failed write of the target: fields another manager owns are a state (the Conflict
+// condition), not an error to retry; any other refusal is ApplyFailed, and a write that raced another is retried.
+func sizeFailed(p *pass, err error) error {
+	st, g := p.status, p.wls.Generation
+	if msg := conflictMessage(err); msg != "" {
+		var fight fightError
+		if errors.As(err, &fight) {
+			p.conflicts = append(p.conflicts, conflict{reason: sizerv1alpha1.ReasonTakenBack, message: fmt.Sprintf(
+				"%s; these fields were taken back %d times after the sizer forced them: it stopped "+
+					"forcing until its spec changes (make one of the two writers let go)", msg, fightLimit)})
+		} else {
+			p.conflicts = append(p.conflicts, conflict{reason: sizerv1alpha1.ReasonConflict, message: msg +
+				"; the sizer leaves these fields alone (set spec.forceOwnership to take them over)"})
+		}
+		setCondition(st, g, sizerv1alpha1.ConditionSized, false, sizerv1alpha1.ReasonConflict, "fields the sizer would write are owned by "+
+			"another manager: see the Conflict condition")
+		return nil // a conflict is a state to report, not an error to retry
+	}
+	if !apierrors.IsConflict(err) {
+		setCondition(st, g, sizerv1alpha1.ConditionSized, false, sizerv1alpha1.ReasonApplyFailed, err.Error())
+	}
+	return err
+}
+
+// setSized sets the Sized condition of a pass whose write went through: a resources entry that names no container
+// (unknown), updateMode Off on a workload the sizer did not create (off), an in-place resize that fell back or waits.
+func setSized(st *sizerv1alpha1.WorkloadSizerStatus, g int64, unknown string, off bool, resize resizeOutcome) {
+	switch {
 	case unknown != "":
 		setCondition(st, g, sizerv1alpha1.ConditionSized, false, sizerv1alpha1.ReasonContainerNotFound, unknown)
-	case mode == sizerv1alpha1.UpdateModeOff && !t.created:
+	case off:
 		setCondition(st, g, sizerv1alpha1.ConditionSized, true, sizerv1alpha1.ReasonModeOff, "replicas applied; resources are reported, not written (updateMode Off leaves running pods alone)")
 	case resize.fallback != "":
 		setCondition(st, g, sizerv1alpha1.ConditionSized, false, sizerv1alpha1.ReasonInPlaceFallback, resize.fallback+
@@ -410,7 +443,6 @@ func (r *Reconciler) size(ctx context.Context, p *pass, t *target) error {
 	default:
 		setCondition(st, g, sizerv1alpha1.ConditionSized, true, sizerv1alpha1.ReasonApplied, "replicas, resources and environment are applied")
 	}
-	return nil
 }
 
 // reclaimRuntimeEnv counts as the sizer's the runtime variables of its languages that nobody owns: variables it
