@@ -169,20 +169,10 @@ func (r *Reconciler) resizePods(ctx context.Context, wls *sizerv1alpha1.Workload
 		return resizeOutcome{fallback: "this cluster does not resize pods in place (no pods/resize subresource before " +
 			"Kubernetes 1.33)"}, nil
 	}
-	sel, err := metav1.LabelSelectorAsSelector(t.selector)
+	live, err := r.livePods(ctx, wls, t)
 	if err != nil {
 		return resizeOutcome{}, err
 	}
-	var pods corev1.PodList
-	if err := r.APIReader.List(ctx, &pods, client.InNamespace(wls.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return resizeOutcome{}, fmt.Errorf("listing pods to resize: %w", err)
-	}
-	live := slices.DeleteFunc(pods.Items, func(p corev1.Pod) bool {
-		return p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-	})
-	// The pods that do not serve go first: taking them down costs the workload nothing more.
-	slices.SortStableFunc(live, func(a, b corev1.Pod) int { return boolCmp(serving(&a), serving(&b)) })
-
 	out, plan := r.planResizes(live, applied)
 	if out.fallback != "" || len(plan) == 0 {
 		return out, nil
@@ -208,35 +198,59 @@ func (r *Reconciler) resizePods(ctx context.Context, wls *sizerv1alpha1.Workload
 			"their node", firstEviction(plan), maxInfeasibleEvictions)}, nil
 	}
 	for _, s := range plan {
-		if (s.evict != "" || s.restart != "") && serving(s.pod) && !budget.take(s.pod) {
-			out = out.combine(resizeOutcome{held: 1})
-			continue
-		}
-		if s.evict != "" {
-			held, err := r.evictInfeasible(ctx, wls, s.pod, s.evict)
-			if err != nil {
-				return out, err
-			}
-			if held {
-				out = out.combine(resizeOutcome{held: 1})
-			}
-			continue
-		}
-		if err := r.SubResource("resize").Update(ctx, s.pod); err != nil {
-			if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
-				// e.g. a QoS class change, or a resource that cannot change in place: this pass falls back (the
-				// pods it resized already stay so)
-				out = out.combine(resizeOutcome{fallback: fmt.Sprintf("the apiserver refuses to resize pod %s in place: %s",
-					s.pod.Name, apierrors.ReasonForError(err))})
-				continue
-			}
-			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				continue // the pod changed or went; the next pass sees it
-			}
-			return out, fmt.Errorf("resizing pod %s: %w", s.pod.Name, err)
+		step, err := r.resizeOne(ctx, wls, s, &budget)
+		out = out.combine(step)
+		if err != nil {
+			return out, err
 		}
 	}
 	return out, nil
+}
+
+// livePods are the target's pods that run or are about to, read past the cache, those that do not serve first:
+// taking them down costs the workload nothing more.
+func (r *Reconciler) livePods(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, t *target) ([]corev1.Pod, error) {
+	sel, err := metav1.LabelSelectorAsSelector(t.selector)
+	if err != nil {
+		return nil, err
+	}
+	var pods corev1.PodList
+	if err := r.APIReader.List(ctx, &pods, client.InNamespace(wls.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, fmt.Errorf("listing pods to resize: %w", err)
+	}
+	live := slices.DeleteFunc(pods.Items, func(p corev1.Pod) bool {
+		return p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	})
+	slices.SortStableFunc(live, func(a, b corev1.Pod) int { return boolCmp(serving(&a), serving(&b)) })
+	return live, nil
+}
+
+// resizeOne resizes one pod of the plan, or evicts it when its resize cannot fit its node; a serving pod whose
+// resize takes it down waits for the disruption budget (held).
+func (r *Reconciler) resizeOne(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer, s podResize, budget *restartBudget) (resizeOutcome, error) {
+	if (s.evict != "" || s.restart != "") && serving(s.pod) && !budget.take(s.pod) {
+		return resizeOutcome{held: 1}, nil
+	}
+	if s.evict != "" {
+		held, err := r.evictInfeasible(ctx, wls, s.pod, s.evict)
+		if err != nil || !held {
+			return resizeOutcome{}, err
+		}
+		return resizeOutcome{held: 1}, nil
+	}
+	if err := r.SubResource("resize").Update(ctx, s.pod); err != nil {
+		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) {
+			// e.g. a QoS class change, or a resource that cannot change in place: this pass falls back (the
+			// pods it resized already stay so)
+			return resizeOutcome{fallback: fmt.Sprintf("the apiserver refuses to resize pod %s in place: %s",
+				s.pod.Name, apierrors.ReasonForError(err))}, nil
+		}
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return resizeOutcome{}, nil // the pod changed or went; the next pass sees it
+		}
+		return resizeOutcome{}, fmt.Errorf("resizing pod %s: %w", s.pod.Name, err)
+	}
+	return resizeOutcome{}, nil
 }
 
 // podResize is what a pass does to one pod: resize it (restart says which container that restarts, if any), or
