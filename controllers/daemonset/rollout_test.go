@@ -73,20 +73,50 @@ func tainted(v nodeView) nodeView {
 	return v
 }
 
-func TestPlanNodes(t *testing.T) {
-	down := func(v nodeView) nodeView { v.down = true; return v }
-	started := func(p *corev1.Pod) *corev1.Pod {
-		p.Status.StartTime = &metav1.Time{Time: now.Add(-time.Minute)}
-		return p
+// down makes a node NotReady (or gone from the kubelet's reach).
+func down(v nodeView) nodeView { v.down = true; return v }
+
+// started dates a pod's start a minute ago.
+func started(p *corev1.Pod) *corev1.Pod {
+	p.Status.StartTime = &metav1.Time{Time: now.Add(-time.Minute)}
+	return p
+}
+
+// notCanary makes a node one the canary selector leaves out.
+func notCanary(v nodeView) nodeView { v.canary = false; return v }
+
+// planCase is one plan of planNodes: the nodes and the strategy, and the plan's creates and deletes, its requeue and
+// the nodes whose failed pods it deletes.
+type planCase struct {
+	nodes   []nodeView
+	s       strategy
+	want    []string
+	requeue time.Duration
+	failed  []string
+}
+
+// runPlanCases plans each case with the update revision newRev over the current oldRev.
+func runPlanCases(t *testing.T, cases map[string]planCase) {
+	t.Helper()
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := planNodes(tc.nodes, tc.s, newRev, oldRev, now)
+			if diff := cmp.Diff(tc.want, summary(p)); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+			if p.requeueAfter != tc.requeue {
+				t.Errorf("requeueAfter = %s, want %s", p.requeueAfter, tc.requeue)
+			}
+			if diff := cmp.Diff(tc.failed, p.failedNodes); diff != "" {
+				t.Errorf("failedNodes (-want +got):\n%s", diff)
+			}
+		})
 	}
-	notCanary := func(v nodeView) nodeView { v.canary = false; return v }
-	for name, tc := range map[string]struct {
-		nodes   []nodeView
-		s       strategy
-		want    []string
-		requeue time.Duration
-		failed  []string
-	}{
+}
+
+// Pods go where they should run and leave where they should not; failed pods are replaced after their backoff.
+func TestPlanNodes(t *testing.T) {
+	runPlanCases(t, map[string]planCase{
 		"one pod per eligible node": {
 			nodes: []nodeView{view("a"), view("b"), {name: "c"}},
 			s:     rolling(1, 0),
@@ -146,6 +176,12 @@ func TestPlanNodes(t *testing.T) {
 			s:     rolling(1, 0),
 			want:  []string{"delete p1 (Duplicate)", "delete p2 (Duplicate)"},
 		},
+	})
+}
+
+// A rolling update spends maxUnavailable: unavailable pods and nodes first, NotReady nodes passed over.
+func TestPlanNodesSpendTheBudget(t *testing.T) {
+	runPlanCases(t, map[string]planCase{
 		"rolling update deletes one available old pod at a time": {
 			nodes: []nodeView{view("a", testPod("pa", oldRev, available)), view("b", testPod("pb", oldRev, available)), view("c", testPod("pc", oldRev, available))},
 			s:     rolling(1, 0),
@@ -187,6 +223,12 @@ func TestPlanNodes(t *testing.T) {
 			s:    rolling(1, 0),
 			want: []string{"delete pb (Update)"},
 		},
+	})
+}
+
+// The partition, the canary selector, a pause and OnDelete hold nodes back.
+func TestPlanNodesHoldBack(t *testing.T) {
+	runPlanCases(t, map[string]planCase{
 		"partition holds the last nodes by name": {
 			nodes: []nodeView{view("a", testPod("pa", newRev, available)), view("b", testPod("pb", oldRev, available)), view("c", testPod("pc", oldRev, available))},
 			s:     strategy{maxUnavailable: 3, partition: 2},
@@ -228,6 +270,12 @@ func TestPlanNodes(t *testing.T) {
 			s:     strategy{onDelete: true, maxUnavailable: 1},
 			want:  []string{"create b@new"},
 		},
+	})
+}
+
+// With maxSurge, new pods start beside old ones, which go once the new ones are available.
+func TestPlanNodesSurge(t *testing.T) {
+	runPlanCases(t, map[string]planCase{
 		"surge starts new pods beside old ones, maxSurge at a time": {
 			nodes: []nodeView{view("a", testPod("pa", oldRev, available)), view("b", testPod("pb", oldRev, available)), view("c", testPod("pc", oldRev, available))},
 			s:     rolling(0, 2),
@@ -249,20 +297,7 @@ func TestPlanNodes(t *testing.T) {
 			s:     rolling(0, 1),
 			want:  []string{"create b@new"},
 		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			p := planNodes(tc.nodes, tc.s, newRev, oldRev, now)
-			if diff := cmp.Diff(tc.want, summary(p)); diff != "" {
-				t.Errorf("plan (-want +got):\n%s", diff)
-			}
-			if p.requeueAfter != tc.requeue {
-				t.Errorf("requeueAfter = %s, want %s", p.requeueAfter, tc.requeue)
-			}
-			if diff := cmp.Diff(tc.failed, p.failedNodes); diff != "" {
-				t.Errorf("failedNodes (-want +got):\n%s", diff)
-			}
-		})
-	}
+	})
 }
 
 // readyFor makes p ready since d before now.
