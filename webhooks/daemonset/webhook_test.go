@@ -61,131 +61,134 @@ func rollingUpdate(ds *daemonsetv1alpha1.DaemonSet) *daemonsetv1alpha1.RollingUp
 	return ds.Spec.UpdateStrategy.RollingUpdate
 }
 
+// invalidDaemonSets are DaemonSets each wrong in one way, with what the apiserver says of them with the webhook and
+// without it (the CRD's own rules): the field path, and the message where it tells more.
+var invalidDaemonSets = map[string]struct {
+	mutate         func(*daemonsetv1alpha1.DaemonSet)
+	withWebhook    string
+	withoutWebhook string
+}{
+	"neither image nor containers": {func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.Image = "" },
+		"spec.image: Required value", "spec.image: Required value"},
+	"restartPolicy Never": {func(ds *daemonsetv1alpha1.DaemonSet) {
+		withContainer(ds, corev1.Container{Name: "c", Image: "x"})
+		ds.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	}, "spec.template.spec.restartPolicy", "spec.template.spec.restartPolicy"},
+	"maxUnavailable above 100%": {func(ds *daemonsetv1alpha1.DaemonSet) {
+		rollingUpdate(ds).MaxUnavailable = ptr.To(intstr.FromString("150%"))
+	}, "spec.updateStrategy.rollingUpdate.maxUnavailable", "spec.updateStrategy.rollingUpdate.maxUnavailable"},
+	"negative maxSurge": {func(ds *daemonsetv1alpha1.DaemonSet) {
+		rollingUpdate(ds).MaxSurge = ptr.To(intstr.FromInt32(-1))
+	}, "spec.updateStrategy.rollingUpdate.maxSurge", "spec.updateStrategy.rollingUpdate.maxSurge"},
+	"maxUnavailable and maxSurge both 0": {func(ds *daemonsetv1alpha1.DaemonSet) {
+		ru := rollingUpdate(ds)
+		ru.MaxUnavailable, ru.MaxSurge = ptr.To(intstr.FromInt32(0)), ptr.To(intstr.FromString("0%"))
+	}, "cannot both be 0", "cannot both be 0"},
+	"OnDelete with rollingUpdate": {func(ds *daemonsetv1alpha1.DaemonSet) {
+		ds.Spec.UpdateStrategy.Type = daemonsetv1alpha1.OnDeleteStrategyType
+		rollingUpdate(ds).Paused = true
+	}, "spec.updateStrategy.rollingUpdate", "spec.updateStrategy.rollingUpdate"},
+	"unknown strategy type": {func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.UpdateStrategy.Type = "Recreate" },
+		"spec.updateStrategy.type", "spec.updateStrategy.type"},
+	"in place with surge": {func(ds *daemonsetv1alpha1.DaemonSet) {
+		ru := rollingUpdate(ds)
+		ru.InPlace, ru.MaxSurge, ru.MaxUnavailable = daemonsetv1alpha1.InPlaceIfPossible, ptr.To(intstr.FromInt32(1)), ptr.To(intstr.FromInt32(0))
+	}, "spec.updateStrategy.rollingUpdate.inPlace: Forbidden: IfPossible requires maxSurge 0",
+		"spec.updateStrategy.rollingUpdate.inPlace: Forbidden: IfPossible requires maxSurge 0"},
+	"in place with a surge of 0%": {func(ds *daemonsetv1alpha1.DaemonSet) {
+		ru := rollingUpdate(ds)
+		ru.InPlace, ru.MaxSurge = daemonsetv1alpha1.InPlaceIfPossible, ptr.To(intstr.FromString("0%"))
+	}, "", ""},
+	"unknown in-place policy": {func(ds *daemonsetv1alpha1.DaemonSet) { rollingUpdate(ds).InPlace = "Always" },
+		"spec.updateStrategy.rollingUpdate.inPlace: Unsupported value", "spec.updateStrategy.rollingUpdate.inPlace: Unsupported value"},
+	"unknown in-place readiness gate policy": {func(ds *daemonsetv1alpha1.DaemonSet) { rollingUpdate(ds).InPlaceReadinessGate = "Off" },
+		"spec.updateStrategy.rollingUpdate.inPlaceReadinessGate: Unsupported value",
+		"spec.updateStrategy.rollingUpdate.inPlaceReadinessGate: Unsupported value"},
+	"negative partition": {func(ds *daemonsetv1alpha1.DaemonSet) { rollingUpdate(ds).Partition = ptr.To[int32](-1) },
+		"spec.updateStrategy.rollingUpdate.partition", "spec.updateStrategy.rollingUpdate.partition"},
+	"negative minReadySeconds": {func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.MinReadySeconds = -1 },
+		"spec.minReadySeconds", "spec.minReadySeconds"},
+	"hostPort with surge": {func(ds *daemonsetv1alpha1.DaemonSet) {
+		withContainer(ds, corev1.Container{Name: "c", Image: "x", Ports: []corev1.ContainerPort{{ContainerPort: 9100, HostPort: 9100}}})
+		ru := rollingUpdate(ds)
+		ru.MaxSurge, ru.MaxUnavailable = ptr.To(intstr.FromInt32(1)), ptr.To(intstr.FromInt32(0))
+	}, "spec.updateStrategy.rollingUpdate.maxSurge: Forbidden: must be 0 because container \"c\" port 9100 binds a hostPort", ""},
+	"hostNetwork with surge": {func(ds *daemonsetv1alpha1.DaemonSet) {
+		withContainer(ds, corev1.Container{Name: "c", Image: "x", Ports: []corev1.ContainerPort{{ContainerPort: 9100}}})
+		ds.Spec.Template.Spec.HostNetwork = true
+		ru := rollingUpdate(ds)
+		ru.MaxSurge, ru.MaxUnavailable = ptr.To(intstr.FromString("10%")), ptr.To(intstr.FromInt32(0))
+	}, "spec.updateStrategy.rollingUpdate.maxSurge: Forbidden: must be 0 because spec.template.spec.hostNetwork is true",
+		"spec.updateStrategy.rollingUpdate.maxSurge: Forbidden: must be 0 because spec.template.spec.hostNetwork is true"},
+	"hostNetwork with a surge of 1": {func(ds *daemonsetv1alpha1.DaemonSet) {
+		withContainer(ds, corev1.Container{Name: "c", Image: "x"})
+		ds.Spec.Template.Spec.HostNetwork = true
+		ru := rollingUpdate(ds)
+		ru.MaxSurge, ru.MaxUnavailable = ptr.To(intstr.FromInt32(1)), ptr.To(intstr.FromInt32(0))
+	}, "spec.updateStrategy.rollingUpdate.maxSurge: Forbidden: must be 0 because spec.template.spec.hostNetwork is true",
+		"spec.updateStrategy.rollingUpdate.maxSurge: Forbidden: must be 0 because spec.template.spec.hostNetwork is true"},
+	"hostNetwork without surge": {func(ds *daemonsetv1alpha1.DaemonSet) {
+		withContainer(ds, corev1.Container{Name: "c", Image: "x"})
+		ds.Spec.Template.Spec.HostNetwork = true
+		ru := rollingUpdate(ds)
+		ru.MaxSurge, ru.MaxUnavailable = ptr.To(intstr.FromString("0%")), ptr.To(intstr.FromInt32(1))
+	}, "", ""},
+	"template labels outside the selector": {func(ds *daemonsetv1alpha1.DaemonSet) {
+		withContainer(ds, corev1.Container{Name: "c", Image: "x"})
+		ds.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}}
+		ds.Spec.Template.Labels = map[string]string{"app": "b"}
+	}, "spec.template.metadata.labels", "spec.template.metadata.labels: Invalid value"},
+	"template labels outside the selector's expressions": {func(ds *daemonsetv1alpha1.DaemonSet) {
+		withContainer(ds, corev1.Container{Name: "c", Image: "x"})
+		ds.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"agent"}}}}
+		ds.Spec.Template.Labels = map[string]string{"app": "agnet"}
+	}, "spec.template.metadata.labels", "spec.template.metadata.labels: Invalid value"},
+	"template labels inside the selector's expressions": {func(ds *daemonsetv1alpha1.DaemonSet) {
+		withContainer(ds, corev1.Container{Name: "c", Image: "x"})
+		ds.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"agent"}},
+			{Key: "tier", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"web"}},
+			{Key: "team", Operator: metav1.LabelSelectorOpExists},
+			{Key: "debug", Operator: metav1.LabelSelectorOpDoesNotExist}}}
+		ds.Spec.Template.Labels = map[string]string{"app": "agent", "team": "infra"}
+	}, "", ""},
+	"a selector on a label the controller overwrites": {func(ds *daemonsetv1alpha1.DaemonSet) {
+		withContainer(ds, corev1.Container{Name: "c", Image: "x"})
+		ds.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/part-of": "myplatform"}}
+		ds.Spec.Template.Labels = map[string]string{"app.kubernetes.io/part-of": "myplatform"}
+	}, "spec.selector: Invalid value", "spec.selector: Invalid value"},
+	"a selector on the revision hash": {func(ds *daemonsetv1alpha1.DaemonSet) {
+		withContainer(ds, corev1.Container{Name: "c", Image: "x"})
+		ds.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "controller-revision-hash", Operator: metav1.LabelSelectorOpDoesNotExist}}}
+	}, "spec.selector: Invalid value", "spec.selector: Invalid value"},
+	// What the apiserver refuses in a Pod, refused in the template with the DaemonSet (a server-side dry run).
+	"invalid container name": {func(ds *daemonsetv1alpha1.DaemonSet) {
+		withContainer(ds, corev1.Container{Name: "Bad_Name", Image: "x"})
+	}, "spec.template.spec.containers[0].name: Invalid value", ""},
+	"volume mount naming no volume": {func(ds *daemonsetv1alpha1.DaemonSet) {
+		withContainer(ds, corev1.Container{Name: "c", Image: "x",
+			VolumeMounts: []corev1.VolumeMount{{Name: "missing", MountPath: "/data"}}})
+	}, "spec.template.spec.containers[0].volumeMounts[0].name: Not found", ""},
+	"requests above limits": {func(ds *daemonsetv1alpha1.DaemonSet) {
+		withContainer(ds, corev1.Container{Name: "c", Image: "x", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}})
+	}, "spec.template.spec.containers[0].resources.requests: Invalid value", ""},
+	"container without image": {func(ds *daemonsetv1alpha1.DaemonSet) {
+		withContainer(ds, corev1.Container{Name: "c"})
+	}, "spec.template.spec.containers[0].image: Required value", ""},
+}
+
 // Every invalid spec is rejected with its field path through the real apiserver: with the webhook, and with the
 // CRD's CEL rules alone where CEL can express the rule. Where it cannot ("" in withoutWebhook), the object is
 // admitted and the controller copes (it never surges a hostPort template; a selector mismatch is caught at
 // update time by the immutable selector and the template labels the webhook checks).
 func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 	serveWebhooks(t)
-	table := map[string]struct {
-		mutate         func(*daemonsetv1alpha1.DaemonSet)
-		withWebhook    string
-		withoutWebhook string
-	}{
-		"neither image nor containers": {func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.Image = "" },
-			"spec.image: Required value", "spec.image: Required value"},
-		"restartPolicy Never": {func(ds *daemonsetv1alpha1.DaemonSet) {
-			withContainer(ds, corev1.Container{Name: "c", Image: "x"})
-			ds.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
-		}, "spec.template.spec.restartPolicy", "spec.template.spec.restartPolicy"},
-		"maxUnavailable above 100%": {func(ds *daemonsetv1alpha1.DaemonSet) {
-			rollingUpdate(ds).MaxUnavailable = ptr.To(intstr.FromString("150%"))
-		}, "spec.updateStrategy.rollingUpdate.maxUnavailable", "spec.updateStrategy.rollingUpdate.maxUnavailable"},
-		"negative maxSurge": {func(ds *daemonsetv1alpha1.DaemonSet) {
-			rollingUpdate(ds).MaxSurge = ptr.To(intstr.FromInt32(-1))
-		}, "spec.updateStrategy.rollingUpdate.maxSurge", "spec.updateStrategy.rollingUpdate.maxSurge"},
-		"maxUnavailable and maxSurge both 0": {func(ds *daemonsetv1alpha1.DaemonSet) {
-			ru := rollingUpdate(ds)
-			ru.MaxUnavailable, ru.MaxSurge = ptr.To(intstr.FromInt32(0)), ptr.To(intstr.FromString("0%"))
-		}, "cannot both be 0", "cannot both be 0"},
-		"OnDelete with rollingUpdate": {func(ds *daemonsetv1alpha1.DaemonSet) {
-			ds.Spec.UpdateStrategy.Type = daemonsetv1alpha1.OnDeleteStrategyType
-			rollingUpdate(ds).Paused = true
-		}, "spec.updateStrategy.rollingUpdate", "spec.updateStrategy.rollingUpdate"},
-		"unknown strategy type": {func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.UpdateStrategy.Type = "Recreate" },
-			"spec.updateStrategy.type", "spec.updateStrategy.type"},
-		"in place with surge": {func(ds *daemonsetv1alpha1.DaemonSet) {
-			ru := rollingUpdate(ds)
-			ru.InPlace, ru.MaxSurge, ru.MaxUnavailable = daemonsetv1alpha1.InPlaceIfPossible, ptr.To(intstr.FromInt32(1)), ptr.To(intstr.FromInt32(0))
-		}, "spec.updateStrategy.rollingUpdate.inPlace: Forbidden: IfPossible requires maxSurge 0",
-			"spec.updateStrategy.rollingUpdate.inPlace: Forbidden: IfPossible requires maxSurge 0"},
-		"in place with a surge of 0%": {func(ds *daemonsetv1alpha1.DaemonSet) {
-			ru := rollingUpdate(ds)
-			ru.InPlace, ru.MaxSurge = daemonsetv1alpha1.InPlaceIfPossible, ptr.To(intstr.FromString("0%"))
-		}, "", ""},
-		"unknown in-place policy": {func(ds *daemonsetv1alpha1.DaemonSet) { rollingUpdate(ds).InPlace = "Always" },
-			"spec.updateStrategy.rollingUpdate.inPlace: Unsupported value", "spec.updateStrategy.rollingUpdate.inPlace: Unsupported value"},
-		"unknown in-place readiness gate policy": {func(ds *daemonsetv1alpha1.DaemonSet) { rollingUpdate(ds).InPlaceReadinessGate = "Off" },
-			"spec.updateStrategy.rollingUpdate.inPlaceReadinessGate: Unsupported value",
-			"spec.updateStrategy.rollingUpdate.inPlaceReadinessGate: Unsupported value"},
-		"negative partition": {func(ds *daemonsetv1alpha1.DaemonSet) { rollingUpdate(ds).Partition = ptr.To[int32](-1) },
-			"spec.updateStrategy.rollingUpdate.partition", "spec.updateStrategy.rollingUpdate.partition"},
-		"negative minReadySeconds": {func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.MinReadySeconds = -1 },
-			"spec.minReadySeconds", "spec.minReadySeconds"},
-		"hostPort with surge": {func(ds *daemonsetv1alpha1.DaemonSet) {
-			withContainer(ds, corev1.Container{Name: "c", Image: "x", Ports: []corev1.ContainerPort{{ContainerPort: 9100, HostPort: 9100}}})
-			ru := rollingUpdate(ds)
-			ru.MaxSurge, ru.MaxUnavailable = ptr.To(intstr.FromInt32(1)), ptr.To(intstr.FromInt32(0))
-		}, "spec.updateStrategy.rollingUpdate.maxSurge: Forbidden: must be 0 because container \"c\" port 9100 binds a hostPort", ""},
-		"hostNetwork with surge": {func(ds *daemonsetv1alpha1.DaemonSet) {
-			withContainer(ds, corev1.Container{Name: "c", Image: "x", Ports: []corev1.ContainerPort{{ContainerPort: 9100}}})
-			ds.Spec.Template.Spec.HostNetwork = true
-			ru := rollingUpdate(ds)
-			ru.MaxSurge, ru.MaxUnavailable = ptr.To(intstr.FromString("10%")), ptr.To(intstr.FromInt32(0))
-		}, "spec.updateStrategy.rollingUpdate.maxSurge: Forbidden: must be 0 because spec.template.spec.hostNetwork is true",
-			"spec.updateStrategy.rollingUpdate.maxSurge: Forbidden: must be 0 because spec.template.spec.hostNetwork is true"},
-		"hostNetwork with a surge of 1": {func(ds *daemonsetv1alpha1.DaemonSet) {
-			withContainer(ds, corev1.Container{Name: "c", Image: "x"})
-			ds.Spec.Template.Spec.HostNetwork = true
-			ru := rollingUpdate(ds)
-			ru.MaxSurge, ru.MaxUnavailable = ptr.To(intstr.FromInt32(1)), ptr.To(intstr.FromInt32(0))
-		}, "spec.updateStrategy.rollingUpdate.maxSurge: Forbidden: must be 0 because spec.template.spec.hostNetwork is true",
-			"spec.updateStrategy.rollingUpdate.maxSurge: Forbidden: must be 0 because spec.template.spec.hostNetwork is true"},
-		"hostNetwork without surge": {func(ds *daemonsetv1alpha1.DaemonSet) {
-			withContainer(ds, corev1.Container{Name: "c", Image: "x"})
-			ds.Spec.Template.Spec.HostNetwork = true
-			ru := rollingUpdate(ds)
-			ru.MaxSurge, ru.MaxUnavailable = ptr.To(intstr.FromString("0%")), ptr.To(intstr.FromInt32(1))
-		}, "", ""},
-		"template labels outside the selector": {func(ds *daemonsetv1alpha1.DaemonSet) {
-			withContainer(ds, corev1.Container{Name: "c", Image: "x"})
-			ds.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}}
-			ds.Spec.Template.Labels = map[string]string{"app": "b"}
-		}, "spec.template.metadata.labels", "spec.template.metadata.labels: Invalid value"},
-		"template labels outside the selector's expressions": {func(ds *daemonsetv1alpha1.DaemonSet) {
-			withContainer(ds, corev1.Container{Name: "c", Image: "x"})
-			ds.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-				{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"agent"}}}}
-			ds.Spec.Template.Labels = map[string]string{"app": "agnet"}
-		}, "spec.template.metadata.labels", "spec.template.metadata.labels: Invalid value"},
-		"template labels inside the selector's expressions": {func(ds *daemonsetv1alpha1.DaemonSet) {
-			withContainer(ds, corev1.Container{Name: "c", Image: "x"})
-			ds.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-				{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"agent"}},
-				{Key: "tier", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"web"}},
-				{Key: "team", Operator: metav1.LabelSelectorOpExists},
-				{Key: "debug", Operator: metav1.LabelSelectorOpDoesNotExist}}}
-			ds.Spec.Template.Labels = map[string]string{"app": "agent", "team": "infra"}
-		}, "", ""},
-		"a selector on a label the controller overwrites": {func(ds *daemonsetv1alpha1.DaemonSet) {
-			withContainer(ds, corev1.Container{Name: "c", Image: "x"})
-			ds.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/part-of": "myplatform"}}
-			ds.Spec.Template.Labels = map[string]string{"app.kubernetes.io/part-of": "myplatform"}
-		}, "spec.selector: Invalid value", "spec.selector: Invalid value"},
-		"a selector on the revision hash": {func(ds *daemonsetv1alpha1.DaemonSet) {
-			withContainer(ds, corev1.Container{Name: "c", Image: "x"})
-			ds.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-				{Key: "controller-revision-hash", Operator: metav1.LabelSelectorOpDoesNotExist}}}
-		}, "spec.selector: Invalid value", "spec.selector: Invalid value"},
-		// What the apiserver refuses in a Pod, refused in the template with the DaemonSet (a server-side dry run).
-		"invalid container name": {func(ds *daemonsetv1alpha1.DaemonSet) {
-			withContainer(ds, corev1.Container{Name: "Bad_Name", Image: "x"})
-		}, "spec.template.spec.containers[0].name: Invalid value", ""},
-		"volume mount naming no volume": {func(ds *daemonsetv1alpha1.DaemonSet) {
-			withContainer(ds, corev1.Container{Name: "c", Image: "x",
-				VolumeMounts: []corev1.VolumeMount{{Name: "missing", MountPath: "/data"}}})
-		}, "spec.template.spec.containers[0].volumeMounts[0].name: Not found", ""},
-		"requests above limits": {func(ds *daemonsetv1alpha1.DaemonSet) {
-			withContainer(ds, corev1.Container{Name: "c", Image: "x", Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
-				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}})
-		}, "spec.template.spec.containers[0].resources.requests: Invalid value", ""},
-		"container without image": {func(ds *daemonsetv1alpha1.DaemonSet) {
-			withContainer(ds, corev1.Container{Name: "c"})
-		}, "spec.template.spec.containers[0].image: Required value", ""},
-	}
 	cases := map[string]testenv.AdmissionCase{}
-	for name, tc := range table {
+	for name, tc := range invalidDaemonSets {
 		cases[name] = testenv.AdmissionCase{Mutate: func(o client.Object) { tc.mutate(o.(*daemonsetv1alpha1.DaemonSet)) },
 			WithWebhook: tc.withWebhook, WithoutWebhook: tc.withoutWebhook}
 	}

@@ -51,192 +51,195 @@ func serveWebhooks(t *testing.T) {
 
 func namespace(t *testing.T, env *testenv.Env) string { return env.Namespace(t, "wh") }
 
+// invalidPipelines are Pipelines each wrong in one way, with what the apiserver says of them with the webhook and
+// without it (the CRD's own rules): the field path, and the message where it tells more.
+var invalidPipelines = map[string]struct {
+	mutate                      func(*inferencev1alpha1.Pipeline)
+	withWebhook, withoutWebhook string
+}{
+	"no steps": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps = nil }, "spec.steps", "spec.steps"},
+	"step without image": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Image = "" },
+		"spec.steps[1].image", "spec.steps[1].image"},
+	"step name not DNS-1123": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Name = "Step_A" },
+		"spec.steps[0].name", "spec.steps[0].name"},
+	"unnamed step": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Name = "" },
+		"spec.steps[1].name: Required value", "spec.steps[1].name: Required value"},
+	"readinessProbe with two handlers": {func(p *inferencev1alpha1.Pipeline) {
+		p.Spec.Steps[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+			Exec: &corev1.ExecAction{Command: []string{"true"}}, TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(80)}}}
+	}, "spec.steps[0].readinessProbe: Forbidden", ""},
+	"readinessProbe port out of range": {func(p *inferencev1alpha1.Pipeline) {
+		p.Spec.Steps[1].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+			HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromInt32(70000)}}}
+	}, "spec.steps[1].readinessProbe.httpGet.port", ""},
+	"readinessProbe with a grace period": {func(p *inferencev1alpha1.Pipeline) {
+		p.Spec.Steps[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
+			TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")}}, TerminationGracePeriodSeconds: ptr.To[int64](5)}
+	}, "spec.steps[0].readinessProbe.terminationGracePeriodSeconds", ""},
+	"duplicate step names": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Name = "a" },
+		"spec.steps[1].name: Duplicate value", ""},
+	"next step that does not exist": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Next = []string{"ghost"} },
+		"spec.steps[0].next[0]: Not found: \"ghost\"", ""},
+	"cycle": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Next = []string{"a"} },
+		"a -> b -> a", ""},
+	"nfs without share": {func(p *inferencev1alpha1.Pipeline) { delete(p.Spec.ModelStorage.CSIParameter, "share") },
+		"spec.modelStorage.csiParameter", "spec.modelStorage.csiParameter"},
+	"pvc without claim": {func(p *inferencev1alpha1.Pipeline) {
+		p.Spec.ModelStorage = inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StoragePVC}
+	}, "spec.modelStorage.claimName", "spec.modelStorage.claimName"},
+	"unknown storage type": {func(p *inferencev1alpha1.Pipeline) { p.Spec.ModelStorage.Type = "s3" },
+		"spec.modelStorage.type", "spec.modelStorage.type"},
+	"listenPort not a port": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Args = map[string]string{"listenPort": "http"} },
+		"spec.steps[0].args[listenPort]", ""},
+	"unknown strategy": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Strategy = "BlueGreen" },
+		"spec.steps[0].strategy", "spec.steps[0].strategy"},
+	"absolute model path": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Model = "/etc/secrets" },
+		"spec.steps[1].model", ""},
+	"model path escaping the storage": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Model = "face/../../other" },
+		"spec.steps[0].model", ""},
+	"GPU request without a limit": {func(p *inferencev1alpha1.Pipeline) {
+		p.Spec.Steps[0].Resources.Requests = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+	}, "spec.steps[0].resources.limits[nvidia.com/gpu]", ""},
+	"MIG request above its limit": {func(p *inferencev1alpha1.Pipeline) {
+		p.Spec.Steps[0].Resources = corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{"nvidia.com/mig-1g.5gb": resource.MustParse("2")},
+			Limits:   corev1.ResourceList{"nvidia.com/mig-1g.5gb": resource.MustParse("1")}}
+	}, "spec.steps[0].resources.requests[nvidia.com/mig-1g.5gb]", ""},
+	"cpu request above its limit": {func(p *inferencev1alpha1.Pipeline) {
+		p.Spec.Steps[1].Resources = corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
+	}, "spec.steps[1].resources.requests[cpu]", ""},
+	"location not a label value": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Location = "gpu-a/rack 1" },
+		"spec.steps[0].location", "spec.steps[0].location"},
+	"location too long for a label value": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Location = strings.Repeat("n", 64) },
+		"spec.steps[1].location", "spec.steps[1].location"},
+	"env var the controller sets": {func(p *inferencev1alpha1.Pipeline) {
+		p.Spec.Steps[0].Env = []corev1.EnvVar{{Name: "LOG", Value: "1"}, {Name: "MODEL_PATH", Value: "/elsewhere"}}
+	}, "spec.steps[0].env[1].name", ""},
+	"next step URL set by hand": {func(p *inferencev1alpha1.Pipeline) {
+		p.Spec.Steps[1].Env = []corev1.EnvVar{{Name: "NEXT_STEP_URL", Value: "http://x"}}
+	}, "spec.steps[1].env[0].name", ""},
+	"env var named twice": {func(p *inferencev1alpha1.Pipeline) {
+		p.Spec.Steps[1].Env = []corev1.EnvVar{{Name: "LOG", Value: "1"}, {Name: "X", Value: "2"}, {Name: "LOG", Value: "3"}}
+	}, "spec.steps[1].env[2].name: Duplicate value", ""},
+	"readiness path without a leading slash": {func(p *inferencev1alpha1.Pipeline) {
+		p.Spec.Steps[1].Readiness = &inferencev1alpha1.Readiness{HTTPGet: &inferencev1alpha1.HTTPGetReadiness{Path: "ready"}}
+	}, "spec.steps[1].readiness.httpGet.path", "spec.steps[1].readiness.httpGet.path"},
+	"readiness path with a space": {func(p *inferencev1alpha1.Pipeline) {
+		p.Spec.Steps[0].Readiness = &inferencev1alpha1.Readiness{HTTPGet: &inferencev1alpha1.HTTPGetReadiness{Path: "/health ready"}}
+	}, "spec.steps[0].readiness.httpGet.path", "spec.steps[0].readiness.httpGet.path"},
+	"readiness with both httpGet and protocol": {func(p *inferencev1alpha1.Pipeline) {
+		p.Spec.Steps[0].Readiness = &inferencev1alpha1.Readiness{HTTPGet: &inferencev1alpha1.HTTPGetReadiness{Path: "/ready"},
+			Protocol: inferencev1alpha1.ReadinessOpenInference}
+	}, "spec.steps[0].readiness", "spec.steps[0].readiness"},
+	"readiness with neither choice": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Readiness = &inferencev1alpha1.Readiness{} },
+		"spec.steps[1].readiness", "spec.steps[1].readiness"},
+	"readiness of an unknown protocol": {func(p *inferencev1alpha1.Pipeline) {
+		p.Spec.Steps[0].Readiness = &inferencev1alpha1.Readiness{Protocol: "grpc-health"}
+	}, "spec.steps[0].readiness.protocol", "spec.steps[0].readiness.protocol"},
+	"readiness port out of range": {func(p *inferencev1alpha1.Pipeline) {
+		p.Spec.Steps[0].Readiness = &inferencev1alpha1.Readiness{HTTPGet: &inferencev1alpha1.HTTPGetReadiness{Path: "/ready", Port: 70000}}
+	}, "spec.steps[0].readiness.httpGet.port", "spec.steps[0].readiness.httpGet.port"},
+	"readiness and readinessProbe together": {func(p *inferencev1alpha1.Pipeline) {
+		p.Spec.Steps[1].Readiness = &inferencev1alpha1.Readiness{Protocol: inferencev1alpha1.ReadinessOpenInference}
+		p.Spec.Steps[1].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+	}, "spec.steps[1].readiness", "spec.steps[1].readiness"},
+	"cache that keeps a share": {func(p *inferencev1alpha1.Pipeline) {
+		cached(p)
+		p.Spec.ModelStorage.CSIParameter = map[string]string{"server": "nfs", "share": "/m"}
+	}, "spec.modelStorage.csiParameter", ""},
+	"claim model escaping its claim": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Model = "pvc://models/face/../../x" },
+		"spec.steps[0].model", ""},
+	"claim model naming no claim": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Model = "pvc:///face" },
+		"spec.steps[1].model", ""},
+	"claim model naming an invalid claim": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Model = "pvc://Models_1/face" },
+		"spec.steps[1].model", ""},
+	"claim model pinned to a digest": {func(p *inferencev1alpha1.Pipeline) {
+		cached(p)
+		p.Spec.Steps[0].Model = "pvc://models/face#sha256=" + strings.Repeat("0f", 32)
+	}, "spec.steps[0].model", ""},
+	"s3 model on an nfs share without the store's Secret": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Model = "s3://models/face" },
+		"spec.steps[0].model", ""},
+	"local cache volume without a class": {func(p *inferencev1alpha1.Pipeline) {
+		cached(p)
+		p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{LocalVolume: &inferencev1alpha1.LocalCacheVolume{}}
+	}, "spec.modelStorage.cache.localVolume.storageClassName", "spec.modelStorage.cache.localVolume.storageClassName"},
+	"local cache volume of no size": {func(p *inferencev1alpha1.Pipeline) {
+		cached(p)
+		p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{LocalVolume: &inferencev1alpha1.LocalCacheVolume{
+			StorageClassName: "local", Size: ptr.To(resource.MustParse("0"))}}
+	}, "spec.modelStorage.cache.localVolume.size", "spec.modelStorage.cache.localVolume.size"},
+	"local cache volume of a class that is no name": {func(p *inferencev1alpha1.Pipeline) {
+		cached(p)
+		p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{LocalVolume: &inferencev1alpha1.LocalCacheVolume{StorageClassName: "Local Disks"}}
+	}, "spec.modelStorage.cache.localVolume.storageClassName", "spec.modelStorage.cache.localVolume.storageClassName"},
+	"cache with a claim": {func(p *inferencev1alpha1.Pipeline) {
+		cached(p)
+		p.Spec.ModelStorage.ClaimName = "models"
+	}, "spec.modelStorage.claimName", ""},
+	"s3 Secret name not a DNS subdomain": {func(p *inferencev1alpha1.Pipeline) {
+		cached(p)
+		p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{S3SecretName: "Store_1"}
+	}, "spec.modelStorage.cache.s3SecretName", "spec.modelStorage.cache.s3SecretName"},
+	"CA bundle without its ConfigMap's name": {func(p *inferencev1alpha1.Pipeline) {
+		cached(p)
+		p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{CABundle: &inferencev1alpha1.ConfigMapKey{Key: "ca.crt"}}
+	}, "spec.modelStorage.cache.caBundle.name", "spec.modelStorage.cache.caBundle.name"},
+	"CA bundle ConfigMap name not a DNS subdomain": {func(p *inferencev1alpha1.Pipeline) {
+		p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{CABundle: &inferencev1alpha1.ConfigMapKey{Name: "Trust_Bundle"}}
+	}, "spec.modelStorage.cache.caBundle.name", "spec.modelStorage.cache.caBundle.name"},
+	"CA bundle key with a slash": {func(p *inferencev1alpha1.Pipeline) {
+		cached(p)
+		p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{CABundle: &inferencev1alpha1.ConfigMapKey{Name: "trust", Key: "certs/ca.crt"}}
+	}, "spec.modelStorage.cache.caBundle.key", "spec.modelStorage.cache.caBundle.key"},
+	"CA bundle key ..": {func(p *inferencev1alpha1.Pipeline) {
+		cached(p)
+		p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{CABundle: &inferencev1alpha1.ConfigMapKey{Name: "trust", Key: ".."}}
+	}, "spec.modelStorage.cache.caBundle.key", "spec.modelStorage.cache.caBundle.key"},
+	"CA bundle key ..data": {func(p *inferencev1alpha1.Pipeline) {
+		cached(p)
+		p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{CABundle: &inferencev1alpha1.ConfigMapKey{Name: "trust", Key: "..data"}}
+	}, "spec.modelStorage.cache.caBundle.key", "spec.modelStorage.cache.caBundle.key"},
+	"cached model with a presigned URL": {func(p *inferencev1alpha1.Pipeline) {
+		cached(p)
+		p.Spec.Steps[0].Model = "https://bucket.s3.amazonaws.com/m.onnx?X-Amz-Signature=abc"
+	}, "spec.steps[0].model", ""},
+	"cached model given as a path": {func(p *inferencev1alpha1.Pipeline) {
+		cached(p)
+		p.Spec.Steps[1].Model = "models/face"
+	}, "spec.steps[1].model", ""},
+	"cached model given as the whole share": {func(p *inferencev1alpha1.Pipeline) {
+		cached(p)
+		p.Spec.Steps[1].Model = "models"
+	}, "there is no share", ""},
+	"cached model missing": {func(p *inferencev1alpha1.Pipeline) {
+		cached(p)
+		p.Spec.Steps[0].Model = ""
+	}, "spec.steps[0].model: Required", ""},
+	"cached model of an unsupported scheme": {func(p *inferencev1alpha1.Pipeline) {
+		cached(p)
+		p.Spec.Steps[0].Model = "file:///etc/shadow"
+	}, "spec.steps[0].model", ""},
+	"cached model with a malformed digest": {func(p *inferencev1alpha1.Pipeline) {
+		cached(p)
+		p.Spec.Steps[0].Model = "https://models.example/m.onnx#sha256=abc"
+	}, "spec.steps[0].model", ""},
+	"s3 model without the store's Secret": {func(p *inferencev1alpha1.Pipeline) {
+		cached(p)
+		p.Spec.Steps[1].Model = "s3://models/face"
+	}, "spec.steps[1].model", ""},
+	"name with a leading digit": {func(p *inferencev1alpha1.Pipeline) { p.Name = "9lives" },
+		"metadata.name", "DNS-1035"},
+	"name with dots": {func(p *inferencev1alpha1.Pipeline) { p.Name = "face.detection" },
+		"metadata.name", "DNS-1035"},
+}
+
 // Every invalid spec is rejected with its field path, with the webhook and (where CEL can express it) without.
 func TestInvalidSpecsAreRejectedWithFieldPaths(t *testing.T) {
 	serveWebhooks(t)
-	table := map[string]struct {
-		mutate                      func(*inferencev1alpha1.Pipeline)
-		withWebhook, withoutWebhook string
-	}{
-		"no steps": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps = nil }, "spec.steps", "spec.steps"},
-		"step without image": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Image = "" },
-			"spec.steps[1].image", "spec.steps[1].image"},
-		"step name not DNS-1123": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Name = "Step_A" },
-			"spec.steps[0].name", "spec.steps[0].name"},
-		"unnamed step": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Name = "" },
-			"spec.steps[1].name: Required value", "spec.steps[1].name: Required value"},
-		"readinessProbe with two handlers": {func(p *inferencev1alpha1.Pipeline) {
-			p.Spec.Steps[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
-				Exec: &corev1.ExecAction{Command: []string{"true"}}, TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(80)}}}
-		}, "spec.steps[0].readinessProbe: Forbidden", ""},
-		"readinessProbe port out of range": {func(p *inferencev1alpha1.Pipeline) {
-			p.Spec.Steps[1].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
-				HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromInt32(70000)}}}
-		}, "spec.steps[1].readinessProbe.httpGet.port", ""},
-		"readinessProbe with a grace period": {func(p *inferencev1alpha1.Pipeline) {
-			p.Spec.Steps[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{
-				TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("http")}}, TerminationGracePeriodSeconds: ptr.To[int64](5)}
-		}, "spec.steps[0].readinessProbe.terminationGracePeriodSeconds", ""},
-		"duplicate step names": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Name = "a" },
-			"spec.steps[1].name: Duplicate value", ""},
-		"next step that does not exist": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Next = []string{"ghost"} },
-			"spec.steps[0].next[0]: Not found: \"ghost\"", ""},
-		"cycle": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Next = []string{"a"} },
-			"a -> b -> a", ""},
-		"nfs without share": {func(p *inferencev1alpha1.Pipeline) { delete(p.Spec.ModelStorage.CSIParameter, "share") },
-			"spec.modelStorage.csiParameter", "spec.modelStorage.csiParameter"},
-		"pvc without claim": {func(p *inferencev1alpha1.Pipeline) {
-			p.Spec.ModelStorage = inferencev1alpha1.ModelStorage{Type: inferencev1alpha1.StoragePVC}
-		}, "spec.modelStorage.claimName", "spec.modelStorage.claimName"},
-		"unknown storage type": {func(p *inferencev1alpha1.Pipeline) { p.Spec.ModelStorage.Type = "s3" },
-			"spec.modelStorage.type", "spec.modelStorage.type"},
-		"listenPort not a port": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Args = map[string]string{"listenPort": "http"} },
-			"spec.steps[0].args[listenPort]", ""},
-		"unknown strategy": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Strategy = "BlueGreen" },
-			"spec.steps[0].strategy", "spec.steps[0].strategy"},
-		"absolute model path": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Model = "/etc/secrets" },
-			"spec.steps[1].model", ""},
-		"model path escaping the storage": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Model = "face/../../other" },
-			"spec.steps[0].model", ""},
-		"GPU request without a limit": {func(p *inferencev1alpha1.Pipeline) {
-			p.Spec.Steps[0].Resources.Requests = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
-		}, "spec.steps[0].resources.limits[nvidia.com/gpu]", ""},
-		"MIG request above its limit": {func(p *inferencev1alpha1.Pipeline) {
-			p.Spec.Steps[0].Resources = corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{"nvidia.com/mig-1g.5gb": resource.MustParse("2")},
-				Limits:   corev1.ResourceList{"nvidia.com/mig-1g.5gb": resource.MustParse("1")}}
-		}, "spec.steps[0].resources.requests[nvidia.com/mig-1g.5gb]", ""},
-		"cpu request above its limit": {func(p *inferencev1alpha1.Pipeline) {
-			p.Spec.Steps[1].Resources = corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
-				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
-		}, "spec.steps[1].resources.requests[cpu]", ""},
-		"location not a label value": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Location = "gpu-a/rack 1" },
-			"spec.steps[0].location", "spec.steps[0].location"},
-		"location too long for a label value": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Location = strings.Repeat("n", 64) },
-			"spec.steps[1].location", "spec.steps[1].location"},
-		"env var the controller sets": {func(p *inferencev1alpha1.Pipeline) {
-			p.Spec.Steps[0].Env = []corev1.EnvVar{{Name: "LOG", Value: "1"}, {Name: "MODEL_PATH", Value: "/elsewhere"}}
-		}, "spec.steps[0].env[1].name", ""},
-		"next step URL set by hand": {func(p *inferencev1alpha1.Pipeline) {
-			p.Spec.Steps[1].Env = []corev1.EnvVar{{Name: "NEXT_STEP_URL", Value: "http://x"}}
-		}, "spec.steps[1].env[0].name", ""},
-		"env var named twice": {func(p *inferencev1alpha1.Pipeline) {
-			p.Spec.Steps[1].Env = []corev1.EnvVar{{Name: "LOG", Value: "1"}, {Name: "X", Value: "2"}, {Name: "LOG", Value: "3"}}
-		}, "spec.steps[1].env[2].name: Duplicate value", ""},
-		"readiness path without a leading slash": {func(p *inferencev1alpha1.Pipeline) {
-			p.Spec.Steps[1].Readiness = &inferencev1alpha1.Readiness{HTTPGet: &inferencev1alpha1.HTTPGetReadiness{Path: "ready"}}
-		}, "spec.steps[1].readiness.httpGet.path", "spec.steps[1].readiness.httpGet.path"},
-		"readiness path with a space": {func(p *inferencev1alpha1.Pipeline) {
-			p.Spec.Steps[0].Readiness = &inferencev1alpha1.Readiness{HTTPGet: &inferencev1alpha1.HTTPGetReadiness{Path: "/health ready"}}
-		}, "spec.steps[0].readiness.httpGet.path", "spec.steps[0].readiness.httpGet.path"},
-		"readiness with both httpGet and protocol": {func(p *inferencev1alpha1.Pipeline) {
-			p.Spec.Steps[0].Readiness = &inferencev1alpha1.Readiness{HTTPGet: &inferencev1alpha1.HTTPGetReadiness{Path: "/ready"},
-				Protocol: inferencev1alpha1.ReadinessOpenInference}
-		}, "spec.steps[0].readiness", "spec.steps[0].readiness"},
-		"readiness with neither choice": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Readiness = &inferencev1alpha1.Readiness{} },
-			"spec.steps[1].readiness", "spec.steps[1].readiness"},
-		"readiness of an unknown protocol": {func(p *inferencev1alpha1.Pipeline) {
-			p.Spec.Steps[0].Readiness = &inferencev1alpha1.Readiness{Protocol: "grpc-health"}
-		}, "spec.steps[0].readiness.protocol", "spec.steps[0].readiness.protocol"},
-		"readiness port out of range": {func(p *inferencev1alpha1.Pipeline) {
-			p.Spec.Steps[0].Readiness = &inferencev1alpha1.Readiness{HTTPGet: &inferencev1alpha1.HTTPGetReadiness{Path: "/ready", Port: 70000}}
-		}, "spec.steps[0].readiness.httpGet.port", "spec.steps[0].readiness.httpGet.port"},
-		"readiness and readinessProbe together": {func(p *inferencev1alpha1.Pipeline) {
-			p.Spec.Steps[1].Readiness = &inferencev1alpha1.Readiness{Protocol: inferencev1alpha1.ReadinessOpenInference}
-			p.Spec.Steps[1].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
-		}, "spec.steps[1].readiness", "spec.steps[1].readiness"},
-		"cache that keeps a share": {func(p *inferencev1alpha1.Pipeline) {
-			cached(p)
-			p.Spec.ModelStorage.CSIParameter = map[string]string{"server": "nfs", "share": "/m"}
-		}, "spec.modelStorage.csiParameter", ""},
-		"claim model escaping its claim": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Model = "pvc://models/face/../../x" },
-			"spec.steps[0].model", ""},
-		"claim model naming no claim": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Model = "pvc:///face" },
-			"spec.steps[1].model", ""},
-		"claim model naming an invalid claim": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[1].Model = "pvc://Models_1/face" },
-			"spec.steps[1].model", ""},
-		"claim model pinned to a digest": {func(p *inferencev1alpha1.Pipeline) {
-			cached(p)
-			p.Spec.Steps[0].Model = "pvc://models/face#sha256=" + strings.Repeat("0f", 32)
-		}, "spec.steps[0].model", ""},
-		"s3 model on an nfs share without the store's Secret": {func(p *inferencev1alpha1.Pipeline) { p.Spec.Steps[0].Model = "s3://models/face" },
-			"spec.steps[0].model", ""},
-		"local cache volume without a class": {func(p *inferencev1alpha1.Pipeline) {
-			cached(p)
-			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{LocalVolume: &inferencev1alpha1.LocalCacheVolume{}}
-		}, "spec.modelStorage.cache.localVolume.storageClassName", "spec.modelStorage.cache.localVolume.storageClassName"},
-		"local cache volume of no size": {func(p *inferencev1alpha1.Pipeline) {
-			cached(p)
-			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{LocalVolume: &inferencev1alpha1.LocalCacheVolume{
-				StorageClassName: "local", Size: ptr.To(resource.MustParse("0"))}}
-		}, "spec.modelStorage.cache.localVolume.size", "spec.modelStorage.cache.localVolume.size"},
-		"local cache volume of a class that is no name": {func(p *inferencev1alpha1.Pipeline) {
-			cached(p)
-			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{LocalVolume: &inferencev1alpha1.LocalCacheVolume{StorageClassName: "Local Disks"}}
-		}, "spec.modelStorage.cache.localVolume.storageClassName", "spec.modelStorage.cache.localVolume.storageClassName"},
-		"cache with a claim": {func(p *inferencev1alpha1.Pipeline) {
-			cached(p)
-			p.Spec.ModelStorage.ClaimName = "models"
-		}, "spec.modelStorage.claimName", ""},
-		"s3 Secret name not a DNS subdomain": {func(p *inferencev1alpha1.Pipeline) {
-			cached(p)
-			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{S3SecretName: "Store_1"}
-		}, "spec.modelStorage.cache.s3SecretName", "spec.modelStorage.cache.s3SecretName"},
-		"CA bundle without its ConfigMap's name": {func(p *inferencev1alpha1.Pipeline) {
-			cached(p)
-			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{CABundle: &inferencev1alpha1.ConfigMapKey{Key: "ca.crt"}}
-		}, "spec.modelStorage.cache.caBundle.name", "spec.modelStorage.cache.caBundle.name"},
-		"CA bundle ConfigMap name not a DNS subdomain": {func(p *inferencev1alpha1.Pipeline) {
-			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{CABundle: &inferencev1alpha1.ConfigMapKey{Name: "Trust_Bundle"}}
-		}, "spec.modelStorage.cache.caBundle.name", "spec.modelStorage.cache.caBundle.name"},
-		"CA bundle key with a slash": {func(p *inferencev1alpha1.Pipeline) {
-			cached(p)
-			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{CABundle: &inferencev1alpha1.ConfigMapKey{Name: "trust", Key: "certs/ca.crt"}}
-		}, "spec.modelStorage.cache.caBundle.key", "spec.modelStorage.cache.caBundle.key"},
-		"CA bundle key ..": {func(p *inferencev1alpha1.Pipeline) {
-			cached(p)
-			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{CABundle: &inferencev1alpha1.ConfigMapKey{Name: "trust", Key: ".."}}
-		}, "spec.modelStorage.cache.caBundle.key", "spec.modelStorage.cache.caBundle.key"},
-		"CA bundle key ..data": {func(p *inferencev1alpha1.Pipeline) {
-			cached(p)
-			p.Spec.ModelStorage.Cache = &inferencev1alpha1.ModelCache{CABundle: &inferencev1alpha1.ConfigMapKey{Name: "trust", Key: "..data"}}
-		}, "spec.modelStorage.cache.caBundle.key", "spec.modelStorage.cache.caBundle.key"},
-		"cached model with a presigned URL": {func(p *inferencev1alpha1.Pipeline) {
-			cached(p)
-			p.Spec.Steps[0].Model = "https://bucket.s3.amazonaws.com/m.onnx?X-Amz-Signature=abc"
-		}, "spec.steps[0].model", ""},
-		"cached model given as a path": {func(p *inferencev1alpha1.Pipeline) {
-			cached(p)
-			p.Spec.Steps[1].Model = "models/face"
-		}, "spec.steps[1].model", ""},
-		"cached model given as the whole share": {func(p *inferencev1alpha1.Pipeline) {
-			cached(p)
-			p.Spec.Steps[1].Model = "models"
-		}, "there is no share", ""},
-		"cached model missing": {func(p *inferencev1alpha1.Pipeline) {
-			cached(p)
-			p.Spec.Steps[0].Model = ""
-		}, "spec.steps[0].model: Required", ""},
-		"cached model of an unsupported scheme": {func(p *inferencev1alpha1.Pipeline) {
-			cached(p)
-			p.Spec.Steps[0].Model = "file:///etc/shadow"
-		}, "spec.steps[0].model", ""},
-		"cached model with a malformed digest": {func(p *inferencev1alpha1.Pipeline) {
-			cached(p)
-			p.Spec.Steps[0].Model = "https://models.example/m.onnx#sha256=abc"
-		}, "spec.steps[0].model", ""},
-		"s3 model without the store's Secret": {func(p *inferencev1alpha1.Pipeline) {
-			cached(p)
-			p.Spec.Steps[1].Model = "s3://models/face"
-		}, "spec.steps[1].model", ""},
-		"name with a leading digit": {func(p *inferencev1alpha1.Pipeline) { p.Name = "9lives" },
-			"metadata.name", "DNS-1035"},
-		"name with dots": {func(p *inferencev1alpha1.Pipeline) { p.Name = "face.detection" },
-			"metadata.name", "DNS-1035"},
-	}
 	cases := map[string]testenv.AdmissionCase{}
-	for name, tc := range table {
+	for name, tc := range invalidPipelines {
 		cases[name] = testenv.AdmissionCase{Mutate: func(o client.Object) { tc.mutate(o.(*inferencev1alpha1.Pipeline)) },
 			WithWebhook: tc.withWebhook, WithoutWebhook: tc.withoutWebhook}
 	}
