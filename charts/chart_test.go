@@ -106,6 +106,30 @@ func controllerOf(u *unstructured.Unstructured) string {
 	return u.GetLabels()["app.kubernetes.io/name"]
 }
 
+// wantKinds are the objects of each kind an enabled controller renders: with cert-manager, a Certificate in place of
+// the Secret; with pdbOff, the pipeline controller's budget left out.
+func wantKinds(c string, certManager, pdbOff bool) map[string]int {
+	// ClusterRoles: the controller's own, and the view and edit roles aggregated into the default ones.
+	want := map[string]int{"Deployment": 1, "ServiceAccount": 1, "ClusterRole": 3, "ClusterRoleBinding": 1,
+		"Role": 1, "RoleBinding": 1, "Service": 1, "ValidatingWebhookConfiguration": 1,
+		"MutatingWebhookConfiguration": 1, "PodDisruptionBudget": 1, "Secret": 1}
+	if certManager {
+		delete(want, "Secret")
+		want["Certificate"] = 1
+	}
+	if pdbOff && c == "pipeline-controller" {
+		delete(want, "PodDisruptionBudget")
+	}
+	if c == "pipeline-controller" {
+		want["ClusterRole"] = 2 // no edit role by default (TestAggregatedRoles)
+	}
+	if c == "daemonset-controller" {
+		// The selector rule the apiserver enforces itself (files/policies).
+		want["ValidatingAdmissionPolicy"], want["ValidatingAdmissionPolicyBinding"] = 1, 1
+	}
+	return want
+}
+
 func TestRenderMatrix(t *testing.T) {
 	off := func(keys ...string) map[string]any {
 		v := map[string]any{}
@@ -149,25 +173,7 @@ func TestRenderMatrix(t *testing.T) {
 					g.Expect(kinds).To(BeEmpty(), "%s is off but renders objects", c)
 					continue
 				}
-				// ClusterRoles: the controller's own, and the view and edit roles aggregated into the default ones.
-				want := map[string]int{"Deployment": 1, "ServiceAccount": 1, "ClusterRole": 3, "ClusterRoleBinding": 1,
-					"Role": 1, "RoleBinding": 1, "Service": 1, "ValidatingWebhookConfiguration": 1,
-					"MutatingWebhookConfiguration": 1, "PodDisruptionBudget": 1, "Secret": 1}
-				if certManager {
-					delete(want, "Secret")
-					want["Certificate"] = 1
-				}
-				if strings.Contains(name, "pdb off") && c == "pipeline-controller" {
-					delete(want, "PodDisruptionBudget")
-				}
-				if c == "pipeline-controller" {
-					want["ClusterRole"] = 2 // no edit role by default (TestAggregatedRoles)
-				}
-				if c == "daemonset-controller" {
-					// The selector rule the apiserver enforces itself (files/policies).
-					want["ValidatingAdmissionPolicy"], want["ValidatingAdmissionPolicyBinding"] = 1, 1
-				}
-				g.Expect(kinds).To(Equal(want), "objects of %s", c)
+				g.Expect(kinds).To(Equal(wantKinds(c, certManager, strings.Contains(name, "pdb off"))), "objects of %s", c)
 			}
 			// The uninstall hook's Job carries labels of its own, so it is never taken for one of the controller's pods.
 			for _, c := range finalizerControllers {

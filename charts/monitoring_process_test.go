@@ -88,6 +88,26 @@ func TestAlertingRules(t *testing.T) {
 	}
 }
 
+// dashboard is what the tests read of the Grafana dashboard's JSON.
+type dashboard struct {
+	UID        string `json:"uid"`
+	Templating struct {
+		List []struct {
+			Name string `json:"name"`
+		} `json:"list"`
+	} `json:"templating"`
+	Panels []struct {
+		Title      string `json:"title"`
+		Type       string `json:"type"`
+		Datasource struct {
+			UID string `json:"uid"`
+		} `json:"datasource"`
+		Targets []struct {
+			Expr string `json:"expr"`
+		} `json:"targets"`
+	} `json:"panels"`
+}
+
 // The dashboard's ConfigMap carries the sidecar's label, and every query of the dashboard names only documented
 // metrics and parses (promtool checks each as a recording rule).
 func TestDashboardQueriesNameExportedMetrics(t *testing.T) {
@@ -102,24 +122,7 @@ func TestDashboardQueriesNameExportedMetrics(t *testing.T) {
 	g.Expect(cm.Labels).To(HaveKeyWithValue("grafana_dashboard_keelson", "yes"))
 	g.Expect(cm.Annotations).To(HaveKeyWithValue("grafana_folder", "Keelson"))
 
-	var dash struct {
-		UID        string `json:"uid"`
-		Templating struct {
-			List []struct {
-				Name string `json:"name"`
-			} `json:"list"`
-		} `json:"templating"`
-		Panels []struct {
-			Title      string `json:"title"`
-			Type       string `json:"type"`
-			Datasource struct {
-				UID string `json:"uid"`
-			} `json:"datasource"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
+	var dash dashboard
 	g.Expect(json.Unmarshal([]byte(cm.Data["keelson.json"]), &dash)).To(Succeed())
 	g.Expect(dash.UID).To(Equal("keelson-keelson-keelson-system"), "the release's uid")
 	var vars []string

@@ -180,71 +180,16 @@ func surgingNodes(nodes []nodeView, snap podSnapshot, deleted map[*corev1.Pod]bo
 
 func checkPlan(t testing.TB, nodes []nodeView, s strategy, snap podSnapshot, p plan) {
 	t.Helper()
-	fail := func(format string, args ...any) {
-		t.Helper()
-		t.Fatalf(format+"\nunder %+v\nplan: %s\nnodes: %s", append(args, s, describePlan(p), describeNodes(nodes, s))...)
-	}
-	byName := map[string]nodeView{}
+	c := planCheck{t: t, nodes: nodes, s: s, snap: snap, p: p, byName: map[string]nodeView{}}
 	for _, n := range nodes {
-		byName[n.name] = n
+		c.byName[n.name] = n
 	}
-	deleted := map[*corev1.Pod]bool{}
-	for _, d := range p.deletes {
-		node, ok := snap.nodeOf[d.pod]
-		switch {
-		case !ok:
-			fail("deletes pod %s that is on no node", d.pod.Name)
-		case deleted[d.pod]:
-			fail("deletes pod %s twice", d.pod.Name)
-		case d.reason == deleteUpdate && (s.onDelete || s.paused):
-			fail("deletes %s for the update while the rollout may not (onDelete %v, paused %v)", d.pod.Name, s.onDelete, s.paused)
-		case d.reason == deleteUpdate && !heldBackFree(nodes, s, node):
-			fail("deletes %s for the update on node %s, which the partition or canary selector holds back", d.pod.Name, node)
-		}
-		deleted[d.pod] = true
-	}
-	created := map[string]bool{}
-	for _, c := range p.creates {
-		n := byName[c.node]
-		switch {
-		case !n.shouldRun:
-			fail("creates a pod on %s, which should not run one", c.node)
-		case created[c.node]:
-			fail("creates two pods on %s", c.node)
-		case c.hash == "":
-			fail("creates a pod without a revision on %s", c.node)
-		}
-		for _, pod := range snap.live[c.node] {
-			if !deleted[pod] && (s.maxSurge == 0 || c.hash != newRev || pod.Labels[RevisionLabel] == newRev) {
-				fail("creates a %s pod on %s beside live pod %s (revision %q) with maxSurge %d",
-					c.hash, c.node, pod.Name, pod.Labels[RevisionLabel], s.maxSurge)
-			}
-		}
-		created[c.node] = true
-	}
+	deleted := c.deletes()
+	created := c.creates(deleted)
 	if p.requeueAfter < 0 {
-		fail("requeue after %s", p.requeueAfter)
+		c.fail("requeue after %s", p.requeueAfter)
 	}
-	gone, updated := maps.Clone(deleted), map[*corev1.Pod]bool{}
-	for _, u := range p.updates {
-		node, ok := snap.nodeOf[u.pod]
-		switch {
-		case !ok:
-			fail("updates pod %s that is on no node", u.pod.Name)
-		case gone[u.pod]:
-			fail("updates pod %s that it deletes, or twice", u.pod.Name)
-		case !s.inPlace || !s.inPlaceFrom[u.pod.Labels[RevisionLabel]]:
-			fail("updates %s (revision %q) in place, which the strategy does not allow", u.pod.Name, u.pod.Labels[RevisionLabel])
-		case s.onDelete || s.paused:
-			fail("updates %s while the rollout may not (onDelete %v, paused %v)", u.pod.Name, s.onDelete, s.paused)
-		case u.hash != newRev:
-			fail("updates %s to revision %q, not the update revision", u.pod.Name, u.hash)
-		case !heldBackFree(nodes, s, node) && !updatableInPlaceOnly(byName[node], u.pod, s):
-			fail("updates %s on node %s, which the partition or canary selector holds back", u.pod.Name, node)
-		}
-		gone[u.pod], updated[u.pod] = true, true
-	}
-
+	gone, updated := c.updates(deleted)
 	unavailableBefore := unavailableNodes(nodes, snap, s, updated, nil)
 	unavailableAfter := unavailableNodes(nodes, snap, s, updated, gone)
 	limit := max(unavailableBefore, s.maxUnavailable)
@@ -252,12 +197,102 @@ func checkPlan(t testing.TB, nodes []nodeView, s strategy, snap podSnapshot, p p
 		limit = unavailableBefore // no budget to spend: nothing available may go
 	}
 	if unavailableAfter > limit {
-		fail("leaves %d nodes without an available pod (%d before)", unavailableAfter, unavailableBefore)
+		c.fail("leaves %d nodes without an available pod (%d before)", unavailableAfter, unavailableBefore)
 	}
 	surgingBefore := surgingNodes(nodes, snap, nil, nil)
 	if surgingAfter := surgingNodes(nodes, snap, deleted, created); surgingAfter > max(surgingBefore, s.maxSurge) {
-		fail("%d nodes surge (%d before)", surgingAfter, surgingBefore)
+		c.fail("%d nodes surge (%d before)", surgingAfter, surgingBefore)
 	}
+}
+
+// planCheck is one plan under checkPlan's checks.
+type planCheck struct {
+	t      testing.TB
+	nodes  []nodeView
+	s      strategy
+	snap   podSnapshot
+	p      plan
+	byName map[string]nodeView
+}
+
+// fail fails the check, with the strategy, the plan and the nodes it was made for.
+func (c planCheck) fail(format string, args ...any) {
+	c.t.Helper()
+	c.t.Fatalf(format+"\nunder %+v\nplan: %s\nnodes: %s", append(args, c.s, describePlan(c.p), describeNodes(c.nodes, c.s))...)
+}
+
+// deletes checks that only pods that exist are deleted, once, and for the update only where the rollout may go.
+func (c planCheck) deletes() map[*corev1.Pod]bool {
+	c.t.Helper()
+	deleted := map[*corev1.Pod]bool{}
+	for _, d := range c.p.deletes {
+		node, ok := c.snap.nodeOf[d.pod]
+		switch {
+		case !ok:
+			c.fail("deletes pod %s that is on no node", d.pod.Name)
+		case deleted[d.pod]:
+			c.fail("deletes pod %s twice", d.pod.Name)
+		case d.reason == deleteUpdate && (c.s.onDelete || c.s.paused):
+			c.fail("deletes %s for the update while the rollout may not (onDelete %v, paused %v)", d.pod.Name, c.s.onDelete, c.s.paused)
+		case d.reason == deleteUpdate && !heldBackFree(c.nodes, c.s, node):
+			c.fail("deletes %s for the update on node %s, which the partition or canary selector holds back", d.pod.Name, node)
+		}
+		deleted[d.pod] = true
+	}
+	return deleted
+}
+
+// creates checks that pods are created only where they should run, one a node, with a revision, and beside a live
+// pod only as a surge allows.
+func (c planCheck) creates(deleted map[*corev1.Pod]bool) map[string]bool {
+	c.t.Helper()
+	created := map[string]bool{}
+	for _, cr := range c.p.creates {
+		n := c.byName[cr.node]
+		switch {
+		case !n.shouldRun:
+			c.fail("creates a pod on %s, which should not run one", cr.node)
+		case created[cr.node]:
+			c.fail("creates two pods on %s", cr.node)
+		case cr.hash == "":
+			c.fail("creates a pod without a revision on %s", cr.node)
+		}
+		for _, pod := range c.snap.live[cr.node] {
+			if !deleted[pod] && (c.s.maxSurge == 0 || cr.hash != newRev || pod.Labels[RevisionLabel] == newRev) {
+				c.fail("creates a %s pod on %s beside live pod %s (revision %q) with maxSurge %d",
+					cr.hash, cr.node, pod.Name, pod.Labels[RevisionLabel], c.s.maxSurge)
+			}
+		}
+		created[cr.node] = true
+	}
+	return created
+}
+
+// updates checks that pods are updated in place only when the strategy allows it, once, to the update revision,
+// and not where the rollout is held back; it returns the pods gone (deleted or updated) and those updated.
+func (c planCheck) updates(deleted map[*corev1.Pod]bool) (gone, updated map[*corev1.Pod]bool) {
+	c.t.Helper()
+	gone, updated = maps.Clone(deleted), map[*corev1.Pod]bool{}
+	s := c.s
+	for _, u := range c.p.updates {
+		node, ok := c.snap.nodeOf[u.pod]
+		switch {
+		case !ok:
+			c.fail("updates pod %s that is on no node", u.pod.Name)
+		case gone[u.pod]:
+			c.fail("updates pod %s that it deletes, or twice", u.pod.Name)
+		case !s.inPlace || !s.inPlaceFrom[u.pod.Labels[RevisionLabel]]:
+			c.fail("updates %s (revision %q) in place, which the strategy does not allow", u.pod.Name, u.pod.Labels[RevisionLabel])
+		case s.onDelete || s.paused:
+			c.fail("updates %s while the rollout may not (onDelete %v, paused %v)", u.pod.Name, s.onDelete, s.paused)
+		case u.hash != newRev:
+			c.fail("updates %s to revision %q, not the update revision", u.pod.Name, u.hash)
+		case !heldBackFree(c.nodes, s, node) && !updatableInPlaceOnly(c.byName[node], u.pod, s):
+			c.fail("updates %s on node %s, which the partition or canary selector holds back", u.pod.Name, node)
+		}
+		gone[u.pod], updated[u.pod] = true, true
+	}
+	return gone, updated
 }
 
 // checkProgress checks liveness: a DaemonSet that has not converged (a node that should run a pod has none, or runs

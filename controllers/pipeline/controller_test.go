@@ -340,51 +340,22 @@ func TestDeletionIsOrdered(t *testing.T) {
 		_ = env.Client.List(s.ctx, &svcs, client.InNamespace(s.ns))
 		return svcs.Items
 	}, timeout, poll).Should(HaveLen(2), "both step Services exist")
+	var steps []client.Object
 	for i := range svcs.Items {
-		svc := &svcs.Items[i]
-		s.g.Eventually(func() error {
-			if err := env.Client.Get(s.ctx, client.ObjectKeyFromObject(svc), svc); err != nil {
-				return err
-			}
-			svc.SetFinalizers(append(svc.GetFinalizers(), "test.keelson.dev/hold"))
-			return env.Client.Update(s.ctx, svc)
-		}, timeout, poll).Should(Succeed())
+		steps = append(steps, &svcs.Items[i])
 	}
 	for i := range deps.Items {
-		d := &deps.Items[i]
-		// The controller may still be writing the Deployment: read it again and retry on a conflict.
-		s.g.Eventually(func() error {
-			if err := env.Client.Get(s.ctx, client.ObjectKeyFromObject(d), d); err != nil {
-				return err
-			}
-			d.SetFinalizers(append(d.GetFinalizers(), "test.keelson.dev/hold"))
-			return env.Client.Update(s.ctx, d)
-		}, timeout, poll).Should(Succeed())
+		steps = append(steps, &deps.Items[i])
+	}
+	for _, o := range steps {
+		s.hold(o)
 	}
 
 	s.g.Expect(env.Client.Delete(s.ctx, s.get("face-detection"))).To(Succeed())
 	s.g.Eventually(s.phase("face-detection"), timeout, poll).Should(Equal(inferencev1alpha1.PhaseDeleting))
 	// Steps go first: each is asked to go, and while any is still there the claim is not.
-	s.g.Eventually(func() int {
-		n := 0
-		for i := range deps.Items {
-			var d appsv1.Deployment
-			if env.Client.Get(s.ctx, client.ObjectKeyFromObject(&deps.Items[i]), &d) == nil && d.DeletionTimestamp != nil {
-				n++
-			}
-		}
-		return n
-	}, timeout, poll).Should(Equal(2), "the step Deployments were not deleted")
-	s.g.Eventually(func() int {
-		n := 0
-		for i := range svcs.Items {
-			var svc corev1.Service
-			if env.Client.Get(s.ctx, client.ObjectKeyFromObject(&svcs.Items[i]), &svc) == nil && svc.DeletionTimestamp != nil {
-				n++
-			}
-		}
-		return n
-	}, timeout, poll).Should(Equal(2), "the step Services were not deleted")
+	s.g.Eventually(func() int { return s.deleting(steps...) }, timeout, poll).Should(Equal(4),
+		"the step Deployments and Services were not deleted")
 	s.g.Eventually(func() string {
 		return meta.FindStatusCondition(s.get("face-detection").Status.Conditions, inferencev1alpha1.ConditionReady).Message
 	}, timeout, poll).Should(ContainSubstring("step Deployments and Services to be deleted"))
@@ -426,6 +397,30 @@ func TestDeletionIsOrdered(t *testing.T) {
 }
 
 // release drops every finalizer from obj (plays the controllers that would).
+// hold adds a finalizer of the test's to obj, to see the order of deletions; the controller may still be writing
+// obj, so it is read again and the update retried on a conflict.
+func (s *scenario) hold(obj client.Object) {
+	s.g.Eventually(func() error {
+		if err := env.Client.Get(s.ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		obj.SetFinalizers(append(obj.GetFinalizers(), "test.keelson.dev/hold"))
+		return env.Client.Update(s.ctx, obj)
+	}, timeout, poll).Should(Succeed())
+}
+
+// deleting counts the objects the apiserver has being deleted.
+func (s *scenario) deleting(objs ...client.Object) int {
+	n := 0
+	for _, o := range objs {
+		live := o.DeepCopyObject().(client.Object)
+		if env.Client.Get(s.ctx, client.ObjectKeyFromObject(o), live) == nil && live.GetDeletionTimestamp() != nil {
+			n++
+		}
+	}
+	return n
+}
+
 func release(s *scenario, obj client.Object) {
 	s.g.Eventually(func() error {
 		if err := env.Client.Get(s.ctx, client.ObjectKeyFromObject(obj), obj); err != nil {

@@ -154,6 +154,18 @@ func fetched0(uri, digest string) corev1.PodStatus {
 	return fetched(0, `{"uri":"`+uri+`","digest":"`+digest+`","size":1024}`, true)
 }
 
+// expectSharedCache checks that the step's pods mount the node's cache claim, hold their model in it, and show the
+// server its model's directory only.
+func (s *scenario) expectSharedCache(step, claim, key string) {
+	pod := s.podSpec(step)
+	s.g.Expect(pod.Volumes).To(ContainElement(HaveField("VolumeSource.PersistentVolumeClaim.ClaimName", claim)), "step %s", step)
+	s.g.Expect(pod.InitContainers).To(ContainElement(HaveField("Name", pipeline.HoldContainer)), "step %s: its claim is shared", step)
+	s.g.Expect(strings.Join(pod.InitContainers[0].Args, " ")).To(ContainSubstring("--cache-max-size 6485Mi"),
+		"a third of the claim less 5%: room to download a new model's archive and unpack it beside those kept")
+	s.g.Expect(pod.Containers[0].VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "model-cache",
+		MountPath: pipeline.CacheMountPath + "/" + key, SubPath: key, ReadOnly: true}), "the server sees its model's directory only")
+}
+
 // With the cache on local volumes, the controller makes one claim per node its fetching steps are pinned to (of the
 // class and size asked for, owned by the pipeline), shared by the steps on that node; a step without a location
 // fetches into a volume of its pod. No pod mounts a directory of the node. A claim no step needs any more is
@@ -190,13 +202,7 @@ func TestLocalCacheVolumes(t *testing.T) {
 	key, err := modelfetch.KeyOf(uri)
 	s.g.Expect(err).NotTo(HaveOccurred())
 	for step, want := range map[string]string{"a": claim1, "b": claim1, "c": claim2} {
-		pod := s.podSpec("local-" + step)
-		s.g.Expect(pod.Volumes).To(ContainElement(HaveField("VolumeSource.PersistentVolumeClaim.ClaimName", want)), "step %s", step)
-		s.g.Expect(pod.InitContainers).To(ContainElement(HaveField("Name", pipeline.HoldContainer)), "step %s: its claim is shared", step)
-		s.g.Expect(strings.Join(pod.InitContainers[0].Args, " ")).To(ContainSubstring("--cache-max-size 6485Mi"),
-			"a third of the claim less 5%: room to download a new model's archive and unpack it beside those kept")
-		s.g.Expect(pod.Containers[0].VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "model-cache",
-			MountPath: pipeline.CacheMountPath + "/" + key, SubPath: key, ReadOnly: true}), "the server sees its model's directory only")
+		s.expectSharedCache("local-"+step, want, key)
 	}
 	unpinned := s.podSpec("local-d")
 	s.g.Expect(unpinned.InitContainers).To(ConsistOf(HaveField("Name", pipeline.FetchContainer)),

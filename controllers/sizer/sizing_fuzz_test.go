@@ -39,24 +39,7 @@ func FuzzDesiredResources(f *testing.F) {
 	f.Add([]byte("\x01\x00\x01\x00\x04\x01\x00\x01\x01\x00\x02\x01\x00\x03\x01\x00\x01\x01\x00\x00"))
 	f.Add([]byte("\x03\x02\x02\x01\x05\x00\x07\x01\x01\x01\x05\x01\x01\x02\x0b\x01\x01\x03\x01\x00\x01\x02\x02\x01\x00\x01"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		in := fuzzinput.New(data)
-		var policies []sizerv1alpha1.ContainerResources
-		for range in.Intn(4) {
-			policies = append(policies, sizerv1alpha1.ContainerResources{
-				ContainerName: in.Pick("app", "sidecar", AllContainers, "ghost"),
-				Requests:      fuzzResourceList(in), Limits: fuzzResourceList(in),
-				MinAllowed: fuzzResourceList(in), MaxAllowed: fuzzResourceList(in),
-				ControlledValues: sizerv1alpha1.ControlledValues(in.Pick(string(sizerv1alpha1.RequestsAndLimits),
-					string(sizerv1alpha1.RequestsOnly), "")),
-			})
-		}
-		var containers []corev1.Container
-		for _, name := range []string{"app", "sidecar", "other"} {
-			if in.Bool() {
-				containers = append(containers, corev1.Container{Name: name, Resources: corev1.ResourceRequirements{
-					Requests: fuzzResourceList(in), Limits: fuzzResourceList(in)}})
-			}
-		}
+		policies, containers := fuzzSizing(fuzzinput.New(data))
 		policiesBefore := slices.Clone(policies)
 		for i := range policiesBefore {
 			policiesBefore[i] = *policies[i].DeepCopy()
@@ -89,32 +72,7 @@ func FuzzDesiredResources(f *testing.F) {
 			if p.ControlledValues == sizerv1alpha1.RequestsOnly && a.Limits != nil {
 				t.Fatalf("%s: writes limits %v with RequestsOnly", a.ContainerName, a.Limits)
 			}
-			for what, list := range map[string]corev1.ResourceList{"request": a.Requests, "limit": a.Limits} {
-				source := p.Requests
-				if what == "limit" {
-					source = p.Limits
-				}
-				for name, v := range list {
-					if _, ok := source[name]; !ok {
-						t.Fatalf("%s: writes a %s of %s that the policy does not name", a.ContainerName, what, name)
-					}
-					hi, hasHi := p.MaxAllowed[name]
-					if hasHi && v.Cmp(hi) > 0 {
-						t.Fatalf("%s: %s of %s is %s, above maxAllowed %s", a.ContainerName, what, name, v.String(), hi.String())
-					}
-					lo, hasLo := p.MinAllowed[name]
-					if !hasLo || v.Cmp(lo) >= 0 || (hasHi && lo.Cmp(hi) > 0) {
-						continue
-					}
-					// Below the floor: only a request lowered to a limit the sizer leaves to the container.
-					own, ownLimit := a.Limits[name]
-					theirs, theirLimit := c.Resources.Limits[name]
-					if what == "limit" || ownLimit || !theirLimit || v.Cmp(theirs) != 0 {
-						t.Fatalf("%s: %s of %s is %s, below minAllowed %s (own limit %v %s)", a.ContainerName, what, name,
-							v.String(), lo.String(), ownLimit, own.String())
-					}
-				}
-			}
+			checkBounds(t, a, p, c)
 			limits := effectiveLimits(c, applied)
 			for name, req := range a.Requests {
 				if lim, ok := limits[name]; ok && req.Cmp(lim) > 0 {
@@ -123,6 +81,62 @@ func FuzzDesiredResources(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzSizing is up to four resources entries, for containers of the workload or not, and some of the workload's
+// containers, each with any requests, limits and bounds.
+func fuzzSizing(in *fuzzinput.Source) ([]sizerv1alpha1.ContainerResources, []corev1.Container) {
+	var policies []sizerv1alpha1.ContainerResources
+	for range in.Intn(4) {
+		policies = append(policies, sizerv1alpha1.ContainerResources{
+			ContainerName: in.Pick("app", "sidecar", AllContainers, "ghost"),
+			Requests:      fuzzResourceList(in), Limits: fuzzResourceList(in),
+			MinAllowed: fuzzResourceList(in), MaxAllowed: fuzzResourceList(in),
+			ControlledValues: sizerv1alpha1.ControlledValues(in.Pick(string(sizerv1alpha1.RequestsAndLimits),
+				string(sizerv1alpha1.RequestsOnly), "")),
+		})
+	}
+	var containers []corev1.Container
+	for _, name := range []string{"app", "sidecar", "other"} {
+		if in.Bool() {
+			containers = append(containers, corev1.Container{Name: name, Resources: corev1.ResourceRequirements{
+				Requests: fuzzResourceList(in), Limits: fuzzResourceList(in)}})
+		}
+	}
+	return policies, containers
+}
+
+// checkBounds checks what the sizer writes for container c under entry p: only what the entry names, never above
+// maxAllowed, never below minAllowed where minAllowed does not exceed maxAllowed, except a request lowered to a
+// limit the sizer leaves to the container.
+func checkBounds(t *testing.T, a sizerv1alpha1.AppliedResources, p *sizerv1alpha1.ContainerResources, c corev1.Container) {
+	t.Helper()
+	for what, list := range map[string]corev1.ResourceList{"request": a.Requests, "limit": a.Limits} {
+		source := p.Requests
+		if what == "limit" {
+			source = p.Limits
+		}
+		for name, v := range list {
+			if _, ok := source[name]; !ok {
+				t.Fatalf("%s: writes a %s of %s that the policy does not name", a.ContainerName, what, name)
+			}
+			hi, hasHi := p.MaxAllowed[name]
+			if hasHi && v.Cmp(hi) > 0 {
+				t.Fatalf("%s: %s of %s is %s, above maxAllowed %s", a.ContainerName, what, name, v.String(), hi.String())
+			}
+			lo, hasLo := p.MinAllowed[name]
+			if !hasLo || v.Cmp(lo) >= 0 || (hasHi && lo.Cmp(hi) > 0) {
+				continue
+			}
+			// Below the floor: only a request lowered to a limit the sizer leaves to the container.
+			own, ownLimit := a.Limits[name]
+			theirs, theirLimit := c.Resources.Limits[name]
+			if what == "limit" || ownLimit || !theirLimit || v.Cmp(theirs) != 0 {
+				t.Fatalf("%s: %s of %s is %s, below minAllowed %s (own limit %v %s)", a.ContainerName, what, name,
+					v.String(), lo.String(), ownLimit, own.String())
+			}
+		}
+	}
 }
 
 func cmpString(a, b string) int {

@@ -22,6 +22,20 @@ import (
 	"github.com/keelson-dev/keelson/cmd/internal/webhookca/webhookcatest"
 )
 
+// liveBundles reads every bundle of the webhook configurations named hooks.
+func liveBundles(t *testing.T, c client.Reader) [][]byte {
+	t.Helper()
+	var v admissionregistrationv1.ValidatingWebhookConfiguration
+	var m admissionregistrationv1.MutatingWebhookConfiguration
+	if err := c.Get(context.Background(), types.NamespacedName{Name: "hooks"}, &v); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(context.Background(), types.NamespacedName{Name: "hooks"}, &m); err != nil {
+		t.Fatal(err)
+	}
+	return append(caBundles(&v), caBundles(&m)...)
+}
+
 // A CA rotation writes a certificate of the new CA into the Secret before the new CA is in every bundle. The pass
 // keeps serving the old certificate until every webhook's bundle trusts the new CA, here while the mutating
 // configuration refuses the write that adds it, and switches in the pass after it is let through.
@@ -52,19 +66,6 @@ func TestCARotationServesTheNewCAOnlyOnceEveryBundleTrustsIt(t *testing.T) {
 		serving: &webhookca.ServingCert{}, now: func() time.Time { return now }, log: logr.Discard()}
 	pass := func() error { _, err := w.Reconcile(ctx, reconcile.Request{}); return err }
 
-	// liveBundles reads every webhook's bundle from the store.
-	liveBundles := func() [][]byte {
-		t.Helper()
-		var v admissionregistrationv1.ValidatingWebhookConfiguration
-		var m admissionregistrationv1.MutatingWebhookConfiguration
-		if err := c.Get(ctx, types.NamespacedName{Name: "hooks"}, &v); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Get(ctx, types.NamespacedName{Name: "hooks"}, &m); err != nil {
-			t.Fatal(err)
-		}
-		return append(caBundles(&v), caBundles(&m)...)
-	}
 	// servedIssuer is the served certificate's CA, after checking that every live bundle trusts it.
 	servedIssuer := func() string {
 		t.Helper()
@@ -72,7 +73,7 @@ func TestCARotationServesTheNewCAOnlyOnceEveryBundleTrustsIt(t *testing.T) {
 		if served == nil {
 			t.Fatal("nothing is served")
 		}
-		if !webhookca.TrustedByAll(served.Leaf, liveBundles(), now) {
+		if !webhookca.TrustedByAll(served.Leaf, liveBundles(t, c), now) {
 			t.Fatalf("serving a certificate of %s, which a CA bundle does not trust", served.Leaf.Issuer.CommonName)
 		}
 		return served.Leaf.Issuer.CommonName
@@ -109,7 +110,7 @@ func TestCARotationServesTheNewCAOnlyOnceEveryBundleTrustsIt(t *testing.T) {
 	if got := servedIssuer(); got != "new-ca" {
 		t.Fatalf("serving a certificate of %s once every bundle trusts the new CA, want new-ca", got)
 	}
-	for i, b := range liveBundles() {
+	for i, b := range liveBundles(t, c) {
 		if got := webhookcatest.CANames(t, b); len(got) != 2 || got[0] != "new-ca" || got[1] != "test-ca" {
 			t.Errorf("bundle %d holds %v, want the new CA and the old", i, got)
 		}
