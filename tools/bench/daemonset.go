@@ -195,8 +195,13 @@ func daemonSetTrial(ctx context.Context, c client.Client, impl, ns string, n, re
 		}
 		out = append(out, t)
 	}
+	return out, clearTrial(ctx, c, obj, ns, name)
+}
+
+// clearTrial deletes a trial's DaemonSet and its pods, and waits until the garbage collector is done with it.
+func clearTrial(ctx context.Context, c client.Client, obj client.Object, ns, name string) error {
 	if err := c.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
-		return nil, err
+		return err
 	}
 	// The garbage collector would delete the pods one request at a time, on its own client budget, and kwok
 	// would then finish each graceful deletion: minutes at N = 1000, measuring nothing. One collection delete
@@ -211,11 +216,11 @@ func daemonSetTrial(ctx context.Context, c client.Client, impl, ns string, n, re
 		}
 		return err == nil, nil
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	// The next trial starts once the garbage collector is done with this DaemonSet too: its deletions (of the
 	// revisions, and its attempts on the pods) would otherwise run into the next trial and slow it down.
-	return out, poll(ctx, 10*time.Minute, func() (bool, error) {
+	return poll(ctx, 10*time.Minute, func() (bool, error) {
 		var pods corev1.PodList
 		if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"bench": name}); err != nil {
 			return false, err

@@ -55,8 +55,7 @@ func verdict(ok bool) string {
 // summaryText is the tables and the targets, as Markdown.
 func summaryText(r Results) string {
 	var b strings.Builder
-	sec := func(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
-	ssec := func(d time.Duration) string { return fmt.Sprintf("%+.3f s", d.Seconds()) }
+	sec, ssec := fmtSec, fmtSignedSec
 	fmt.Fprintf(&b, "### DaemonSet convergence (create → all N pods available)\n\n%s\n", r.Convergence.Table())
 	fmt.Fprintf(&b, "### DaemonSet rolling update (N = %d, maxUnavailable 10%%, an image change; both recreate every pod)\n\n%s\n",
 		r.Plan.RollingNodes, r.RollingUpdate.Table())
@@ -111,6 +110,22 @@ func summaryText(r Results) string {
 	}{{"pipeline create → Ready", p.Keelson, sec}, {"bare twin create → available", p.Bare, sec}, {"overhead per pipeline", o, ssec}} {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", row.name, row.f(row.s.Median), row.f(row.s.P10), row.f(row.s.P90), row.f(row.s.Min), row.f(row.s.Max))
 	}
+	b.WriteString(targetsText(r, worstRatio, keelsonWrites, steadyTotal, maxRSS))
+	return b.String()
+}
+
+// fmtSec and fmtSignedSec write a duration in seconds, as the tables show them.
+func fmtSec(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+
+func fmtSignedSec(d time.Duration) string { return fmt.Sprintf("%+.3f s", d.Seconds()) }
+
+// targetsText is the table of targets, each with the run's result and whether it is met: worstRatio and
+// keelsonWrites are the DaemonSet's worst convergence ratio and excess of writes per node at every N, steadyTotal
+// the Keelson controllers' writes in the idle window, maxRSS the largest controller's.
+func targetsText(r Results, worstRatio, keelsonWrites float64, steadyTotal int, maxRSS int64) string {
+	var b strings.Builder
+	sec, ssec := fmtSec, fmtSignedSec
+	p, o := r.Pipeline, r.Pipeline.Overhead
 	fmt.Fprintf(&b, "\n### Targets\n\n| target | result | |\n|---|---|---|\n")
 	fmt.Fprintf(&b, "| DaemonSet Keelson / built-in ≤ 1.0 at every N | worst %.2f | %s |\n", worstRatio, verdict(worstRatio <= 1.0))
 	fmt.Fprintf(&b, "| writes per node ≤ built-in | worst difference %+.2f | %s |\n", keelsonWrites, verdict(keelsonWrites <= 0))

@@ -204,11 +204,7 @@ func run() error {
 	if res.MemoryRequest, res.MemoryLimit, err = memorySettings(ctx, c, o.releaseNS, o.release); err != nil {
 		return err
 	}
-	r.users = map[string]string{implKeelson: keelsonUser(o.releaseNS, o.release, "daemonset-controller"), implBuiltin: builtinDaemonSetUser}
-	r.sizerUser = keelsonUser(o.releaseNS, o.release, "workload-sizer")
-	r.pipelineUser = keelsonUser(o.releaseNS, o.release, "pipeline-controller")
-	r.steadyUsers = map[string]string{"daemonset-controller": r.users[implKeelson], "workload-sizer": r.sizerUser,
-		"pipeline-controller": r.pipelineUser, builtinDaemonSet: builtinDaemonSetUser}
+	r.setUsers()
 
 	// DaemonSet convergence at each N and the rolling update at the largest.
 	if r.dsNS, err = r.namespace("bench-daemonset"); err != nil {
@@ -220,12 +216,7 @@ func run() error {
 	}
 	r.scr = scr
 	if o.sizersOnly > 0 {
-		qps, burst, err := clientBudget(ctx, c, o.releaseNS, o.release+"-workload-sizer")
-		if err != nil {
-			return err
-		}
-		return exploreSizers(ctx, c, scr, o.clusterTool, o.clusterDir, o.auditLog, r.namespace, r.sizerUser, o.sizersOnly,
-			plan.Idle, qps, burst)
+		return r.exploreSizers()
 	}
 	if err := r.daemonSets(); err != nil {
 		return err
@@ -254,20 +245,48 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	return report(*res, writers, o)
+}
+
+// exploreSizers runs the sizer benchmark alone, at o.sizersOnly sizers, and writes nothing.
+func (r *runner) exploreSizers() error {
+	o := r.o
+	qps, burst, err := clientBudget(r.ctx, r.c, o.releaseNS, o.release+"-workload-sizer")
+	if err != nil {
+		return err
+	}
+	return exploreSizers(r.ctx, r.c, r.scr, o.clusterTool, o.clusterDir, o.auditLog, r.namespace, r.sizerUser, o.sizersOnly,
+		r.plan.Idle, qps, burst)
+}
+
+// setUsers names the users whose writes the audit log counts: each controller's ServiceAccount, and the built-in
+// DaemonSet controller's.
+func (r *runner) setUsers() {
+	o := r.o
+	r.users = map[string]string{implKeelson: keelsonUser(o.releaseNS, o.release, "daemonset-controller"), implBuiltin: builtinDaemonSetUser}
+	r.sizerUser = keelsonUser(o.releaseNS, o.release, "workload-sizer")
+	r.pipelineUser = keelsonUser(o.releaseNS, o.release, "pipeline-controller")
+	r.steadyUsers = map[string]string{"daemonset-controller": r.users[implKeelson], "workload-sizer": r.sizerUser,
+		"pipeline-controller": r.pipelineUser, builtinDaemonSet: builtinDaemonSetUser}
+}
+
+// report prints a run's results and fails on a measurement missing or a trial stalled; a full run's results then
+// become the documentation.
+func report(res Results, writers []expectedWriter, o options) error {
 	fmt.Println()
-	fmt.Println(auditNote(*res))
+	fmt.Println(auditNote(res))
 	fmt.Println()
-	fmt.Print(summaryText(*res))
-	if missing := missingMeasurements(*res, writers); len(missing) > 0 {
+	fmt.Print(summaryText(res))
+	if missing := missingMeasurements(res, writers); len(missing) > 0 {
 		return fmt.Errorf("measurements missing, so the results above prove nothing about them:\n  %s", strings.Join(missing, "\n  "))
 	}
-	if stalled := stalledTrials(timedTrials(*res)); len(stalled) > 0 {
+	if stalled := stalledTrials(timedTrials(res)); len(stalled) > 0 {
 		return fmt.Errorf("trials stalled, which their medians would hide:\n  %s", strings.Join(stalled, "\n  "))
 	}
 	if o.quick || o.nodes != "" || o.reps > 0 {
 		return nil // only a full run's results become the documentation
 	}
-	return writeDocs(*res, o.out)
+	return writeDocs(res, o.out)
 }
 
 // namespace makes a namespace of the benchmark (one left by an earlier run is reused).

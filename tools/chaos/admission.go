@@ -200,9 +200,21 @@ func admissionReplicaDeath(ctx context.Context, in *injector, object func(i int)
 	stop()
 	<-done
 	r.Calls, r.Failed, r.ByFault = s.calls, map[string]int{}, map[string]int{}
+	r.attribute(s.failed, windows)
+	// A run whose client hardly got through says nothing about the webhooks.
+	if r.Calls < 10*faults || r.failedCalls()*2 > r.Calls {
+		return r, fmt.Errorf("%d of %d admission calls failed: the client did not get through enough to measure anything", r.failedCalls(), r.Calls)
+	}
+	r.Duration = time.Since(began)
+	return r, nil
+}
+
+// attribute counts the failed calls by cause and by the fault whose window they were sent in ("none" outside every
+// window), printing the first few of each fault and quoting some.
+func (r *AdmissionResult) attribute(failed []failedCall, windows []faultWindow) {
 	printed := map[int]int{}
-	sort.Slice(s.failed, func(i, j int) bool { return s.failed[i].at.Before(s.failed[j].at) })
-	for _, f := range s.failed {
+	sort.Slice(failed, func(i, j int) bool { return failed[i].at.Before(failed[j].at) })
+	for _, f := range failed {
 		cause := admissionCause(f.err)
 		r.Failed[cause]++
 		after, k := "none", windowOf(windows, f.at, f.end)
@@ -234,12 +246,6 @@ func admissionReplicaDeath(ctx context.Context, in *injector, object func(i int)
 			fmt.Printf("chaos:   fault %d (%s of a replica): %d failed calls\n", k+1, w.fault, printed[k])
 		}
 	}
-	// A run whose client hardly got through says nothing about the webhooks.
-	if r.Calls < 10*faults || r.failedCalls()*2 > r.Calls {
-		return r, fmt.Errorf("%d of %d admission calls failed: the client did not get through enough to measure anything", r.failedCalls(), r.Calls)
-	}
-	r.Duration = time.Since(began)
-	return r, nil
 }
 
 // gatedFailures is the number of failed calls that fail a run: those after a pod deletion (a rollout, a drain, an

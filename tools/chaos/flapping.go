@@ -324,25 +324,11 @@ func flapping(ctx context.Context, e *env, ns string, scr *metrics.Scraper) (Fla
 			fmt.Printf("chaos: restoring the flapped nodes: %v\n", err)
 		}
 	}()
-	steady := &daemonSetWork{c: e.c, ns: ns, nodes: e.plan.Nodes, name: "steady"}
-	rolling := &daemonSetWork{c: e.c, ns: ns, nodes: e.plan.Nodes, name: "rolling"}
-	pipelines := &pipelineWork{c: e.c, ns: ns, count: min(e.plan.Pipelines, len(flapNodes)/2), nodes: flapNodes}
-	for _, w := range []workload{steady, rolling, pipelines} {
-		if err := w.setUp(ctx); err != nil {
-			return r, fmt.Errorf("setting up: %w", err)
-		}
+	w, baseline, err := setUpFlapping(ctx, e, ns, flapNodes)
+	if err != nil {
+		return r, err
 	}
-	stable := map[string]bool{}
-	for _, n := range e.nodeNames[len(flapNodes):] {
-		stable[n] = true
-	}
-	baseline, done, err := rollOut(ctx, rolling, 1, stable, 10*time.Minute)
-	switch {
-	case err != nil:
-		return r, fmt.Errorf("the baseline rollout: %w", err)
-	case !done:
-		return r, errors.New("the baseline rollout, before any flap, did not finish in 10 minutes")
-	}
+	steady, rolling, pipelines, stable := w.steady, w.rolling, w.pipelines, w.stable
 	r.BaselineRollout = baseline
 	r.RolloutLimit = 3*r.BaselineRollout + 30*time.Second
 
@@ -359,34 +345,111 @@ func flapping(ctx context.Context, e *env, ns string, scr *metrics.Scraper) (Fla
 	if err != nil {
 		return r, err
 	}
-	kctx, stopKubelet := context.WithCancel(ctx)
-	kubeletDone := make(chan struct{})
-	go func() { defer close(kubeletDone); f.keepMarkingReady(kctx, ns) }()
-	defer func() { stopKubelet(); <-kubeletDone }()
-	sctx, stopSampling := context.WithCancel(ctx)
+	stopKubelet := background(ctx, func(ctx context.Context) { f.keepMarkingReady(ctx, ns) })
+	defer stopKubelet()
 	s := &sampler{}
-	sampled := make(chan struct{})
-	go func() { defer close(sampled); s.run(sctx, pipelines) }()
-	defer func() { stopSampling(); <-sampled }()
+	stopSampling := background(ctx, func(ctx context.Context) { s.run(ctx, pipelines) })
+	defer stopSampling()
 
 	// Two rollouts while flapping: a moment in, and half-way. They stop with the scenario, whatever ends it.
-	type rollouts struct {
-		took    []time.Duration
-		stalled int
-		err     error
-	}
-	rolled := make(chan rollouts, 1)
 	rctx, stopRollouts := context.WithCancel(ctx)
 	defer stopRollouts()
 	began := time.Now()
+	rolled := startRollouts(rctx, e.plan.FlapFor, rolling, stable, r.RolloutLimit, began)
+	if err := flapUntil(ctx, e, f, began); err != nil {
+		return r, err
+	}
+	if err := r.readRates(ctx, scr, events, before, began); err != nil {
+		return r, err
+	}
+	ro := <-rolled
+	if ro.err != nil {
+		return r, ro.err
+	}
+	r.Rollouts, r.StalledRollouts = ro.took, ro.stalled
+	if err := noRestartsSince(ctx, e, restartsBefore); err != nil {
+		return r, err
+	}
+
+	if r.Recovery, err = restoreAndConverge(ctx, f, w); err != nil {
+		return r, err
+	}
+	stopKubelet()
+	stopSampling()
+	r.Samples, r.Violations, r.Examples = s.samples, s.violations, s.examples
+	if s.errors*10 > s.samples+s.errors {
+		return r, fmt.Errorf("%d of %d reads of the invariant failed (last: %w)", s.errors, s.samples+s.errors, s.err)
+	}
+	if err := events.stop(); err != nil {
+		return r, fmt.Errorf("watching pods and nodes: %w", err)
+	}
+	r.tallyChurn(events, f)
+
+	// A quiet stretch: no flap, nothing to converge; a controller still busy now is looping.
+	quiet, err := scr.Idle(ctx, controllers, quietFor)
+	if err != nil {
+		return r, err
+	}
+	r.QuietReconcilesPerSecond = quiet.ReconcilesPerSecond
+	return r, nil
+}
+
+// flapWork is what the flapping scenario drives: a DaemonSet left as it is and one rolled out, on every node,
+// and Pipelines on the flapping nodes; stable are the nodes that never flap.
+type flapWork struct {
+	steady, rolling *daemonSetWork
+	pipelines       *pipelineWork
+	stable          map[string]bool
+}
+
+// all are the workloads, to wait for their convergence.
+func (w flapWork) all() []workload { return []workload{w.steady, w.rolling, w.pipelines} }
+
+// setUpFlapping sets the workloads up and times a rollout to the nodes that never flap, before any flap.
+func setUpFlapping(ctx context.Context, e *env, ns string, flapNodes []string) (flapWork, time.Duration, error) {
+	w := flapWork{steady: &daemonSetWork{c: e.c, ns: ns, nodes: e.plan.Nodes, name: "steady"},
+		rolling:   &daemonSetWork{c: e.c, ns: ns, nodes: e.plan.Nodes, name: "rolling"},
+		pipelines: &pipelineWork{c: e.c, ns: ns, count: min(e.plan.Pipelines, len(flapNodes)/2), nodes: flapNodes},
+		stable:    map[string]bool{}}
+	for _, wl := range w.all() {
+		if err := wl.setUp(ctx); err != nil {
+			return w, 0, fmt.Errorf("setting up: %w", err)
+		}
+	}
+	for _, n := range e.nodeNames[len(flapNodes):] {
+		w.stable[n] = true
+	}
+	baseline, done, err := rollOut(ctx, w.rolling, 1, w.stable, 10*time.Minute)
+	switch {
+	case err != nil:
+		return w, 0, fmt.Errorf("the baseline rollout: %w", err)
+	case !done:
+		return w, 0, errors.New("the baseline rollout, before any flap, did not finish in 10 minutes")
+	}
+	return w, baseline, nil
+}
+
+// rollouts are the rollouts made while the nodes flapped: how long each took, how many stalled, and what stopped
+// them.
+type rollouts struct {
+	took    []time.Duration
+	stalled int
+	err     error
+}
+
+// startRollouts rolls the DaemonSet out twice while the nodes flap (a tenth into flapFor and half-way, from began),
+// each given limit to reach the stable nodes; their result comes on the channel once both are done or ctx ends.
+func startRollouts(ctx context.Context, flapFor time.Duration, rolling *daemonSetWork, stable map[string]bool,
+	limit time.Duration, began time.Time) <-chan rollouts {
+	rolled := make(chan rollouts, 1)
 	go func() {
 		var out rollouts
 		defer func() { rolled <- out }()
-		for i, at := range []time.Duration{e.plan.FlapFor / 10, e.plan.FlapFor / 2} {
-			if out.err = sleepUntil(rctx, began.Add(at)); out.err != nil {
+		for i, at := range []time.Duration{flapFor / 10, flapFor / 2} {
+			if out.err = sleepUntil(ctx, began.Add(at)); out.err != nil {
 				return
 			}
-			took, done, err := rollOut(rctx, rolling, i+2, stable, r.RolloutLimit)
+			took, done, err := rollOut(ctx, rolling, i+2, stable, limit)
 			if err != nil {
 				out.err = fmt.Errorf("rollout %d: %w", i+1, err)
 				return
@@ -397,71 +460,88 @@ func flapping(ctx context.Context, e *env, ns string, scr *metrics.Scraper) (Fla
 			out.took = append(out.took, took)
 		}
 	}()
+	return rolled
+}
+
+// flapUntil flaps a node every FlapEvery until FlapFor has passed since began.
+func flapUntil(ctx context.Context, e *env, f *flapper, began time.Time) error {
 	tick := time.NewTicker(e.plan.FlapEvery)
+	defer tick.Stop()
 	for time.Since(began) < e.plan.FlapFor {
 		if err := f.flapOnce(ctx, e.rng); err != nil {
-			tick.Stop()
-			return r, err
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			return r, ctx.Err()
+			return ctx.Err()
 		case <-tick.C:
 		}
 	}
-	tick.Stop()
-	// The reconciles and the events they answer are read at the same instant, over the same stretch.
+	return nil
+}
+
+// background runs run until the returned stop is called (or ctx ends); stop waits for it to return, and may be
+// called again.
+func background(ctx context.Context, run func(context.Context)) (stop func()) {
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); run(rctx) }()
+	return func() { cancel(); <-done }
+}
+
+// readRates reads the controllers' reconciles a second since before, and the node and pod events since the watch
+// began: at the same instant, over the same stretch.
+func (r *FlappingResult) readRates(ctx context.Context, scr *metrics.Scraper, events *eventLog, before map[string]float64,
+	began time.Time) error {
 	r.Duration = time.Since(began).Round(100 * time.Millisecond)
 	after, err := scr.ReconcileTotals(ctx, controllers)
 	if err != nil {
-		return r, err
+		return err
 	}
 	r.NodeEvents, r.PodEvents = events.nodeEvents(), events.podEvents()
 	r.ReconcilesPerSecond = metrics.PerSecond(before, after, r.Duration)
-	ro := <-rolled
-	if ro.err != nil {
-		return r, ro.err
-	}
-	r.Rollouts, r.StalledRollouts = ro.took, ro.stalled
-	// A controller that restarted meanwhile started its counters again: its rate would read low.
-	restartsAfter, err := controllerRestarts(ctx, e.c, e.injectors())
-	if err != nil {
-		return r, err
-	}
-	for name, n := range restartsAfter {
-		if n != restartsBefore[name] {
-			return r, fmt.Errorf("%s restarted while the nodes flapped: its reconcile rate cannot be read", name)
-		}
-	}
+	return nil
+}
 
+// restoreAndConverge brings the flapped nodes back and says how long everything then took to converge. Pods the
+// node lifecycle controller marks not ready after the restore (it looks every 5 s) are marked ready again by the
+// flapper's kubelet loop, which runs until everything converged.
+func restoreAndConverge(ctx context.Context, f *flapper, w flapWork) (time.Duration, error) {
 	if err := f.restore(ctx); err != nil {
-		return r, fmt.Errorf("restoring the flapped nodes: %w", err)
+		return 0, fmt.Errorf("restoring the flapped nodes: %w", err)
 	}
 	restored := time.Now()
-	// Pods the node lifecycle controller marks not ready after the restore (it looks every 5 s) are marked ready
-	// again by the loop above, which runs until everything converged.
 	if err := pollUntil(ctx, 10*time.Minute, func() (bool, error) {
-		for _, w := range []workload{steady, rolling, pipelines} {
-			if ok, err := w.converged(ctx); !ok || err != nil {
+		for _, wl := range w.all() {
+			if ok, err := wl.converged(ctx); !ok || err != nil {
 				return false, err
 			}
 		}
 		return true, nil
 	}); err != nil {
-		return r, fmt.Errorf("no convergence once the nodes were back: %w", err)
+		return 0, fmt.Errorf("no convergence once the nodes were back: %w", err)
 	}
-	r.Recovery = time.Since(restored)
-	stopKubelet()
-	<-kubeletDone
-	stopSampling()
-	<-sampled
-	r.Samples, r.Violations, r.Examples = s.samples, s.violations, s.examples
-	if s.errors*10 > s.samples+s.errors {
-		return r, fmt.Errorf("%d of %d reads of the invariant failed (last: %w)", s.errors, s.samples+s.errors, s.err)
+	return time.Since(restored), nil
+}
+
+// noRestartsSince fails when a controller restarted since before was counted: it started its counters again, and
+// its reconcile rate would read low.
+func noRestartsSince(ctx context.Context, e *env, before map[string]int32) error {
+	after, err := controllerRestarts(ctx, e.c, e.injectors())
+	if err != nil {
+		return err
 	}
-	if err := events.stop(); err != nil {
-		return r, fmt.Errorf("watching pods and nodes: %w", err)
+	for name, n := range after {
+		if n != before[name] {
+			return fmt.Errorf("%s restarted while the nodes flapped: its reconcile rate cannot be read", name)
+		}
 	}
+	return nil
+}
+
+// tallyChurn counts the pod creates and deletes the watch saw, the NoExecute taints the flapper added, and the
+// churn beyond what those taints required.
+func (r *FlappingResult) tallyChurn(events *eventLog, f *flapper) {
 	creates, deletes := events.churn()
 	for _, n := range creates {
 		r.PodCreates += n
@@ -474,14 +554,6 @@ func flapping(ctx context.Context, e *env, ns string, scr *metrics.Scraper) (Fla
 	}
 	r.Flaps = f.flaps
 	r.ExcessChurn, r.ChurnExamples = excessChurn(creates, deletes, f.noExecuteAdds)
-
-	// A quiet stretch: no flap, nothing to converge; a controller still busy now is looping.
-	quiet, err := scr.Idle(ctx, controllers, quietFor)
-	if err != nil {
-		return r, err
-	}
-	r.QuietReconcilesPerSecond = quiet.ReconcilesPerSecond
-	return r, nil
 }
 
 // quietFor is how long the controllers' reconciles are counted once everything converged after the flapping.

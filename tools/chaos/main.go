@@ -170,34 +170,12 @@ func run() error {
 		return err
 	}
 
-	// The leader-death figures are one table of the three controllers: a run that rewrites it runs all three.
 	if *out != "" && !*quick {
-		n := 0
-		for _, name := range strings.Split(*scenarios, ",") {
-			if name == "daemonset" || name == "sizer" || name == "pipeline" {
-				n++
-			}
-		}
-		if n != 0 && n != 3 {
-			return fmt.Errorf("--out with --scenarios %s: the leader-death figures need daemonset, sizer and pipeline together", *scenarios)
+		if err := rewritesAllLeaderDeaths(*scenarios); err != nil {
+			return err
 		}
 	}
-	p := fullPlan
-	if *quick {
-		p = quickPlan
-	}
-	if *faults > 0 {
-		p.Faults, p.AdmissionFaults, p.Restarts = *faults, *faults, *faults
-	}
-	if *nodes > 0 {
-		p.Nodes = *nodes
-	}
-	if *flapFor > 0 {
-		p.FlapFor = *flapFor
-	}
-	if *soakFor > 0 {
-		p.SoakFor = *soakFor
-	}
+	p := planFor(*quick, *faults, *nodes, *flapFor, *soakFor)
 	if *scenarios == "" {
 		*scenarios = quickScenarios
 		if !*quick {
@@ -231,8 +209,61 @@ func run() error {
 		}
 	}()
 	e.nodeNames = nodeNames(p.Nodes)
+	o, err := runScenarios(ctx, e, strings.Split(*scenarios, ","))
+	if err != nil {
+		return err
+	}
+	if *out != "" && !*quick {
+		if err := writeResults(*out, o, *seed); err != nil {
+			return err
+		}
+	}
+	if failed := o.failures(); len(failed) > 0 {
+		return errors.New(strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// rewritesAllLeaderDeaths refuses a run that would rewrite the leader-death figures, one table of the three
+// controllers, with some of the three only.
+func rewritesAllLeaderDeaths(scenarios string) error {
+	n := 0
+	for _, name := range strings.Split(scenarios, ",") {
+		if name == "daemonset" || name == "sizer" || name == "pipeline" {
+			n++
+		}
+	}
+	if n != 0 && n != 3 {
+		return fmt.Errorf("--out with --scenarios %s: the leader-death figures need daemonset, sizer and pipeline together", scenarios)
+	}
+	return nil
+}
+
+// planFor is the full plan, or the short one, with what the flags set instead (0 for the plan's).
+func planFor(quick bool, faults, nodes int, flapFor, soakFor time.Duration) plan {
+	p := fullPlan
+	if quick {
+		p = quickPlan
+	}
+	if faults > 0 {
+		p.Faults, p.AdmissionFaults, p.Restarts = faults, faults, faults
+	}
+	if nodes > 0 {
+		p.Nodes = nodes
+	}
+	if flapFor > 0 {
+		p.FlapFor = flapFor
+	}
+	if soakFor > 0 {
+		p.SoakFor = soakFor
+	}
+	return p
+}
+
+// runScenarios runs the named scenarios in turn, stopping at the first that cannot run.
+func runScenarios(ctx context.Context, e *env, names []string) (outcome, error) {
 	var o outcome
-	for _, name := range strings.Split(*scenarios, ",") {
+	for _, name := range names {
 		var err error
 		switch name {
 		case "daemonset", "sizer", "pipeline":
@@ -253,18 +284,10 @@ func run() error {
 			err = fmt.Errorf("--scenarios: unknown scenario %q", name)
 		}
 		if err != nil {
-			return err
+			return o, err
 		}
 	}
-	if *out != "" && !*quick {
-		if err := writeResults(*out, o, *seed); err != nil {
-			return err
-		}
-	}
-	if failed := o.failures(); len(failed) > 0 {
-		return errors.New(strings.Join(failed, "; "))
-	}
-	return nil
+	return o, nil
 }
 
 // inNamespaces runs f with fresh namespaces named "chaos-<name>" and, for each suffix, "chaos-<name>-<suffix>",

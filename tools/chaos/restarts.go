@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
@@ -79,73 +78,24 @@ func controlPlaneRestarts(ctx context.Context, c client.Client, cs kubernetes.In
 	if err != nil {
 		return r, err
 	}
-	for _, name := range controllers {
-		if err := work[name].setUp(ctx); err != nil {
-			return r, fmt.Errorf("setting up the %s workload: %w", name, err)
-		}
+	if err := setUpAll(ctx, work); err != nil {
+		return r, err
 	}
-	sctx, stop := context.WithCancel(ctx)
-	samplers := map[string]*sampler{}
-	done := make(chan struct{}, len(controllers))
-	for _, name := range controllers {
-		s := &sampler{}
-		samplers[name] = s
-		go func() { s.run(sctx, work[name]); done <- struct{}{} }()
-	}
-	stopped := false
-	stopSampling := func() {
-		if !stopped {
-			stopped = true
-			stop()
-			for range controllers {
-				<-done
-			}
-		}
-	}
+	samplers, stopSampling := startSamplers(ctx, work)
 	defer stopSampling()
 
 	began := time.Now()
 	var windows [][2]time.Time
-	counted := before
-	// countRestarts gives the last fault the controller restarts since the last count, and why each container
-	// stopped, once every replica is back.
-	countRestarts := func() error {
-		for _, name := range controllers {
-			if err := in[name].waitReplicas(ctx); err != nil {
-				return fmt.Errorf("waiting for %s's replicas: %w", name, err)
-			}
-		}
-		now, err := controllerRestarts(ctx, c, in)
-		if err != nil {
-			return err
-		}
-		causes, nowPods, err := restartCauses(ctx, c, cs, in, countedPods)
-		if err != nil {
-			return err
-		}
-		if n := len(r.Faults); n > 0 {
-			r.Faults[n-1].ControllerRestarts = map[string]int32{}
-			for _, name := range controllers {
-				r.Faults[n-1].ControllerRestarts[name] = now[name] - counted[name]
-			}
-			r.Faults[n-1].Causes = causes
-		}
-		counted, countedPods = now, nowPods
-		return nil
-	}
+	tally := &restartTally{c: c, cs: cs, in: in, counted: before, countedPods: countedPods}
 	for i := range faults {
-		if err := countRestarts(); err != nil {
+		if err := tally.next(ctx, &r); err != nil {
 			return r, fmt.Errorf("before fault %d: %w", i+1, err)
 		}
 		for _, name := range controllers {
 			// Asked again while it fails: a leader that lost its lease in the last outage may exit just now, and
 			// its webhook with it (the admission scenario measures that; this one does not).
-			var last error
-			if err := pollUntil(ctx, time.Minute, func() (bool, error) {
-				last = work[name].change(ctx, i+1)
-				return last == nil, nil
-			}); err != nil {
-				return r, fmt.Errorf("asking %s for work before fault %d: %w", name, i+1, errors.Join(err, last))
+			if err := askUntilTaken(ctx, work[name], i+1); err != nil {
+				return r, fmt.Errorf("asking %s for work before fault %d: %w", name, i+1, err)
 			}
 		}
 		if err := in[controllers[0]].holdFor(ctx, time.Duration(500+rng.IntN(2500))*time.Millisecond); err != nil {
@@ -153,25 +103,11 @@ func controlPlaneRestarts(ctx context.Context, c client.Client, cs kubernetes.In
 		}
 		process := restartProcesses[i%len(restartProcesses)]
 		start := time.Now()
-		cmd := exec.CommandContext(ctx, in[controllers[0]].clusterTool, "restart", "--dir", in[controllers[0]].clusterDir,
-			"--process", process, "--down", restartDown.String())
-		// Interrupted, the restart is asked to finish (it starts the process again before it returns), not killed
-		// in the middle with the process stopped.
-		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-		cmd.WaitDelay = 3 * time.Minute
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return r, fmt.Errorf("restarting %s: %w: %s", process, err, strings.TrimSpace(string(out)))
+		if err := restartProcess(ctx, in[controllers[0]], process); err != nil {
+			return r, err
 		}
 		ready := time.Now()
-		if err := pollUntil(ctx, 10*time.Minute, func() (bool, error) {
-			for _, name := range controllers {
-				if ok, err := work[name].converged(ctx); !ok || err != nil {
-					return false, nil // reads fail while the apiserver settles: not the scenario's failure
-				}
-			}
-			return true, nil
-		}); err != nil {
+		if err := pollUntil(ctx, 10*time.Minute, func() (bool, error) { return allConverged(ctx, work), nil }); err != nil {
 			return r, fmt.Errorf("no convergence after restarting %s: %w", process, err)
 		}
 		f := RestartFault{Process: process, Outage: ready.Sub(start), Converged: time.Since(ready), Start: start, Ready: ready}
@@ -184,7 +120,7 @@ func controlPlaneRestarts(ctx context.Context, c client.Client, cs kubernetes.In
 	if err := in[controllers[0]].holdFor(ctx, afterWatch); err != nil {
 		return r, err
 	}
-	if err := countRestarts(); err != nil {
+	if err := tally.next(ctx, &r); err != nil {
 		return r, fmt.Errorf("after the last fault: %w", err)
 	}
 	stopSampling()
@@ -204,9 +140,102 @@ func controlPlaneRestarts(ctx context.Context, c client.Client, cs kubernetes.In
 	for _, name := range controllers {
 		r.ControllerRestarts[name] = after[name] - before[name]
 	}
+	return r, r.countWrites(auditLog, began, windows)
+}
+
+// restartTally counts the controllers' container restarts fault by fault: the restarts since the last count, and
+// why each container stopped, are the last fault's.
+type restartTally struct {
+	c           client.Client
+	cs          kubernetes.Interface
+	in          map[string]*injector
+	counted     map[string]int32
+	countedPods map[string]int32
+}
+
+// next gives r's last fault the restarts since the last count, once every replica is back.
+func (t *restartTally) next(ctx context.Context, r *RestartResult) error {
+	for _, name := range controllers {
+		if err := t.in[name].waitReplicas(ctx); err != nil {
+			return fmt.Errorf("waiting for %s's replicas: %w", name, err)
+		}
+	}
+	now, err := controllerRestarts(ctx, t.c, t.in)
+	if err != nil {
+		return err
+	}
+	causes, nowPods, err := restartCauses(ctx, t.c, t.cs, t.in, t.countedPods)
+	if err != nil {
+		return err
+	}
+	if n := len(r.Faults); n > 0 {
+		r.Faults[n-1].ControllerRestarts = map[string]int32{}
+		for _, name := range controllers {
+			r.Faults[n-1].ControllerRestarts[name] = now[name] - t.counted[name]
+		}
+		r.Faults[n-1].Causes = causes
+	}
+	t.counted, t.countedPods = now, nowPods
+	return nil
+}
+
+// startSamplers samples every controller's invariant until the returned stop is called (it may be called again).
+func startSamplers(ctx context.Context, work map[string]workload) (map[string]*sampler, func()) {
+	samplers := map[string]*sampler{}
+	var stops []func()
+	for _, name := range controllers {
+		s := &sampler{}
+		samplers[name] = s
+		stops = append(stops, background(ctx, func(ctx context.Context) { s.run(ctx, work[name]) }))
+	}
+	return samplers, func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}
+}
+
+// setUpAll sets every controller's workload up.
+func setUpAll(ctx context.Context, work map[string]workload) error {
+	for _, name := range controllers {
+		if err := work[name].setUp(ctx); err != nil {
+			return fmt.Errorf("setting up the %s workload: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// restartProcess restarts one control-plane process with the cluster tool, stopped for restartDown. Interrupted,
+// the restart is asked to finish (it starts the process again before it returns), not killed in the middle with the
+// process stopped.
+func restartProcess(ctx context.Context, in *injector, process string) error {
+	cmd := exec.CommandContext(ctx, in.clusterTool, "restart", "--dir", in.clusterDir,
+		"--process", process, "--down", restartDown.String())
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 3 * time.Minute
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("restarting %s: %w: %s", process, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// allConverged reports whether every controller's workload converged; a read that fails while the apiserver
+// settles is not the scenario's failure, only not yet.
+func allConverged(ctx context.Context, work map[string]workload) bool {
+	for _, name := range controllers {
+		if ok, err := work[name].converged(ctx); !ok || err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// countWrites counts, from the audit log since began, each controller's writes in the faults' windows (from each
+// stop until everything converged), leases and events left out, and the part refused with a conflict.
+func (r *RestartResult) countWrites(auditLog string, began time.Time, windows [][2]time.Time) error {
 	events, err := audit.ReadWritesSince(auditLog, began)
 	if err != nil {
-		return r, err
+		return err
 	}
 	for _, e := range events {
 		name := controllerOf(e.User)
@@ -222,7 +251,7 @@ func controlPlaneRestarts(ctx context.Context, c client.Client, cs kubernetes.In
 			}
 		}
 	}
-	return r, nil
+	return nil
 }
 
 // verdict is what a fault makes of one restart cause.

@@ -215,15 +215,8 @@ func (c *Cluster) Up(ctx context.Context, fakeNodes int) error {
 	if err := Preflight(c.Logf); err != nil {
 		return err
 	}
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "kubectl"} {
-		if !fileExists(c.L.Bin(b)) {
-			return fmt.Errorf("%s is missing: run tools/install.sh kube (make cluster-up does)", c.L.Bin(b))
-		}
-	}
-	for _, f := range []string{c.L.KwokBinary, c.L.KwokStages} {
-		if !fileExists(f) {
-			return fmt.Errorf("%s is missing: run tools/install.sh kwok (make cluster-up does)", f)
-		}
+	if err := c.checkBinaries(); err != nil {
+		return err
 	}
 	fingerprint, err := c.fingerprint()
 	if err != nil {
@@ -249,16 +242,7 @@ func (c *Cluster) Up(ctx context.Context, fakeNodes int) error {
 	if err := os.WriteFile(c.fingerprintFile(), []byte(fingerprint), 0o644); err != nil {
 		return err
 	}
-	if err := c.L.Start(c.procs()["containerd"]); err != nil {
-		return err
-	}
-	if err := c.waitFor(ctx, "containerd", 30*time.Second, func() (bool, error) {
-		conn, err := net.Dial("unix", c.L.Socket())
-		if err == nil {
-			_ = conn.Close()
-		}
-		return err == nil, nil
-	}); err != nil {
+	if err := c.startContainerd(ctx); err != nil {
 		return err
 	}
 	// Images import while the control plane starts.
@@ -288,6 +272,44 @@ func (c *Cluster) Up(ctx context.Context, fakeNodes int) error {
 	if importErr != nil {
 		return importErr
 	}
+	if err := c.startNode(ctx, cs); err != nil {
+		return err
+	}
+	return c.finish(ctx, cs, fakeNodes, t0)
+}
+
+// checkBinaries checks that the pinned binaries the cluster runs are installed.
+func (c *Cluster) checkBinaries() error {
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "kubectl"} {
+		if !fileExists(c.L.Bin(b)) {
+			return fmt.Errorf("%s is missing: run tools/install.sh kube (make cluster-up does)", c.L.Bin(b))
+		}
+	}
+	for _, f := range []string{c.L.KwokBinary, c.L.KwokStages} {
+		if !fileExists(f) {
+			return fmt.Errorf("%s is missing: run tools/install.sh kwok (make cluster-up does)", f)
+		}
+	}
+	return nil
+}
+
+// startContainerd starts containerd and waits until its socket answers.
+func (c *Cluster) startContainerd(ctx context.Context) error {
+	if err := c.L.Start(c.procs()["containerd"]); err != nil {
+		return err
+	}
+	return c.waitFor(ctx, "containerd", 30*time.Second, func() (bool, error) {
+		conn, err := net.Dial("unix", c.L.Socket())
+		if err == nil {
+			_ = conn.Close()
+		}
+		return err == nil, nil
+	})
+}
+
+// startNode starts the kubelet and kube-proxy, waits until the node is Ready and the default ServiceAccount exists,
+// and applies CoreDNS, waiting until it is available.
+func (c *Cluster) startNode(ctx context.Context, cs kubernetes.Interface) error {
 	for _, n := range []string{"kubelet", "kube-proxy"} {
 		if err := c.L.Start(c.procs()[n]); err != nil {
 			return err
@@ -309,13 +331,10 @@ func (c *Cluster) Up(ctx context.Context, fakeNodes int) error {
 		"--force-conflicts", "--field-manager=keelson-cluster", "-f", c.L.EtcFile(coreDNSManifest)).CombinedOutput(); err != nil {
 		return fmt.Errorf("applying CoreDNS: %w\n%s", err, out)
 	}
-	if err := c.waitFor(ctx, "CoreDNS available", 90*time.Second, func() (bool, error) {
+	return c.waitFor(ctx, "CoreDNS available", 90*time.Second, func() (bool, error) {
 		d, err := cs.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
 		return err == nil && deploymentAvailable(d), nil
-	}); err != nil {
-		return err
-	}
-	return c.finish(ctx, cs, fakeNodes, t0)
+	})
 }
 
 // finish makes the simulated nodes and reports.

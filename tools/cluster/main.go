@@ -29,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -79,12 +80,25 @@ func run(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	return c.command(ctx, cmd, commandFlags{binDir: *binDir, fakeNodes: *fakeNodes, podUID: *podUID, sig: *sig,
+		process: *process, down: *down}, fs.Args())
+}
+
+// commandFlags are the flags a command reads beyond the cluster's layout.
+type commandFlags struct {
+	binDir, podUID, sig, process string
+	fakeNodes                    int
+	down                         time.Duration
+}
+
+// command runs one command of the cluster tool on c; args are what is left after the flags.
+func (c *Cluster) command(ctx context.Context, cmd string, f commandFlags, args []string) error {
 	switch cmd {
 	case "up":
-		if *binDir == "" {
+		if f.binDir == "" {
 			return fmt.Errorf("--bin-dir is required")
 		}
-		return c.Up(ctx, *fakeNodes)
+		return c.Up(ctx, f.fakeNodes)
 	case "down":
 		if err := c.Down(ctx); err != nil {
 			return err
@@ -98,15 +112,15 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		if *fakeNodes < 0 {
+		if f.fakeNodes < 0 {
 			return fmt.Errorf("--fake-nodes (or FAKE_NODES) is required")
 		}
-		return EnsureFakeNodes(ctx, cs, *fakeNodes, c.Logf)
+		return EnsureFakeNodes(ctx, cs, f.fakeNodes, c.Logf)
 	case "load":
 		if _, ok := c.L.Running("containerd"); !ok {
 			return fmt.Errorf("the cluster is not up (make cluster-up)")
 		}
-		return ImportImages(ctx, c.L.Socket(), fs.Args())
+		return ImportImages(ctx, c.L.Socket(), args)
 	case "kill":
 		for _, n := range procOrder {
 			if pid, ok := c.L.Running(n); ok {
@@ -116,21 +130,21 @@ func run(args []string) error {
 		}
 		return nil
 	case "signal-pod":
-		if *podUID == "" {
+		if f.podUID == "" {
 			return fmt.Errorf("--pod-uid is required")
 		}
-		pids, err := SignalPod(ourCgroups(), *podUID, *sig)
+		pids, err := SignalPod(ourCgroups(), f.podUID, f.sig)
 		if err != nil {
 			return err
 		}
-		c.Logf("sent SIG%s to pod %s: pids %v", *sig, *podUID, pids)
+		c.Logf("sent SIG%s to pod %s: pids %v", f.sig, f.podUID, pids)
 		return nil
 	case "restart":
-		took, err := c.Restart(ctx, *process, *down)
+		took, err := c.Restart(ctx, f.process, f.down)
 		if err != nil {
 			return err
 		}
-		c.Logf("restarted %s: the apiserver was ready again %.1fs after the stop", *process, took.Seconds())
+		c.Logf("restarted %s: the apiserver was ready again %.1fs after the stop", f.process, took.Seconds())
 		return nil
 	case "check-clean":
 		if left := c.Leftovers(); len(left) > 0 {

@@ -89,6 +89,38 @@ func blob(t *testing.T, files map[string][]byte, d string) []byte {
 	return b
 }
 
+// extractLayer unpacks a gzipped layer's regular files into root, each of which must be executable, and returns the
+// layer's size uncompressed.
+func extractLayer(t *testing.T, layer []byte, root string) int64 {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(layer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	var total int64
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return total
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += h.Size
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		if h.Mode&0o111 == 0 {
+			t.Errorf("%s is not executable", h.Name)
+		}
+		b, _ := io.ReadAll(tr)
+		if err := os.WriteFile(filepath.Join(root, h.Name), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // The offline image of a real controller: a valid OCI layout whose config runs tini as PID 1 as user 65532, whose
 // layer holds /tini and the binary, executable; the extracted image runs the controller's --version under tini.
 func TestOfflineImage(t *testing.T) {
@@ -157,34 +189,8 @@ func TestOfflineImage(t *testing.T) {
 	if len(layer) > 40<<20 {
 		t.Errorf("the image is %d MB compressed, over 40 MB", len(layer)>>20)
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(layer))
-	if err != nil {
-		t.Fatal(err)
-	}
 	root := t.TempDir()
-	tr := tar.NewReader(zr)
-	var total int64
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		total += h.Size
-		if h.Typeflag != tar.TypeReg {
-			continue
-		}
-		if h.Mode&0o111 == 0 {
-			t.Errorf("%s is not executable", h.Name)
-		}
-		b, _ := io.ReadAll(tr)
-		if err := os.WriteFile(filepath.Join(root, h.Name), b, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if total > 40<<20 {
+	if total := extractLayer(t, layer, root); total > 40<<20 {
 		t.Errorf("the image is %d MB uncompressed, over 40 MB", total>>20)
 	}
 	// tini -s: a subreaper, since the test is not PID 1 of a container.

@@ -129,56 +129,8 @@ func TestReleasePushesMultiArchImagesAndTheChart(t *testing.T) {
 		var platforms []string
 		for _, m := range im.Manifests {
 			platforms = append(platforms, m.Platform.String())
-			img, err := idx.Image(m.Digest)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cf, err := img.ConfigFile()
-			if err != nil {
-				t.Fatal(err)
-			}
-			where := b + " " + m.Platform.String()
-			if cf.Architecture != m.Platform.Architecture || cf.OS != "linux" {
-				t.Errorf("%s: the config says %s/%s", where, cf.OS, cf.Architecture)
-			}
-			if cf.Config.User != "65532:65532" {
-				t.Errorf("%s: user %q", where, cf.Config.User)
-			}
-			if diff := cmp.Diff([]string{"/tini", "--", "/" + b}, cf.Config.Entrypoint); diff != "" {
-				t.Errorf("%s: entrypoint (-want +got):\n%s", where, diff)
-			}
-			layers, _ := img.Layers()
-			var compressed int64
-			for _, l := range layers {
-				s, _ := l.Size()
-				compressed += s
-			}
-			fs := files(t, img)
-			shipped[where] = fs[b]
-			for _, f := range []string{"tini", b} {
-				ef, err := elf.NewFile(bytes.NewReader(fs[f]))
-				if err != nil {
-					t.Errorf("%s: /%s is not an ELF binary: %v", where, f, err)
-					continue
-				}
-				if want := machines[m.Platform.Architecture]; ef.Machine != want {
-					t.Errorf("%s: /%s is built for %s, want %s", where, f, ef.Machine, want)
-				}
-			}
-			t.Logf("%s: %.1f MB compressed, %.1f MB unpacked", where, float64(compressed)/1e6, float64(len(fs["tini"])+len(fs[b]))/1e6)
-			if m.Platform.Architecture == runtime.GOARCH {
-				root := t.TempDir()
-				for f, data := range fs {
-					if err := os.WriteFile(filepath.Join(root, f), data, 0o755); err != nil {
-						t.Fatal(err)
-					}
-				}
-				// tini -s: a subreaper, since the test is not PID 1 of a container.
-				out, err := exec.Command(filepath.Join(root, "tini"), "-s", "--", filepath.Join(root, b), "--version").CombinedOutput()
-				if err != nil || !strings.HasPrefix(string(out), b+" "+meta.AppVersion+" (commit 0123abc") {
-					t.Errorf("%s: tini -- %s --version: %v\n%s", where, b, err, out)
-				}
-			}
+			where, binary := checkPlatformImage(t, idx, m, b, meta.AppVersion)
+			shipped[where] = binary
 		}
 		slices.Sort(platforms)
 		if diff := cmp.Diff([]string{"linux/amd64", "linux/arm64"}, platforms); diff != "" {
@@ -186,14 +138,22 @@ func TestReleasePushesMultiArchImagesAndTheChart(t *testing.T) {
 		}
 	}
 
-	// The chart, pulled back as `helm pull oci://...` would.
+	checkPulledChart(ctx, t, r, res, reg, meta.Version, meta.AppVersion)
+	checkSigned(ctx, t, r, res, shipped)
+}
+
+// checkPulledChart pulls the chart back as `helm pull oci://...` would: the tag serves what the release pushed, of
+// appVersion, and installed with the release's registry it renders exactly the pushed images' references, which
+// resolve to the pushed indexes.
+func checkPulledChart(ctx context.Context, t *testing.T, r Release, res *Result, reg, chartVersion, appVersion string) {
+	t.Helper()
 	client, err := helmregistry.NewClient(helmregistry.ClientOptPlainHTTP(), helmregistry.ClientOptWriter(io.Discard),
 		helmregistry.ClientOptCredentialsFile(filepath.Join(t.TempDir(), "registry.json")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	chartRef := reg + "/keelson/charts/keelson:" + meta.Version
-	if res.Chart.Context().Name()+":"+meta.Version != chartRef {
+	chartRef := reg + "/keelson/charts/keelson:" + chartVersion
+	if res.Chart.Context().Name()+":"+chartVersion != chartRef {
 		t.Errorf("chart pushed to %s, want %s", res.Chart, chartRef)
 	}
 	pulled, err := client.Pull(chartRef, helmregistry.PullOptWithChart(true))
@@ -207,13 +167,13 @@ func TestReleasePushesMultiArchImagesAndTheChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if chrt.Metadata.AppVersion != meta.AppVersion {
-		t.Errorf("the pushed chart's appVersion is %s, want %s", chrt.Metadata.AppVersion, meta.AppVersion)
+	if chrt.Metadata.AppVersion != appVersion {
+		t.Errorf("the pushed chart's appVersion is %s, want %s", chrt.Metadata.AppVersion, appVersion)
 	}
 	images := renderedImages(t, chrt, map[string]any{"global": map[string]any{"image": map[string]any{"registry": reg}}})
 	var want []string
 	for _, b := range r.Binaries {
-		want = append(want, reg+"/keelson/"+b+":"+meta.AppVersion)
+		want = append(want, reg+"/keelson/"+b+":"+appVersion)
 	}
 	slices.Sort(want)
 	if diff := cmp.Diff(want, images); diff != "" {
@@ -231,7 +191,63 @@ func TestReleasePushesMultiArchImagesAndTheChart(t *testing.T) {
 		}
 	}
 	// Last: it releases again, and overwrites a tag to see the next release refuse it.
-	checkSigned(ctx, t, r, res, shipped)
+}
+
+// checkPlatformImage checks one platform's image of binary b in the pushed index: its config (platform, user,
+// entrypoint under tini), that tini and the binary are built for the platform and, on this machine's, that the
+// binary runs under tini and reports appVersion. It returns "<binary> <platform>" and the binary shipped.
+func checkPlatformImage(t *testing.T, idx v1.ImageIndex, m v1.Descriptor, b, appVersion string) (string, []byte) {
+	t.Helper()
+	img, err := idx.Image(m.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	where := b + " " + m.Platform.String()
+	if cf.Architecture != m.Platform.Architecture || cf.OS != "linux" {
+		t.Errorf("%s: the config says %s/%s", where, cf.OS, cf.Architecture)
+	}
+	if cf.Config.User != "65532:65532" {
+		t.Errorf("%s: user %q", where, cf.Config.User)
+	}
+	if diff := cmp.Diff([]string{"/tini", "--", "/" + b}, cf.Config.Entrypoint); diff != "" {
+		t.Errorf("%s: entrypoint (-want +got):\n%s", where, diff)
+	}
+	layers, _ := img.Layers()
+	var compressed int64
+	for _, l := range layers {
+		s, _ := l.Size()
+		compressed += s
+	}
+	fs := files(t, img)
+	for _, f := range []string{"tini", b} {
+		ef, err := elf.NewFile(bytes.NewReader(fs[f]))
+		if err != nil {
+			t.Errorf("%s: /%s is not an ELF binary: %v", where, f, err)
+			continue
+		}
+		if want := machines[m.Platform.Architecture]; ef.Machine != want {
+			t.Errorf("%s: /%s is built for %s, want %s", where, f, ef.Machine, want)
+		}
+	}
+	t.Logf("%s: %.1f MB compressed, %.1f MB unpacked", where, float64(compressed)/1e6, float64(len(fs["tini"])+len(fs[b]))/1e6)
+	if m.Platform.Architecture == runtime.GOARCH {
+		root := t.TempDir()
+		for f, data := range fs {
+			if err := os.WriteFile(filepath.Join(root, f), data, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// tini -s: a subreaper, since the test is not PID 1 of a container.
+		out, err := exec.Command(filepath.Join(root, "tini"), "-s", "--", filepath.Join(root, b), "--version").CombinedOutput()
+		if err != nil || !strings.HasPrefix(string(out), b+" "+appVersion+" (commit 0123abc") {
+			t.Errorf("%s: tini -- %s --version: %v\n%s", where, b, err, out)
+		}
+	}
+	return where, fs[b]
 }
 
 // signingKey writes a key as `cosign generate-key-pair` does (encrypted, its password in COSIGN_PASSWORD) and loads
@@ -290,36 +306,7 @@ func checkSigned(ctx context.Context, t *testing.T, r Release, res *Result, bina
 			if err != nil {
 				t.Fatalf("%s: %v", where, err)
 			}
-			var bom struct {
-				Metadata struct {
-					Component struct {
-						Name    string `json:"name"`
-						Version string `json:"version"`
-						Hashes  []struct {
-							Content string `json:"content"`
-						} `json:"hashes"`
-					} `json:"component"`
-				} `json:"metadata"`
-				Components []struct {
-					Purl string `json:"purl"`
-				} `json:"components"`
-			}
-			if err := json.Unmarshal(got[cycloneDXPredicateType], &bom); err != nil {
-				t.Fatalf("%s: SBOM: %v", where, err)
-			}
-			sum := sha256.Sum256(binaries[where])
-			if c := bom.Metadata.Component; c.Name != "github.com/keelson-dev/keelson/cmd/"+b || c.Version != res.Version ||
-				len(c.Hashes) != 1 || c.Hashes[0].Content != hex.EncodeToString(sum[:]) {
-				t.Errorf("%s: the SBOM describes %+v, not the image's binary (sha256 %x)", where, c, sum)
-			}
-			var purls []string
-			for _, c := range bom.Components {
-				purls = append(purls, c.Purl)
-			}
-			if !slices.ContainsFunc(purls, func(p string) bool { return strings.HasPrefix(p, "pkg:golang/sigs.k8s.io/controller-runtime@v") }) ||
-				!slices.ContainsFunc(purls, func(p string) bool { return strings.HasPrefix(p, "pkg:golang/stdlib@go") }) {
-				t.Errorf("%s: the SBOM lacks the modules the binary links: %v", where, purls)
-			}
+			checkSBOM(t, where, b, res.Version, got[cycloneDXPredicateType], binaries[where])
 			var prov provenance
 			if err := json.Unmarshal(got[slsaProvenancePredicateType], &prov); err != nil {
 				t.Fatalf("%s: provenance: %v", where, err)
@@ -363,6 +350,42 @@ func checkSigned(ctx context.Context, t *testing.T, r Release, res *Result, bina
 	}
 	if _, err := r.Run(ctx); err == nil || !strings.Contains(err.Error(), tag.String()+" is already pushed, as sha256:") {
 		t.Errorf("a release over another image's tag: %v, want a refusal naming it", err)
+	}
+}
+
+// checkSBOM checks a platform image's SBOM (statement): it describes binary b of version, shipped in that image (its
+// SHA-256), and lists the modules the binary links.
+func checkSBOM(t *testing.T, where, b, version string, statement, binary []byte) {
+	t.Helper()
+	var bom struct {
+		Metadata struct {
+			Component struct {
+				Name    string `json:"name"`
+				Version string `json:"version"`
+				Hashes  []struct {
+					Content string `json:"content"`
+				} `json:"hashes"`
+			} `json:"component"`
+		} `json:"metadata"`
+		Components []struct {
+			Purl string `json:"purl"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(statement, &bom); err != nil {
+		t.Fatalf("%s: SBOM: %v", where, err)
+	}
+	sum := sha256.Sum256(binary)
+	if c := bom.Metadata.Component; c.Name != "github.com/keelson-dev/keelson/cmd/"+b || c.Version != version ||
+		len(c.Hashes) != 1 || c.Hashes[0].Content != hex.EncodeToString(sum[:]) {
+		t.Errorf("%s: the SBOM describes %+v, not the image's binary (sha256 %x)", where, c, sum)
+	}
+	var purls []string
+	for _, c := range bom.Components {
+		purls = append(purls, c.Purl)
+	}
+	if !slices.ContainsFunc(purls, func(p string) bool { return strings.HasPrefix(p, "pkg:golang/sigs.k8s.io/controller-runtime@v") }) ||
+		!slices.ContainsFunc(purls, func(p string) bool { return strings.HasPrefix(p, "pkg:golang/stdlib@go") }) {
+		t.Errorf("%s: the SBOM lacks the modules the binary links: %v", where, purls)
 	}
 }
 
