@@ -36,18 +36,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// warnings collects the apiserver's warnings.
-type warnings struct {
-	mu  sync.Mutex
-	all []string
-}
-
-func (w *warnings) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, text string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.all = append(w.all, text)
-}
-
 // The default render is accepted by a real apiserver, server-side, into a namespace that enforces (and warns about)
 // Pod Security "restricted": no error and no warning.
 func TestServerSideDryRunUnderRestrictedPodSecurity(t *testing.T) {
@@ -60,7 +48,7 @@ func TestServerSideDryRunUnderRestrictedPodSecurity(t *testing.T) {
 		"pod-security.kubernetes.io/audit": "restricted"}}}
 	g.Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, ns))).To(Succeed())
 
-	w := &warnings{}
+	w := &testenv.Warnings{}
 	cfg := *env.Config
 	cfg.WarningHandlerWithContext = w
 	c, err := client.New(&cfg, client.Options{})
@@ -72,7 +60,7 @@ func TestServerSideDryRunUnderRestrictedPodSecurity(t *testing.T) {
 			client.ForceOwnership, client.DryRunAll)
 		g.Expect(err).NotTo(HaveOccurred(), "%s %s", u.GetKind(), u.GetName())
 	}
-	g.Expect(w.all).To(BeEmpty(), "warnings from the apiserver")
+	g.Expect(w.All()).To(BeEmpty(), "warnings from the apiserver")
 }
 
 // helm lint --strict passes with the pinned helm (skipped only when the binary is not installed: make test installs it).

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -23,9 +22,8 @@ type deploymentWatch struct {
 	judge func(*appsv1.Deployment) []string
 	// synced is set once the informer's first list has been delivered and judged; events counts the events judged
 	// since, violations those that broke the invariant, with what broke it since the last take.
-	synced             bool
-	events, violations int
-	found              []string
+	synced bool
+	verdicts
 }
 
 // newDeploymentWatch starts an informer on the Deployments of namespace ns, until ctx ends, and returns once it has
@@ -80,23 +78,13 @@ func (w *deploymentWatch) observe(obj any) {
 }
 
 // judgeOne judges d; w.mu is held.
-func (w *deploymentWatch) judgeOne(d *appsv1.Deployment) {
-	w.events++
-	if bad := w.judge(d); len(bad) > 0 {
-		w.violations++
-		if len(w.found) < maxExamples {
-			w.found = append(w.found, strings.Join(bad, "; "))
-		}
-	}
-}
+func (w *deploymentWatch) judgeOne(d *appsv1.Deployment) { w.record(w.judge(d)) }
 
 // take returns what broke the invariant since the last take.
 func (w *deploymentWatch) take() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := w.found
-	w.found = nil
-	return out
+	return w.takeFound()
 }
 
 // judged is how many events the watch judged and how many broke the invariant.

@@ -32,9 +32,8 @@ type podWatch struct {
 	// synced is set once the informer's first list has been delivered: judged one by one as they arrive, its pods
 	// would read as nodes without a pod. events counts the events judged since; violations those that broke the
 	// invariant, with what broke it since the last take.
-	synced             bool
-	events, violations int
-	found              []string
+	synced bool
+	verdicts
 }
 
 // newPodWatch starts an informer on the pods of namespace ns labelled selector, until ctx ends, and returns once it
@@ -92,23 +91,13 @@ func (w *podWatch) observe(obj any, gone bool) {
 }
 
 // judge judges the invariant over the pods as they stand; w.mu is held.
-func (w *podWatch) judge() {
-	w.events++
-	if bad := judgePods(w.pods, w.nodes, w.budget); len(bad) > 0 {
-		w.violations++
-		if len(w.found) < maxExamples {
-			w.found = append(w.found, strings.Join(bad, "; "))
-		}
-	}
-}
+func (w *podWatch) judge() { w.record(judgePods(w.pods, w.nodes, w.budget)) }
 
 // take returns what broke the invariant since the last take.
 func (w *podWatch) take() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := w.found
-	w.found = nil
-	return out
+	return w.takeFound()
 }
 
 // judgePods is the invariant over pods: the nodes holding two pods that run or are about to, and, when budget is not

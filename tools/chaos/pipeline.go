@@ -34,8 +34,8 @@ type pipelineWork struct {
 	nodes []string
 	// cs, when set, makes the rounds' invariant a watch of the step Deployments, judged on every event once set up;
 	// without it they are read from a list. Children's UIDs are listed either way.
-	cs    kubernetes.Interface
-	watch *deploymentWatch
+	cs kubernetes.Interface
+	watchedDeployments
 	// uids are the children's UIDs, by kind and name, as first seen after setup.
 	uids map[string]types.UID
 	// round is the round of the last change; seen the latest round each step Deployment was seen at, under mu (the
@@ -43,9 +43,6 @@ type pipelineWork struct {
 	round atomic.Int32
 	mu    sync.Mutex
 	seen  map[string]int
-	// listViolations counts the checks whose list found a child gone, replaced or added: with a watch, they are
-	// violations beside the events it judged.
-	listViolations atomic.Int32
 }
 
 func (w *pipelineWork) name(i int) string { return fmt.Sprintf("chaos-%d", i) }
@@ -78,15 +75,6 @@ func (w *pipelineWork) setUp(ctx context.Context) error {
 		w.watch, err = newDeploymentWatch(ctx, w.cs, w.ns, w.judgeDeployment)
 	}
 	return err
-}
-
-// judged is how many Deployment events the watch judged and how many broke the invariant (0, 0 without a watch).
-func (w *pipelineWork) judged() (events, violations int) {
-	if w.watch == nil {
-		return 0, 0
-	}
-	events, violations = w.watch.judged()
-	return events, violations + int(w.listViolations.Load())
 }
 
 // judgeDeployment says what is wrong with one step Deployment as it stands: a template gone back to an earlier

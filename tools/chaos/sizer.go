@@ -35,16 +35,13 @@ type sizerWork struct {
 	count int
 	// cs, when set, makes the invariant a watch of the Deployments, judged on every event once set up; without it
 	// the invariant is read from a list.
-	cs      kubernetes.Interface
-	watch   *deploymentWatch
+	cs kubernetes.Interface
+	watchedDeployments
 	round   atomic.Int32      // the round of the last change; the sampler reads it concurrently
 	initial map[string]string // template fingerprint of each Deployment after setup
 	// reached is the last round whose size each Deployment was seen at, under mu (the watch and the sampler judge).
 	mu      sync.Mutex
 	reached map[string]int32
-	// listViolations counts the checks whose list found the wrong number of Deployments: with a watch, they are
-	// violations beside the events it judged.
-	listViolations atomic.Int32
 }
 
 // sizeOf is the size the sizers are asked for in a round: 3, 4 and 5 in turn, so that a stale size (two rounds old)
@@ -82,15 +79,6 @@ func (w *sizerWork) setUp(ctx context.Context) error {
 		w.watch, err = newDeploymentWatch(ctx, w.cs, w.ns, w.judgeDeployment)
 	}
 	return err
-}
-
-// judged is how many Deployment events the watch judged and how many broke the invariant (0, 0 without a watch).
-func (w *sizerWork) judged() (events, violations int) {
-	if w.watch == nil {
-		return 0, 0
-	}
-	events, violations = w.watch.judged()
-	return events, violations + int(w.listViolations.Load())
 }
 
 // change asks every sizer for the round's size, all at once: the sizer resizes a Deployment within milliseconds of

@@ -9,9 +9,6 @@ import (
 
 const day = 24 * time.Hour
 
-// testDNSNames are a webhook Service's names, as the chart gives them.
-var testDNSNames = []string{"svc.ns.svc", "svc", "svc.ns", "svc.ns.svc.cluster.local"}
-
 // certData is a certificate Secret's data with a CA issued at caIssued and a serving certificate for dnsNames
 // issued at certIssued, as the certificate pass writes it.
 func certData(t *testing.T, caIssued, certIssued time.Time, dnsNames ...string) map[string][]byte {

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/keelson-dev/keelson/cmd/internal/webhookca"
+	"github.com/keelson-dev/keelson/cmd/internal/webhookca/webhookcatest"
 )
 
 // A pass that cannot inject the CA counts a failure; a conflict with another replica's write does not. Only a pass
@@ -33,7 +34,7 @@ import (
 func TestCAInjectionFailuresCountRealFailuresOnly(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
-	data := certData(t, now, now, testDNSNames...)
+	data := certData(t, now, now, webhookcatest.DNSNames...)
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tls"}, Data: data}
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "hooks"},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "a"}}}
@@ -46,7 +47,7 @@ func TestCAInjectionFailuresCountRealFailuresOnly(t *testing.T) {
 			return c.Update(ctx, o, opts...)
 		}}).Build()
 	w := &webhookCerts{reader: c, writer: c, secret: types.NamespacedName{Namespace: "ns", Name: "tls"},
-		configName: "hooks", caName: "ca", dnsNames: testDNSNames, fieldOwner: "test",
+		configName: "hooks", caName: "ca", dnsNames: webhookcatest.DNSNames, fieldOwner: "test",
 		serving: &webhookca.ServingCert{}, now: time.Now, log: logr.Discard()}
 	// wipe empties the bundle again, so each pass has a write to make.
 	wipe := func() {
@@ -94,7 +95,7 @@ func TestCAInjectionFailuresCountRealFailuresOnly(t *testing.T) {
 // nothing while there is none.
 func TestCertificateExpiryIsTheServedCertificates(t *testing.T) {
 	now := time.Now().Truncate(time.Second)
-	data := certData(t, now, now, testDNSNames...)
+	data := certData(t, now, now, webhookcatest.DNSNames...)
 	pair, err := tls.X509KeyPair(data[webhookca.SecretCert], data[webhookca.SecretKey])
 	if err != nil {
 		t.Fatal(err)

@@ -43,7 +43,7 @@ func TestCARotationServesTheNewCAOnlyOnceEveryBundleTrustsIt(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Now()
 	// A CA with 100 days left: valid now, replaced 20 days on (webhookca.RenewBefore is 90 days).
-	old := certData(t, t0.Add(-webhookca.CAValidity+100*day), t0, testDNSNames...)
+	old := certData(t, t0.Add(-webhookca.CAValidity+100*day), t0, webhookcatest.DNSNames...)
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tls"}, Data: old}
 	hook := func(name string) admissionregistrationv1.WebhookClientConfig {
 		return admissionregistrationv1.WebhookClientConfig{URL: &name, CABundle: old[webhookca.SecretCACert]}
@@ -62,7 +62,7 @@ func TestCARotationServesTheNewCAOnlyOnceEveryBundleTrustsIt(t *testing.T) {
 		}}).Build()
 	now := t0
 	w := &webhookCerts{reader: c, writer: c, secret: types.NamespacedName{Namespace: "ns", Name: "tls"},
-		configName: "hooks", caName: "new-ca", dnsNames: testDNSNames, fieldOwner: "test",
+		configName: "hooks", caName: "new-ca", dnsNames: webhookcatest.DNSNames, fieldOwner: "test",
 		serving: &webhookca.ServingCert{}, now: func() time.Time { return now }, log: logr.Discard()}
 	pass := func() error { _, err := w.Reconcile(ctx, reconcile.Request{}); return err }
 

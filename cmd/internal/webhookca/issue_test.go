@@ -9,11 +9,13 @@ import (
 	"math/big"
 	"testing"
 	"time"
+
+	"github.com/keelson-dev/keelson/cmd/internal/webhookca/webhookcatest"
 )
 
 const day = 24 * time.Hour
 
-var testDNSNames = []string{"svc.ns.svc", "svc", "svc.ns", "svc.ns.svc.cluster.local"}
+var testDNSNames = webhookcatest.DNSNames
 
 // certData is a Secret's data with a CA issued at caIssued and a serving certificate for dnsNames issued at
 // certIssued.

@@ -7,6 +7,9 @@ import (
 	"testing"
 )
 
+// DNSNames are a webhook Service's names, as the chart gives them to the serving certificate.
+var DNSNames = []string{"svc.ns.svc", "svc", "svc.ns", "svc.ns.svc.cluster.local"}
+
 // CANames are the common names of a PEM bundle's certificates, in order; a certificate that does not parse fails t.
 func CANames(t testing.TB, bundle []byte) []string {
 	t.Helper()
