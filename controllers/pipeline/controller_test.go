@@ -340,22 +340,27 @@ func TestDeletionIsOrdered(t *testing.T) {
 		_ = env.Client.List(s.ctx, &svcs, client.InNamespace(s.ns))
 		return svcs.Items
 	}, timeout, poll).Should(HaveLen(2), "both step Services exist")
-	var steps []client.Object
 	for i := range svcs.Items {
-		steps = append(steps, &svcs.Items[i])
+		s.hold(&svcs.Items[i])
 	}
 	for i := range deps.Items {
-		steps = append(steps, &deps.Items[i])
-	}
-	for _, o := range steps {
-		s.hold(o)
+		s.hold(&deps.Items[i])
 	}
 
 	s.g.Expect(env.Client.Delete(s.ctx, s.get("face-detection"))).To(Succeed())
 	s.g.Eventually(s.phase("face-detection"), timeout, poll).Should(Equal(inferencev1alpha1.PhaseDeleting))
 	// Steps go first: each is asked to go, and while any is still there the claim is not.
-	s.g.Eventually(func() int { return s.deleting(steps...) }, timeout, poll).Should(Equal(4),
-		"the step Deployments and Services were not deleted")
+	var stepDeployments, stepServices []client.Object
+	for i := range deps.Items {
+		stepDeployments = append(stepDeployments, &deps.Items[i])
+	}
+	for i := range svcs.Items {
+		stepServices = append(stepServices, &svcs.Items[i])
+	}
+	s.g.Eventually(func() int { return s.deleting(stepDeployments...) }, timeout, poll).Should(Equal(2),
+		"the step Deployments were not deleted")
+	s.g.Eventually(func() int { return s.deleting(stepServices...) }, timeout, poll).Should(Equal(2),
+		"the step Services were not deleted")
 	s.g.Eventually(func() string {
 		return meta.FindStatusCondition(s.get("face-detection").Status.Conditions, inferencev1alpha1.ConditionReady).Message
 	}, timeout, poll).Should(ContainSubstring("step Deployments and Services to be deleted"))
@@ -396,7 +401,6 @@ func TestDeletionIsOrdered(t *testing.T) {
 	s.g.Expect(apierrors.IsNotFound(env.Client.Get(s.ctx, client.ObjectKey{Name: pvName}, &corev1.PersistentVolume{}))).To(BeTrue())
 }
 
-// release drops every finalizer from obj (plays the controllers that would).
 // hold adds a finalizer of the test's to obj, to see the order of deletions; the controller may still be writing
 // obj, so it is read again and the update retried on a conflict.
 func (s *scenario) hold(obj client.Object) {
@@ -421,6 +425,7 @@ func (s *scenario) deleting(objs ...client.Object) int {
 	return n
 }
 
+// release drops every finalizer from obj (plays the controllers that would).
 func release(s *scenario, obj client.Object) {
 	s.g.Eventually(func() error {
 		if err := env.Client.Get(s.ctx, client.ObjectKeyFromObject(obj), obj); err != nil {

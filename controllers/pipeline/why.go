@@ -254,7 +254,7 @@ func crashLooping(pods []corev1.Pod, now time.Time) (pod, container string, exit
 		if !alive(pods[i]) {
 			continue
 		}
-		if container, exit := poddiagnosis.CrashLooping(&pods[i], now); container != "" {
+		if container, exit, ok := poddiagnosis.CrashLooping(&pods[i], now); ok {
 			return pods[i].Name, container, exit
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -95,7 +96,7 @@ func controlPlaneRestarts(ctx context.Context, c client.Client, cs kubernetes.In
 			// Asked again while it fails: a leader that lost its lease in the last outage may exit just now, and
 			// its webhook with it (the admission scenario measures that; this one does not).
 			if err := askUntilTaken(ctx, work[name], i+1); err != nil {
-				return r, fmt.Errorf("asking %s for work before fault %d: %w", name, i+1, err)
+				return r, fmt.Errorf("%s, before fault %d: %w", name, i+1, err)
 			}
 		}
 		if err := in[controllers[0]].holdFor(ctx, time.Duration(500+rng.IntN(2500))*time.Millisecond); err != nil {
@@ -140,7 +141,8 @@ func controlPlaneRestarts(ctx context.Context, c client.Client, cs kubernetes.In
 	for _, name := range controllers {
 		r.ControllerRestarts[name] = after[name] - before[name]
 	}
-	return r, r.countWrites(auditLog, began, windows)
+	err = r.countWrites(auditLog, began, windows)
+	return r, err
 }
 
 // restartTally counts the controllers' container restarts fault by fault: the restarts since the last count, and
@@ -179,20 +181,21 @@ func (t *restartTally) next(ctx context.Context, r *RestartResult) error {
 	return nil
 }
 
-// startSamplers samples every controller's invariant until the returned stop is called (it may be called again).
+// startSamplers samples every controller's invariant until the returned stop is called: all stop at once, and stop
+// returns once they have (it may be called again).
 func startSamplers(ctx context.Context, work map[string]workload) (map[string]*sampler, func()) {
 	samplers := map[string]*sampler{}
-	var stops []func()
 	for _, name := range controllers {
-		s := &sampler{}
-		samplers[name] = s
-		stops = append(stops, background(ctx, func(ctx context.Context) { s.run(ctx, work[name]) }))
+		samplers[name] = &sampler{}
 	}
-	return samplers, func() {
-		for _, stop := range stops {
-			stop()
+	stop := background(ctx, func(ctx context.Context) {
+		var wg sync.WaitGroup
+		for _, name := range controllers {
+			wg.Go(func() { samplers[name].run(ctx, work[name]) })
 		}
-	}
+		wg.Wait()
+	})
+	return samplers, stop
 }
 
 // setUpAll sets every controller's workload up.

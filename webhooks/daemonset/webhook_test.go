@@ -44,23 +44,6 @@ func serveWebhooks(t *testing.T) { pair.Serve(t, webhook.SetupWithManager) }
 
 func namespace(t *testing.T, env *testenv.Env) string { return env.Namespace(t, "wh") }
 
-func valid(name string) *daemonsetv1alpha1.DaemonSet {
-	return &daemonsetv1alpha1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: daemonsetv1alpha1.DaemonSetSpec{Image: "agent:v1"}}
-}
-
-func withContainer(ds *daemonsetv1alpha1.DaemonSet, c corev1.Container) {
-	ds.Spec.Image = ""
-	ds.Spec.Template.Spec.Containers = []corev1.Container{c}
-}
-
-func rollingUpdate(ds *daemonsetv1alpha1.DaemonSet) *daemonsetv1alpha1.RollingUpdateDaemonSet {
-	if ds.Spec.UpdateStrategy.RollingUpdate == nil {
-		ds.Spec.UpdateStrategy.RollingUpdate = &daemonsetv1alpha1.RollingUpdateDaemonSet{}
-	}
-	return ds.Spec.UpdateStrategy.RollingUpdate
-}
-
 // invalidDaemonSets are DaemonSets each wrong in one way, with what the apiserver says of them with the webhook and
 // without it (the CRD's own rules): the field path, and the message where it tells more.
 var invalidDaemonSets = map[string]struct {
@@ -262,36 +245,6 @@ func TestSamplesAreValid(t *testing.T) {
 				t.Errorf("%s rejected: %v", filepath.Base(f), err)
 			}
 		}
-	}
-}
-
-// hostNetwork with surge was refused after objects with it were stored: such an object stays writable (its
-// finalizers removed, say) as long as it keeps the combination it had; a new surge on it is refused.
-func TestHostNetworkSurgeRatchets(t *testing.T) {
-	surging := func(surge intstr.IntOrString) *daemonsetv1alpha1.DaemonSet {
-		ds := valid("agent")
-		withContainer(ds, corev1.Container{Name: "c", Image: "x"})
-		ds.Spec.Template.Spec.HostNetwork = true
-		ru := rollingUpdate(ds)
-		ru.MaxSurge, ru.MaxUnavailable = &surge, ptr.To(intstr.FromInt32(0))
-		return ds
-	}
-	old := surging(intstr.FromInt32(1))
-	kept := old.DeepCopy()
-	kept.Finalizers = nil
-	kept.Spec.Template.Spec.Containers[0].Image = "x:v2"
-	if _, err := (webhook.Validator{}).ValidateUpdate(context.Background(), old, kept); err != nil {
-		t.Errorf("an update keeping the stored hostNetwork surge was refused: %v", err)
-	}
-	if _, err := (webhook.Validator{}).ValidateUpdate(context.Background(), old, surging(intstr.FromString("50%"))); err == nil {
-		t.Error("an update changing the hostNetwork surge was admitted")
-	}
-	plain := valid("agent")
-	if _, err := (webhook.Validator{}).ValidateUpdate(context.Background(), plain, surging(intstr.FromInt32(1))); err == nil {
-		t.Error("an update adding a hostNetwork surge was admitted")
-	}
-	if _, err := (webhook.Validator{}).ValidateCreate(context.Background(), surging(intstr.FromInt32(1))); err == nil {
-		t.Error("a new hostNetwork surge was admitted")
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -19,59 +18,7 @@ import (
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
 	"github.com/keelson-dev/keelson/internal/testenv"
-	webhook "github.com/keelson-dev/keelson/webhooks/sizer"
 )
-
-// entry is a managedFields entry of manager owning fields (FieldsV1 JSON).
-func entry(manager, fields string) metav1.ManagedFieldsEntry {
-	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply,
-		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
-}
-
-const sizerOwnsApp = `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:name":{},"f:resources":{"f:limits":{"f:memory":{}}}}}}}}}`
-
-// userOwnsApp is what a user's manager still holds of a container it kept: its name and ports, its image dropped.
-const userOwnsApp = `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:name":{},"f:ports":{}}}}}}}`
-
-// A container is a stub to remove only when it lost its image in this write, had one before, and a sizer's fields
-// are what kept it.
-func TestContainerStubs(t *testing.T) {
-	before := []corev1.Container{{Name: "app", Image: "web:1"}, {Name: "side", Image: "side:1"}}
-	stub := corev1.Container{Name: "app"}
-	server := corev1.Container{Name: "server", Image: "web:1"}
-	for name, tc := range map[string]struct {
-		containers []corev1.Container
-		before     []corev1.Container
-		managed    []metav1.ManagedFieldsEntry
-		want       []int
-	}{
-		"a rename that left the sizer's stub": {[]corev1.Container{stub, server}, before,
-			[]metav1.ManagedFieldsEntry{entry("gitops", `{}`), entry(sizerv1alpha1.FieldManager+"/web", sizerOwnsApp)}, []int{0}},
-		"the shared field manager's stub too": {[]corev1.Container{server, stub}, before,
-			[]metav1.ManagedFieldsEntry{entry(sizerv1alpha1.FieldManager, sizerOwnsApp)}, []int{1}},
-		"another manager's stub is not ours to judge": {[]corev1.Container{stub, server}, before,
-			[]metav1.ManagedFieldsEntry{entry("mesh-injector", sizerOwnsApp)}, nil},
-		"a user who dropped only the image keeps the container (the write is refused)": {[]corev1.Container{stub, server}, before,
-			[]metav1.ManagedFieldsEntry{entry("kubectl-edit", userOwnsApp), entry(sizerv1alpha1.FieldManager+"/web", sizerOwnsApp)}, nil},
-		"a container that never had an image": {[]corev1.Container{{Name: "app"}}, nil,
-			[]metav1.ManagedFieldsEntry{entry(sizerv1alpha1.FieldManager+"/web", sizerOwnsApp)}, nil},
-		"a container with its image": {[]corev1.Container{{Name: "app", Image: "web:2"}}, before,
-			[]metav1.ManagedFieldsEntry{entry(sizerv1alpha1.FieldManager+"/web", sizerOwnsApp)}, nil},
-		"a sizer owning another container only": {[]corev1.Container{{Name: "side"}}, before,
-			[]metav1.ManagedFieldsEntry{entry(sizerv1alpha1.FieldManager+"/web", sizerOwnsApp)}, nil},
-		"unreadable fields": {[]corev1.Container{stub}, before,
-			[]metav1.ManagedFieldsEntry{entry(sizerv1alpha1.FieldManager+"/web", `{"f:spec":`)}, nil},
-		"another manager's unreadable fields": {[]corev1.Container{stub}, before,
-			[]metav1.ManagedFieldsEntry{entry("gitops", `{"f:spec":`), entry(sizerv1alpha1.FieldManager+"/web", sizerOwnsApp)}, nil},
-	} {
-		t.Run(name, func(t *testing.T) {
-			got := webhook.ContainerStubs(tc.containers, tc.before, tc.managed)
-			if len(got) != len(tc.want) || (len(got) > 0 && got[0] != tc.want[0]) {
-				t.Fatalf("got %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
 
 // applyWeb applies, as manager, a Deployment "web" whose containers are the given (name, image) pairs, an empty image
 // meaning the container's memory limit only (what the sizer applies).

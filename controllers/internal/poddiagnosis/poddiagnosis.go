@@ -41,18 +41,18 @@ func Waiting(p *corev1.Pod, reasons map[string]bool) (container string, w *corev
 // readiness check, not crashing.
 const CrashWindow = 10 * time.Minute
 
-// CrashLooping names a container of p that keeps exiting, and its last exit; "" when none does. A crash loop passes
-// through three states as the kubelet restarts the container (waiting in CrashLoopBackOff, running, terminated
-// again), and only the first says so: judged from that instant alone, a controller would flip between failed and
-// progressing on every restart. So a container also counts while it is not ready after its second restart or
-// later, when its last exit is recent (CrashWindow). Any exit counts, a clean one too: a server that exits 0 is
-// restarted like one that crashes. Init containers count the same way, except that one that finished (exit 0) is
-// done, not crashing; a sidecar (an init container that restarts) is judged like a main one.
-func CrashLooping(p *corev1.Pod, now time.Time) (container string, exit *corev1.ContainerStateTerminated) {
+// CrashLooping names a container of p that keeps exiting, and its last exit; ok is false when none does. A crash
+// loop passes through three states as the kubelet restarts the container (waiting in CrashLoopBackOff, running,
+// terminated again), and only the first says so: judged from that instant alone, a controller would flip between
+// failed and progressing on every restart. So a container also counts while it is not ready after its second
+// restart or later, when its last exit is recent (CrashWindow). Any exit counts, a clean one too: a server that
+// exits 0 is restarted like one that crashes. Init containers count the same way, except that one that finished
+// (exit 0) is done, not crashing; a sidecar (an init container that restarts) is judged like a main one.
+func CrashLooping(p *corev1.Pod, now time.Time) (container string, exit *corev1.ContainerStateTerminated, ok bool) {
 	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
 		for _, cs := range list {
 			if w := cs.State.Waiting; w != nil && w.Reason == "CrashLoopBackOff" {
-				return cs.Name, LastExit(cs)
+				return cs.Name, LastExit(cs), true
 			}
 		}
 	}
@@ -65,11 +65,11 @@ func CrashLooping(p *corev1.Pod, now time.Time) (container string, exit *corev1.
 				continue // an init container that finished
 			}
 			if e := LastExit(cs); e != nil && (e.FinishedAt.IsZero() || now.Sub(e.FinishedAt.Time) < CrashWindow) {
-				return cs.Name, e
+				return cs.Name, e, true
 			}
 		}
 	}
-	return "", nil
+	return "", nil, false
 }
 
 // LastExit is a container's latest exit: the one it is in, else the one before its current run.

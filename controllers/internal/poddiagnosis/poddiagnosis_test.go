@@ -65,7 +65,7 @@ func TestCrashLooping(t *testing.T) {
 			Status: corev1.PodStatus{InitContainerStatuses: []corev1.ContainerStatus{{
 				Name: "hold", RestartCount: 2, State: corev1.ContainerState{Terminated: exited(0, time.Minute)}}}}}, "hold"},
 	} {
-		if got, _ := CrashLooping(&tc.pod, now); got != tc.want {
+		if got, _, ok := CrashLooping(&tc.pod, now); got != tc.want || ok != (tc.want != "") {
 			t.Errorf("%s: CrashLooping = %q, want %q", name, got, tc.want)
 		}
 	}
