@@ -330,33 +330,11 @@ func TestDeletionIsOrdered(t *testing.T) {
 	}
 
 	// Hold the step Deployments too, so that "steps first" can be seen: while one exists, the claim is untouched.
-	var deps appsv1.DeploymentList
-	s.g.Eventually(func() []appsv1.Deployment {
-		_ = env.Client.List(s.ctx, &deps, client.InNamespace(s.ns))
-		return deps.Items
-	}, timeout, poll).Should(HaveLen(2), "both step Deployments exist")
-	var svcs corev1.ServiceList
-	s.g.Eventually(func() []corev1.Service {
-		_ = env.Client.List(s.ctx, &svcs, client.InNamespace(s.ns))
-		return svcs.Items
-	}, timeout, poll).Should(HaveLen(2), "both step Services exist")
-	for i := range svcs.Items {
-		s.hold(&svcs.Items[i])
-	}
-	for i := range deps.Items {
-		s.hold(&deps.Items[i])
-	}
+	stepDeployments, stepServices := s.holdSteps()
 
 	s.g.Expect(env.Client.Delete(s.ctx, s.get("face-detection"))).To(Succeed())
 	s.g.Eventually(s.phase("face-detection"), timeout, poll).Should(Equal(inferencev1alpha1.PhaseDeleting))
 	// Steps go first: each is asked to go, and while any is still there the claim is not.
-	var stepDeployments, stepServices []client.Object
-	for i := range deps.Items {
-		stepDeployments = append(stepDeployments, &deps.Items[i])
-	}
-	for i := range svcs.Items {
-		stepServices = append(stepServices, &svcs.Items[i])
-	}
 	s.g.Eventually(func() int { return s.deleting(stepDeployments...) }, timeout, poll).Should(Equal(2),
 		"the step Deployments were not deleted")
 	s.g.Eventually(func() int { return s.deleting(stepServices...) }, timeout, poll).Should(Equal(2),
@@ -370,12 +348,12 @@ func TestDeletionIsOrdered(t *testing.T) {
 		return c.DeletionTimestamp
 	}
 	s.g.Consistently(claimUntouched, 2*time.Second, poll).Should(BeNil(), "the claim was deleted while steps still exist")
-	for i := range deps.Items {
-		release(s, &deps.Items[i])
+	for _, d := range stepDeployments {
+		release(s, d)
 	}
 	s.g.Consistently(claimUntouched, time.Second, poll).Should(BeNil(), "the claim was deleted while step Services still exist")
-	for i := range svcs.Items {
-		release(s, &svcs.Items[i])
+	for _, svc := range stepServices {
+		release(s, svc)
 	}
 	// Then the claim is deleted; the volume waits for it.
 	var pvc corev1.PersistentVolumeClaim
@@ -399,6 +377,30 @@ func TestDeletionIsOrdered(t *testing.T) {
 		return apierrors.IsNotFound(env.Client.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: "face-detection"}, &inferencev1alpha1.Pipeline{}))
 	}, timeout, poll).Should(BeTrue(), "the pipeline is gone once its storage is")
 	s.g.Expect(apierrors.IsNotFound(env.Client.Get(s.ctx, client.ObjectKey{Name: pvName}, &corev1.PersistentVolume{}))).To(BeTrue())
+}
+
+// holdSteps holds the pipeline's two step Deployments and two step Services with a finalizer of the test's, once
+// they exist, and returns them.
+func (s *scenario) holdSteps() (deps, svcs []client.Object) {
+	var dl appsv1.DeploymentList
+	s.g.Eventually(func() []appsv1.Deployment {
+		_ = env.Client.List(s.ctx, &dl, client.InNamespace(s.ns))
+		return dl.Items
+	}, timeout, poll).Should(HaveLen(2), "both step Deployments exist")
+	var sl corev1.ServiceList
+	s.g.Eventually(func() []corev1.Service {
+		_ = env.Client.List(s.ctx, &sl, client.InNamespace(s.ns))
+		return sl.Items
+	}, timeout, poll).Should(HaveLen(2), "both step Services exist")
+	for i := range sl.Items {
+		s.hold(&sl.Items[i])
+		svcs = append(svcs, &sl.Items[i])
+	}
+	for i := range dl.Items {
+		s.hold(&dl.Items[i])
+		deps = append(deps, &dl.Items[i])
+	}
+	return deps, svcs
 }
 
 // hold adds a finalizer of the test's to obj, to see the order of deletions; the controller may still be writing
