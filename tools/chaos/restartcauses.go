@@ -20,6 +20,9 @@ type RestartCause struct {
 	ExitCode   int32     `json:"exitCode"`
 	Reason     string    `json:"reason,omitempty"`
 	FinishedAt time.Time `json:"finishedAt"`
+	// StartedAt is when the stopped container had started: a start that could not reach the apiserver is judged by
+	// it, since its first request may hang until the client gives up, well after the apiserver is back.
+	StartedAt time.Time `json:"startedAt,omitzero"`
 	// LeaseLost says the stopped container's last log lines report its leader election lease lost: the one way a
 	// control-plane outage may restart a controller (it cannot renew, gives the lease up and exits).
 	LeaseLost bool `json:"leaseLost"`
@@ -60,7 +63,8 @@ func restartCauses(ctx context.Context, c client.Client, cs kubernetes.Interface
 					continue
 				}
 				t := st.LastTerminationState.Terminated
-				cause := RestartCause{Pod: p.Name, ExitCode: t.ExitCode, Reason: t.Reason, FinishedAt: t.FinishedAt.Time}
+				cause := RestartCause{Pod: p.Name, ExitCode: t.ExitCode, Reason: t.Reason, FinishedAt: t.FinishedAt.Time,
+					StartedAt: t.StartedAt.Time}
 				lines, err := previousLog(ctx, cs, p.Namespace, p.Name, st.Name)
 				if err != nil {
 					cause.Unread = true // the cause cannot be read: it excuses nothing
@@ -112,8 +116,10 @@ func previousLog(ctx context.Context, cs kubernetes.Interface, ns, pod, containe
 
 // restartExcused says whether a fault explains a controller's restart: the restart lost its lease (its log says
 // so), or, restarted meanwhile, could not reach the apiserver to start; the fault's outage was long enough to cost a
-// lease; and the container stopped within the fault's window (from the process's stop until a renew deadline after
-// the apiserver was ready again). A crash, an OOM kill or any other stop is a failure whatever the fault.
+// lease; and it happened within the fault's window (from the process's stop until a renew deadline after the
+// apiserver was ready again): a lost lease by when the container stopped, a start that could not reach the apiserver
+// by when that start began (its first request, sent into the outage, may hang until the client gives up, after the
+// apiserver is back). A crash, an OOM kill or any other stop is a failure whatever the fault.
 func restartExcused(f RestartFault, cause RestartCause) (bool, string) {
 	switch {
 	case cause.Unread:
@@ -123,10 +129,19 @@ func restartExcused(f RestartFault, cause RestartCause) (bool, string) {
 	case f.Outage < renewDeadline-retryPeriod:
 		return false, fmt.Sprintf("lost its lease in an outage of %s, too short to cost one (%s)", seconds(f.Outage),
 			renewDeadline-retryPeriod)
-	case f.Start.IsZero() || cause.FinishedAt.Before(f.Start) || cause.FinishedAt.After(f.Ready.Add(renewDeadline)):
+	case cause.LeaseLost && !f.inWindow(cause.FinishedAt):
 		return false, fmt.Sprintf("lost its lease at %s, outside the fault's window", cause.FinishedAt.Format(time.RFC3339))
+	case !cause.LeaseLost && !f.inWindow(cause.StartedAt):
+		return false, fmt.Sprintf("could not reach the apiserver in a start at %s, outside the fault's window",
+			cause.StartedAt.Format(time.RFC3339))
 	}
 	return true, ""
+}
+
+// inWindow reports whether t falls in the fault's window: from the process's stop until a renew deadline after the
+// apiserver was ready again.
+func (f RestartFault) inWindow(t time.Time) bool {
+	return !f.Start.IsZero() && !t.IsZero() && !t.Before(f.Start) && !t.After(f.Ready.Add(renewDeadline))
 }
 
 // orNone is s, or "no reason" when it is empty.
