@@ -3,7 +3,6 @@ package daemonset
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -187,35 +186,15 @@ func (r *Reconciler) releaseVanished(ctx context.Context, ds *daemonsetv1alpha1.
 	return retry, nil
 }
 
-// vanishedPods remembers, per DaemonSet key, the pods (name and UID) that left the cache without being seen
-// terminating.
-type vanishedPods struct {
-	mu   sync.Mutex
-	pods map[string]map[string]types.UID
-}
-
-func newVanishedPods() *vanishedPods { return &vanishedPods{pods: map[string]map[string]types.UID{}} }
-
-func (v *vanishedPods) add(key, name string, uid types.UID) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.pods[key] == nil {
-		v.pods[key] = map[string]types.UID{}
+// liveAndStaying reads ds past the cache: whether it still exists, as the same object, and is not being deleted.
+func (r *Reconciler) liveAndStaying(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet) (bool, error) {
+	var fresh daemonsetv1alpha1.DaemonSet
+	err := r.liveReader().Get(ctx, client.ObjectKeyFromObject(ds), &fresh)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reading the DaemonSet live: %w", err)
 	}
-	v.pods[key][name] = uid
-}
-
-// take returns and forgets the pods recorded for key.
-func (v *vanishedPods) take(key string) map[string]types.UID {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	out := v.pods[key]
-	delete(v.pods, key)
-	return out
-}
-
-func (v *vanishedPods) forget(key string) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	delete(v.pods, key)
+	return fresh.UID == ds.UID && fresh.DeletionTimestamp == nil, nil
 }

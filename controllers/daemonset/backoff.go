@@ -69,8 +69,3 @@ func backoffKey(ds *daemonsetv1alpha1.DaemonSet, updateHash, node string) string
 	// that one created again under the name starts afresh.
 	return ds.Namespace + "/" + ds.Name + "/" + string(ds.UID) + "/" + updateHash + "/" + node
 }
-
-// backoffFor returns how long failed pods of ds on a node must still wait under the template revision updateHash.
-func (r *Reconciler) backoffFor(ds *daemonsetv1alpha1.DaemonSet, updateHash string, now time.Time) func(node string) time.Duration {
-	return func(node string) time.Duration { return r.backoff.remaining(backoffKey(ds, updateHash, node), now) }
-}

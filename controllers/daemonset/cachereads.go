@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
@@ -18,46 +16,6 @@ import (
 // So a pass reads the informers' own objects through their indexers, as kube-controller-manager's listers do, and
 // never writes into them: a write goes to a deep copy (execute, adoption). A reconciler built without a manager (the
 // unit tests' fake client) has no informers and lists instead.
-
-// podOwnerIndex indexes the pod informer's objects by the UID of their controlling Keelson DaemonSet (ownerOf).
-const podOwnerIndex = "daemonset.keelson.dev/pod-owner"
-
-// informerStores are the pod and node informers' indexers; nil ones are read through the client.
-type informerStores struct {
-	pods, nodes toolscache.Indexer
-}
-
-// indexer is what controller-runtime's informers are underneath (client-go's shared index informer); its Informer
-// interface does not offer the indexer itself.
-type indexer interface{ GetIndexer() toolscache.Indexer }
-
-// storesOf indexes the cache's pod informer by owner and returns the two informers' indexers, before the cache starts.
-func storesOf(ctx context.Context, c cache.Cache) (informerStores, error) {
-	var s informerStores
-	pods, err := c.GetInformer(ctx, &corev1.Pod{})
-	if err != nil {
-		return s, fmt.Errorf("the pod informer: %w", err)
-	}
-	if err := pods.AddIndexers(toolscache.Indexers{podOwnerIndex: func(obj any) ([]string, error) {
-		if o, ok := obj.(client.Object); ok {
-			return ownerOf(o), nil
-		}
-		return nil, nil
-	}}); err != nil {
-		return s, fmt.Errorf("indexing pods by owner: %w", err)
-	}
-	nodes, err := c.GetInformer(ctx, &corev1.Node{})
-	if err != nil {
-		return s, fmt.Errorf("the node informer: %w", err)
-	}
-	if i, ok := pods.(indexer); ok {
-		s.pods = i.GetIndexer()
-	}
-	if i, ok := nodes.(indexer); ok {
-		s.nodes = i.GetIndexer()
-	}
-	return s, nil
-}
 
 // ownedPods returns the pods ds controls, those being deleted included: the cache's own objects, to read only.
 func (r *Reconciler) ownedPods(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet) ([]*corev1.Pod, error) {

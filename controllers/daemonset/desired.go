@@ -227,3 +227,16 @@ func PodNode(pod *corev1.Pod) string {
 func revisionHistoryLimit(ds *daemonsetv1alpha1.DaemonSet) int {
 	return int(ptr.Deref(ds.Spec.RevisionHistoryLimit, 10))
 }
+
+// InPlaceReadyCondition is the readiness gate of pods created while in-place updates are allowed. The controller
+// sets it False just before it updates a pod in place, so Services stop sending it traffic before the kubelet stops
+// its containers, and True again once the updated containers run and are ready (and right after the pod starts).
+const InPlaceReadyCondition corev1.PodConditionType = "daemonset.keelson.dev/in-place-ready"
+
+// inPlaceGated reports whether ds's new pods carry the in-place readiness gate: its rolling update may update pods
+// in place, and the gate is not disabled.
+func inPlaceGated(ds *daemonsetv1alpha1.DaemonSet) bool {
+	ru := ds.Spec.UpdateStrategy.RollingUpdate
+	return ds.Spec.UpdateStrategy.Type != daemonsetv1alpha1.OnDeleteStrategyType && ru != nil &&
+		ru.InPlace == daemonsetv1alpha1.InPlaceIfPossible && ru.InPlaceReadinessGate != daemonsetv1alpha1.InPlaceReadinessGateDisabled
+}

@@ -3,7 +3,6 @@ package daemonset
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -49,14 +48,6 @@ func (r *Reconciler) seedExpectations(ctx context.Context, ds *daemonsetv1alpha1
 	}
 	r.seeded.add(key, ds.UID)
 	return nil
-}
-
-// liveReader reads past the cache: APIReader, or the client for a reconciler set up without a manager.
-func (r *Reconciler) liveReader() client.Reader {
-	if r.APIReader != nil {
-		return r.APIReader
-	}
-	return r.Client
 }
 
 // forgetTheGone settles the expected creation of each pod of uncached that a second live list, after the cache
@@ -126,31 +117,4 @@ func cacheLag(owner types.UID, live []corev1.Pod, cached []*corev1.Pod) lag {
 		}
 	}
 	return out
-}
-
-// seenSet remembers the DaemonSets whose first pass in this process is done, by key and UID (a DaemonSet deleted
-// and created again under the same name is a new one).
-type seenSet struct {
-	mu   sync.Mutex
-	uids map[string]types.UID
-}
-
-func newSeenSet() *seenSet { return &seenSet{uids: map[string]types.UID{}} }
-
-func (s *seenSet) has(key string, uid types.UID) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.uids[key] == uid
-}
-
-func (s *seenSet) add(key string, uid types.UID) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.uids[key] = uid
-}
-
-func (s *seenSet) forget(key string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.uids, key)
 }

@@ -87,7 +87,7 @@ func settled(nodes []nodeView, updateHash string, settle time.Duration, now time
 				// ready for the whole settle time on a young node: it holds nothing back, and proves nothing either
 			case w == 0:
 				return false, 0 // not ready
-			case young && podProblem(pod) == "" && !restarted(pod):
+			case young && podProblem(pod) == "" && !hasRestarts(pod):
 				newNodesWait = minPositive(newNodesWait, w)
 			case young:
 				return false, 0 // briefly ready between restarts proves nothing
@@ -102,8 +102,8 @@ func settled(nodes []nodeView, updateHash string, settle time.Duration, now time
 	return desired > 0 && wait == 0, wait
 }
 
-// restarted reports whether any of pod's containers has restarted.
-func restarted(pod *corev1.Pod) bool {
+// hasRestarts reports whether any of pod's containers has restarted.
+func hasRestarts(pod *corev1.Pod) bool {
 	for _, c := range pod.Status.ContainerStatuses {
 		if c.RestartCount > 0 {
 			return true
@@ -155,7 +155,7 @@ func decideFailure(nodes []nodeView, in failureInput) failureDecision {
 	if in.currentHash == in.updateHash && target == "" {
 		return failureDecision{} // nothing rolls out: a DaemonSet's first revision, or one already everywhere
 	}
-	failed, recheck := failedNodes(nodes, in.updateHash, in.currentHash, in.strategy, progressDeadline(in.policy), in.now)
+	failed, recheck := updateFailures(nodes, in.updateHash, in.currentHash, in.strategy, progressDeadline(in.policy), in.now)
 	desired := 0
 	for _, n := range nodes {
 		if n.shouldRun || (n.shouldContinueRunning && len(n.pods) > 0) { // a down node is tainted, and still counts
@@ -195,11 +195,11 @@ func rollbackTarget(in failureInput) string {
 	return ""
 }
 
-// failedNodes names the nodes whose pod of the update revision failed, with why: a problem that will not clear by
+// updateFailures names the nodes whose pod of the update revision failed, with why: a problem that will not clear by
 // itself (podProblem), not ready past the deadline from its creation or update in place, or its node went down
 // after it started there (brokenByUpdate). A node with an available pod of the update revision has not failed.
 // recheck is when the next pod not yet ready reaches the deadline.
-func failedNodes(nodes []nodeView, updateHash, currentHash string, s strategy, deadline time.Duration,
+func updateFailures(nodes []nodeView, updateHash, currentHash string, s strategy, deadline time.Duration,
 	now time.Time) (map[string]string, time.Duration) {
 	failed := map[string]string{}
 	var recheck time.Duration

@@ -106,7 +106,7 @@ func TestFailedNodes(t *testing.T) {
 	down.down = true
 	down.pods[0].Status.StartTime = &metav1.Time{Time: now.Add(-time.Minute)}
 	nodes := []nodeView{view("a", young), view("b", old), down, view("d", testPod("pd", oldRev, available))}
-	failed, recheck := failedNodes(nodes, newRev, oldRev, rolling(1, 0), time.Minute, now)
+	failed, recheck := updateFailures(nodes, newRev, oldRev, rolling(1, 0), time.Minute, now)
 	if len(failed) != 2 || !strings.Contains(failed["b"], "not ready 1m0s after it started") ||
 		failed["c"] != "the node went down after its pod was updated" {
 		t.Errorf("failed = %v", failed)

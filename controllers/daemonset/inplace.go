@@ -17,11 +17,6 @@ import (
 // nor available.
 const InPlaceUpdateAnnotation = "daemonset.keelson.dev/in-place-update"
 
-// InPlaceReadyCondition is the readiness gate of pods created while in-place updates are allowed. The controller
-// sets it False just before it updates a pod in place, so Services stop sending it traffic before the kubelet stops
-// its containers, and True again once the updated containers run and are ready (and right after the pod starts).
-const InPlaceReadyCondition corev1.PodConditionType = "daemonset.keelson.dev/in-place-ready"
-
 // inPlaceState is the value of InPlaceUpdateAnnotation.
 type inPlaceState struct {
 	// Revision is the revision the pod was updated to.
@@ -242,14 +237,6 @@ func inPlaceGateStatus(pod *corev1.Pod) corev1.ConditionStatus {
 
 // gateState is how the expectations name a pod's gate condition, apart from its revision label.
 func gateState(status corev1.ConditionStatus) string { return "gate:" + string(status) }
-
-// inPlaceGated reports whether ds's new pods carry the in-place readiness gate: its rolling update may update pods
-// in place, and the gate is not disabled.
-func inPlaceGated(ds *daemonsetv1alpha1.DaemonSet) bool {
-	ru := ds.Spec.UpdateStrategy.RollingUpdate
-	return ds.Spec.UpdateStrategy.Type != daemonsetv1alpha1.OnDeleteStrategyType && ru != nil &&
-		ru.InPlace == daemonsetv1alpha1.InPlaceIfPossible && ru.InPlaceReadinessGate != daemonsetv1alpha1.InPlaceReadinessGateDisabled
-}
 
 // gatePatch is the strategic merge patch of a pod's status that sets its InPlaceReadyCondition, guarded by the
 // resourceVersion read (a pod changed since is read again).

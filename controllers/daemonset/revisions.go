@@ -231,19 +231,6 @@ func (r *Reconciler) adoptRevision(ctx context.Context, ds *daemonsetv1alpha1.Da
 	return done, nil
 }
 
-// liveAndStaying reads ds past the cache: whether it still exists, as the same object, and is not being deleted.
-func (r *Reconciler) liveAndStaying(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet) (bool, error) {
-	var fresh daemonsetv1alpha1.DaemonSet
-	err := r.liveReader().Get(ctx, client.ObjectKeyFromObject(ds), &fresh)
-	switch {
-	case apierrors.IsNotFound(err):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("reading the DaemonSet live: %w", err)
-	}
-	return fresh.UID == ds.UID && fresh.DeletionTimestamp == nil, nil
-}
-
 // orphanOldRevisions does the garbage collector's part of an orphan delete for the revisions of ds whose data an
 // earlier version of the controller wrote in another form than revisionData: the collector takes an owner
 // reference off with a strategic merge patch, which passes the revision through unstructured form and reads such

@@ -682,3 +682,8 @@ func brokenByUpdate(nodes []nodeView, updateHash, currentHash string, s strategy
 	}
 	return out
 }
+
+// isTerminal reports whether the pod's containers have all stopped for good.
+func isTerminal(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
+}

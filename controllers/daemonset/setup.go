@@ -29,13 +29,6 @@ import (
 // ControllerName names the controller in logs, metrics and events.
 const ControllerName = "daemonset"
 
-// ownerIndex indexes pods and revisions by the UID of the Keelson DaemonSet that controls them.
-const ownerIndex = "daemonset.keelson.dev/owner-uid"
-
-// orphanIndex indexes pods and revisions that carry the DaemonSet name label and have no controller, by that name: the orphans a
-// DaemonSet may adopt, found without scanning its namespace's pods on every pass.
-const orphanIndex = "daemonset.keelson.dev/orphan-of"
-
 // CacheOptions narrows the manager's cache to what this controller needs: only pods and revisions that carry the
 // DaemonSet name label (never the cluster's other pods), and nodes without their image lists and other bulk.
 func CacheOptions() cache.Options {
@@ -65,31 +58,6 @@ func slimNode(obj any) (any, error) {
 	node.Status.Capacity = nil
 	node.Status.Allocatable = nil
 	return node, nil
-}
-
-// controllerUID returns the UID of obj's controlling Keelson DaemonSet, or "".
-func controllerUID(obj client.Object) string {
-	ref := metav1.GetControllerOf(obj)
-	if ref == nil || ref.Kind != "DaemonSet" || ref.APIVersion != daemonsetv1alpha1.GroupVersion.String() {
-		return ""
-	}
-	return string(ref.UID)
-}
-
-// orphanOf returns the DaemonSet name an orphaned pod is labelled with, for orphanIndex.
-func orphanOf(obj client.Object) []string {
-	if name := obj.GetLabels()[daemonsetv1alpha1.NameLabel]; name != "" && metav1.GetControllerOf(obj) == nil {
-		return []string{name}
-	}
-	return nil
-}
-
-// ownerOf returns the UID of obj's controlling Keelson DaemonSet, for ownerIndex.
-func ownerOf(obj client.Object) []string {
-	if uid := controllerUID(obj); uid != "" {
-		return []string{uid}
-	}
-	return nil
 }
 
 // SetupWithManager registers the controller: it watches DaemonSets, the pods and revisions they own, and nodes.

@@ -29,11 +29,6 @@ func splitPods(owned []*corev1.Pod) (pods []*corev1.Pod, terminating map[string]
 	return pods, terminating
 }
 
-// isTerminal reports whether the pod's containers have all stopped for good.
-func isTerminal(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
-}
-
 // buildViews turns nodes and pods into the planner's view: eligibility per node and the pods on each, sorted by
 // name. Pods pinned to nodes that no longer exist get an ineligible view of their own, so they are removed.
 func buildViews(ds *daemonsetv1alpha1.DaemonSet, template *corev1.PodTemplateSpec, nodes []*corev1.Node, pods []*corev1.Pod,

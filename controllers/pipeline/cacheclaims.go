@@ -1,17 +1,14 @@
 package pipeline
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/internal/pipelinespec"
@@ -96,43 +93,6 @@ func DesiredCacheClaims(p *inferencev1alpha1.Pipeline) ([]*corev1.PersistentVolu
 		steps[name] = append(steps[name], pipelinespec.StepName(p.Spec.Steps, i))
 	}
 	return claims, steps
-}
-
-// deleteUnusedCacheClaims deletes p's cache claims that no step needs any more (its steps moved, or the cache's
-// class or size changed, or it left local volumes): a cache is filled again from the models' sources. A claim that
-// one of p's step Deployments still names (a step held back this pass, or not rolled yet) is still needed: its next
-// pod would wait for it forever. A claim that a pod still mounts stays until that pod is gone (the claim's in-use
-// protection).
-func (r *Reconciler) deleteUnusedCacheClaims(ctx context.Context, p *inferencev1alpha1.Pipeline, wanted map[string][]string) []error {
-	var claims corev1.PersistentVolumeClaimList
-	if err := r.List(ctx, &claims, client.InNamespace(p.Namespace),
-		client.MatchingLabels{inferencev1alpha1.PipelineLabel: p.Name, CacheClaimLabel: "true"}); err != nil {
-		return []error{fmt.Errorf("listing model cache claims: %w", err)}
-	}
-	if len(claims.Items) == 0 {
-		return nil
-	}
-	var deps appsv1.DeploymentList
-	if err := r.List(ctx, &deps, client.InNamespace(p.Namespace), client.MatchingLabels{inferencev1alpha1.PipelineLabel: p.Name}); err != nil {
-		return []error{fmt.Errorf("listing step Deployments: %w", err)}
-	}
-	named := map[string]bool{}
-	for i := range deps.Items {
-		for _, c := range claimsNamedBy(&deps.Items[i]) {
-			named[c] = true
-		}
-	}
-	var errs []error
-	for i := range claims.Items {
-		c := &claims.Items[i]
-		if _, ok := wanted[c.Name]; ok || named[c.Name] || c.DeletionTimestamp != nil || !ownedBy(c, p) {
-			continue
-		}
-		if err := r.Delete(ctx, c, client.Preconditions{UID: &c.UID}); client.IgnoreNotFound(err) != nil {
-			errs = append(errs, fmt.Errorf("deleting model cache claim %s: %w", c.Name, err))
-		}
-	}
-	return errs
 }
 
 // claimsNamedBy are the claims a Deployment's pods mount.

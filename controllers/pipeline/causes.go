@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 )
@@ -121,23 +120,6 @@ func schedulingCauses(message string) []string {
 	}
 	slices.Sort(causes)
 	return slices.Compact(causes)
-}
-
-// toldOf is what this process told of a pipeline's unschedulable steps (told), kept until the pipeline is gone; a
-// pipeline of the same name with another UID starts anew.
-func (r *Reconciler) toldOf(p *inferencev1alpha1.Pipeline) told {
-	r.toldMu.Lock()
-	defer r.toldMu.Unlock()
-	key := client.ObjectKeyFromObject(p).String()
-	if e := r.told[key]; e != nil && e.uid == p.UID {
-		return e.steps
-	}
-	if r.told == nil {
-		r.told = map[string]*pipelineTold{}
-	}
-	e := &pipelineTold{uid: p.UID, steps: told{}}
-	r.told[key] = e
-	return e.steps
 }
 
 // pipelineTold is what a pipeline's events told (told), and the UID of the pipeline they were about.

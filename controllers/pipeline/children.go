@@ -19,17 +19,8 @@ import (
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/internal/apply"
-	"github.com/keelson-dev/keelson/internal/commonlabels"
 	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
-
-// storageKey is the key of the storage's failure in the failures of a pass (step names are never empty).
-const storageKey = ""
-
-// failure is why a step's objects (or the storage) could not be written as the spec says.
-type failure struct {
-	reason, message string
-}
 
 // child is one object to write, and the step it belongs to (storageKey for the volume and the claim).
 type child struct {
@@ -112,25 +103,6 @@ func (r *Reconciler) syncChildren(ctx context.Context, p *inferencev1alpha1.Pipe
 	}
 	errs = append(errs, r.deleteUnusedCacheClaims(ctx, p, claimSteps)...)
 	return failures, retrying, append(errs, r.deleteRemovedSteps(ctx, p, names)...)
-}
-
-// refused reports whether the apiserver refused a write for what it says (the object is invalid, forbidden, too
-// large, or its fields are another manager's), which no retry of the same write fixes: that is the step's failure
-// (ApplyFailed). Any other error (a timeout, throttling, an unavailable apiserver) is retried, and the step keeps
-// the status it had.
-func refused(err error) bool {
-	return apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) ||
-		apierrors.IsRequestEntityTooLargeError(err) ||
-		apierrors.IsConflict(err) && apierrors.HasStatusCause(err, metav1.CauseTypeFieldManagerConflict)
-}
-
-// writeFailed is the outcome of a failed write: a failure with reason ApplyFailed when the apiserver refused it,
-// else none (the write is retried); the error is returned either way.
-func writeFailed(err error) (*failure, error) {
-	if refused(err) {
-		return &failure{inferencev1alpha1.ReasonApplyFailed, err.Error()}, err
-	}
-	return nil, err
 }
 
 // syncChild writes one object if it differs from desired. An object of that name that is not this pipeline's (the
@@ -217,16 +189,6 @@ func (r *Reconciler) terminating(ctx context.Context, desired client.Object) boo
 func (r *Reconciler) deploymentNames(ctx context.Context, name, namespace, claim string) bool {
 	var d appsv1.Deployment
 	return r.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &d) == nil && slices.Contains(claimsNamedBy(&d), claim)
-}
-
-// nameTakenFailure says that desired's name is taken by an object that is not the pipeline's.
-func nameTakenFailure(desired client.Object) *failure {
-	if desired.GetLabels()[CacheClaimLabel] != "" {
-		return &failure{inferencev1alpha1.ReasonNameTaken, fmt.Sprintf("PersistentVolumeClaim %s, the model cache's claim on node %s, already "+
-			"exists and is not this pipeline's: remove that claim, or rename the pipeline", desired.GetName(), desired.GetLabels()[CacheNodeLabel])}
-	}
-	return &failure{inferencev1alpha1.ReasonNameTaken, fmt.Sprintf("%s %s already exists and is not this pipeline's: rename the step (or the pipeline), or remove that %s",
-		kindOf(desired), desired.GetName(), kindOf(desired))}
 }
 
 // create creates desired, stamped with its hash. A create fails if the name was taken since it was read as free, so
@@ -346,50 +308,6 @@ func (r *Reconciler) current(ctx context.Context, desired client.Object) (client
 		return nil, fmt.Errorf("reading %s %s: %w", kindOf(desired), key.Name, err)
 	}
 	return existing, nil
-}
-
-// orphanOf reports whether obj is an object p's name made that lost its owner: no controller, not being deleted,
-// and the labels the controller puts on what it creates, with p's name (a pipeline deleted with --cascade=orphan
-// leaves its Deployments, Services and claims so). The pipeline applied again adopts them, as apps/v1's controllers
-// adopt their orphans; a user's object does not carry these labels, so it stays NameTaken.
-func orphanOf(obj client.Object, p *inferencev1alpha1.Pipeline) bool {
-	if _, ok := obj.(*corev1.PersistentVolume); ok || len(obj.GetOwnerReferences()) > 0 || obj.GetDeletionTimestamp() != nil {
-		return false // an object with any owner is someone's
-	}
-	l := obj.GetLabels()
-	return l[inferencev1alpha1.PipelineLabel] == p.Name && l[commonlabels.ManagedBy] == commonlabels.Keelson
-}
-
-// adopt makes p the controller of obj, one of its orphans, under the resourceVersion read: an object changed since
-// is not adopted, and the next pass looks again.
-func (r *Reconciler) adopt(ctx context.Context, p *inferencev1alpha1.Pipeline, obj client.Object) error {
-	// The pipeline as the apiserver has it now: one being deleted (with --cascade=orphan, say) adopts nothing, or the
-	// garbage collector would delete what the user asked to keep once the pipeline is gone.
-	var live inferencev1alpha1.Pipeline
-	if err := r.reader().Get(ctx, client.ObjectKeyFromObject(p), &live); err != nil {
-		return fmt.Errorf("reading the pipeline before adopting %s %s: %w", kindOf(obj), obj.GetName(), err)
-	}
-	if live.UID != p.UID || live.DeletionTimestamp != nil {
-		return fmt.Errorf("not adopting %s %s: the pipeline is being deleted", kindOf(obj), obj.GetName())
-	}
-	base := obj.DeepCopyObject().(client.Object)
-	ref := metav1.NewControllerRef(p, inferencev1alpha1.GroupVersion.WithKind("Pipeline"))
-	obj.SetOwnerReferences(append(obj.GetOwnerReferences(), *ref))
-	if err := r.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("adopting %s %s: %w", kindOf(obj), obj.GetName(), err)
-	}
-	return nil
-}
-
-// ownedBy reports whether obj is p's: controlled by p, or, for the cluster-scoped volume (which cannot have a
-// namespaced owner), labelled with p's name and namespace.
-func ownedBy(obj client.Object, p *inferencev1alpha1.Pipeline) bool {
-	if _, ok := obj.(*corev1.PersistentVolume); ok {
-		l := obj.GetLabels()
-		return l[inferencev1alpha1.PipelineLabel] == p.Name && l[NamespaceLabel] == p.Namespace
-	}
-	ref := metav1.GetControllerOf(obj)
-	return ref != nil && ref.UID == p.UID
 }
 
 // clearsRollingUpdate reports whether live must lose its rollingUpdate parameters before desired can be applied:
@@ -533,27 +451,60 @@ func namesHost(value, host string) bool {
 	}
 }
 
-// nameTaken reports whether a child's name is taken by an object that is not the pipeline's.
-func nameTaken(failures map[string]failure) bool {
-	for _, f := range failures {
-		if f.reason == inferencev1alpha1.ReasonNameTaken {
-			return true
+// deleteUnusedCacheClaims deletes p's cache claims that no step needs any more (its steps moved, or the cache's
+// class or size changed, or it left local volumes): a cache is filled again from the models' sources. A claim that
+// one of p's step Deployments still names (a step held back this pass, or not rolled yet) is still needed: its next
+// pod would wait for it forever. A claim that a pod still mounts stays until that pod is gone (the claim's in-use
+// protection).
+func (r *Reconciler) deleteUnusedCacheClaims(ctx context.Context, p *inferencev1alpha1.Pipeline, wanted map[string][]string) []error {
+	var claims corev1.PersistentVolumeClaimList
+	if err := r.List(ctx, &claims, client.InNamespace(p.Namespace),
+		client.MatchingLabels{inferencev1alpha1.PipelineLabel: p.Name, CacheClaimLabel: "true"}); err != nil {
+		return []error{fmt.Errorf("listing model cache claims: %w", err)}
+	}
+	if len(claims.Items) == 0 {
+		return nil
+	}
+	var deps appsv1.DeploymentList
+	if err := r.List(ctx, &deps, client.InNamespace(p.Namespace), client.MatchingLabels{inferencev1alpha1.PipelineLabel: p.Name}); err != nil {
+		return []error{fmt.Errorf("listing step Deployments: %w", err)}
+	}
+	named := map[string]bool{}
+	for i := range deps.Items {
+		for _, c := range claimsNamedBy(&deps.Items[i]) {
+			named[c] = true
 		}
 	}
-	return false
+	var errs []error
+	for i := range claims.Items {
+		c := &claims.Items[i]
+		if _, ok := wanted[c.Name]; ok || named[c.Name] || c.DeletionTimestamp != nil || !ownedBy(c, p) {
+			continue
+		}
+		if err := r.Delete(ctx, c, client.Preconditions{UID: &c.UID}); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("deleting model cache claim %s: %w", c.Name, err))
+		}
+	}
+	return errs
 }
 
-// kindOf names an object's kind for messages.
-func kindOf(obj client.Object) string {
-	switch obj.(type) {
-	case *appsv1.Deployment:
-		return "Deployment"
-	case *corev1.Service:
-		return "Service"
-	case *corev1.PersistentVolumeClaim:
-		return "PersistentVolumeClaim"
-	case *corev1.PersistentVolume:
-		return "PersistentVolume"
+// adopt makes p the controller of obj, one of its orphans, under the resourceVersion read: an object changed since
+// is not adopted, and the next pass looks again.
+func (r *Reconciler) adopt(ctx context.Context, p *inferencev1alpha1.Pipeline, obj client.Object) error {
+	// The pipeline as the apiserver has it now: one being deleted (with --cascade=orphan, say) adopts nothing, or the
+	// garbage collector would delete what the user asked to keep once the pipeline is gone.
+	var live inferencev1alpha1.Pipeline
+	if err := r.reader().Get(ctx, client.ObjectKeyFromObject(p), &live); err != nil {
+		return fmt.Errorf("reading the pipeline before adopting %s %s: %w", kindOf(obj), obj.GetName(), err)
 	}
-	return fmt.Sprintf("%T", obj)
+	if live.UID != p.UID || live.DeletionTimestamp != nil {
+		return fmt.Errorf("not adopting %s %s: the pipeline is being deleted", kindOf(obj), obj.GetName())
+	}
+	base := obj.DeepCopyObject().(client.Object)
+	ref := metav1.NewControllerRef(p, inferencev1alpha1.GroupVersion.WithKind("Pipeline"))
+	obj.SetOwnerReferences(append(obj.GetOwnerReferences(), *ref))
+	if err := r.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("adopting %s %s: %w", kindOf(obj), obj.GetName(), err)
+	}
+	return nil
 }

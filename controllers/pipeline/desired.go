@@ -16,29 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
-	"github.com/keelson-dev/keelson/internal/commonlabels"
 	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
-
-// Labels and names of what the controller creates.
-const (
-	// PipelineNameLabel and StepShortLabel are short labels for scripts and selectors typed by hand: the pipeline's
-	// name and the step's name.
-	PipelineNameLabel = "pipeline"
-	StepShortLabel    = "step"
-
-	// ModelsMountPath is where each step finds its model.
-	ModelsMountPath = "/models"
-	modelsVolume    = "models"
-)
-
-// ClaimName is the claim the steps mount: the user's (type pvc) or the one the controller creates.
-func ClaimName(p *inferencev1alpha1.Pipeline) string {
-	if p.Spec.ModelStorage.Type == inferencev1alpha1.StoragePVC {
-		return p.Spec.ModelStorage.ClaimName
-	}
-	return p.Name + "-models"
-}
 
 // PVName names the models' PersistentVolume. PersistentVolumes are cluster-scoped, so the name carries the
 // namespace, and the UID keeps it unique across a pipeline deleted and created again.
@@ -61,17 +40,6 @@ func volumeName(ctx context.Context, c client.Reader, p *inferencev1alpha1.Pipel
 		return PVName(p)
 	}
 	return pv.Name
-}
-
-func pipelineLabels(p *inferencev1alpha1.Pipeline) map[string]string {
-	l := commonlabels.Set()
-	l[PipelineNameLabel] = p.Name
-	l[inferencev1alpha1.PipelineLabel] = p.Name
-	return l
-}
-
-func ownerRef(p *inferencev1alpha1.Pipeline) metav1.OwnerReference {
-	return *metav1.NewControllerRef(p, inferencev1alpha1.GroupVersion.WithKind("Pipeline"))
 }
 
 // DeploymentStrategy is the strategy of a step's Deployment. A rolling update of a step that asks for GPUs never
@@ -268,4 +236,14 @@ func indexOf(steps []inferencev1alpha1.Step, name string) int {
 		}
 	}
 	return 0
+}
+
+// stepOf finds a step's status by name.
+func stepOf(st inferencev1alpha1.PipelineStatus, name string) (inferencev1alpha1.StepStatus, bool) {
+	for _, s := range st.Steps {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return inferencev1alpha1.StepStatus{}, false
 }

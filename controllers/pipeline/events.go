@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/controllers/internal/recorder"
@@ -86,4 +87,21 @@ func (r *Reconciler) recordTransitions(ctx context.Context, p *inferencev1alpha1
 		evs = append(evs, recorder.Event{Type: e.eventType, Reason: e.reason, Action: e.action, Note: e.note, Related: related})
 	}
 	recorder.Record(ctx, r.Recorder, recorder.Subject(p), evs...)
+}
+
+// toldOf is what this process told of a pipeline's unschedulable steps (told), kept until the pipeline is gone; a
+// pipeline of the same name with another UID starts anew.
+func (r *Reconciler) toldOf(p *inferencev1alpha1.Pipeline) told {
+	r.toldMu.Lock()
+	defer r.toldMu.Unlock()
+	key := client.ObjectKeyFromObject(p).String()
+	if e := r.told[key]; e != nil && e.uid == p.UID {
+		return e.steps
+	}
+	if r.told == nil {
+		r.told = map[string]*pipelineTold{}
+	}
+	e := &pipelineTold{uid: p.UID, steps: told{}}
+	r.told[key] = e
+	return e.steps
 }

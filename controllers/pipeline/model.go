@@ -35,3 +35,16 @@ func storageModels(p *inferencev1alpha1.Pipeline) field.ErrorList {
 	}
 	return errs
 }
+
+// ModelsMountPath is where each step finds its model.
+const ModelsMountPath = "/models"
+
+const modelsVolume = "models"
+
+// ClaimName is the claim the steps mount: the user's (type pvc) or the one the controller creates.
+func ClaimName(p *inferencev1alpha1.Pipeline) string {
+	if p.Spec.ModelStorage.Type == inferencev1alpha1.StoragePVC {
+		return p.Spec.ModelStorage.ClaimName
+	}
+	return p.Name + "-models"
+}

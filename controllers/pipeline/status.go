@@ -88,32 +88,6 @@ func placed(pods []corev1.Pod) int32 {
 	return n
 }
 
-// alive reports whether a pod is neither going away nor finished.
-func alive(p corev1.Pod) bool {
-	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
-}
-
-// currentTemplate is the pod-template-hash of the step's newest live pod ("" when there is none): a rollout
-// creates only pods of the new template (and a rollback only pods of the one it goes back to), so the newest pod is
-// of the template the Deployment is moving to. Read from the pods, it needs no ReplicaSets and no copy of the
-// Deployment controller's hash.
-func currentTemplate(pods []corev1.Pod) string {
-	var newest *corev1.Pod
-	for i := range pods {
-		p := &pods[i]
-		if !alive(*p) {
-			continue
-		}
-		if newest == nil || olderFirst(*newest, *p) < 0 {
-			newest = p
-		}
-	}
-	if newest == nil {
-		return ""
-	}
-	return newest.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
-}
-
 // stepStatus derives one step's status, saying so when an autoscaler sets its replicas, and when several claim
 // them (then none does): a step that serves takes that as its reason, as nothing else needs fixing first.
 func stepStatus(p *inferencev1alpha1.Pipeline, i int, o observed) inferencev1alpha1.StepStatus {
@@ -383,14 +357,4 @@ func orNone(s string) string {
 		return "none yet"
 	}
 	return s
-}
-
-// stepOf finds a step's status by name.
-func stepOf(st inferencev1alpha1.PipelineStatus, name string) (inferencev1alpha1.StepStatus, bool) {
-	for _, s := range st.Steps {
-		if s.Name == name {
-			return s, true
-		}
-	}
-	return inferencev1alpha1.StepStatus{}, false
 }

@@ -288,3 +288,29 @@ func lastFailure(pods []corev1.Pod) *inferencev1alpha1.Failure {
 	}
 	return best
 }
+
+// alive reports whether a pod is neither going away nor finished.
+func alive(p corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
+// currentTemplate is the pod-template-hash of the step's newest live pod ("" when there is none): a rollout
+// creates only pods of the new template (and a rollback only pods of the one it goes back to), so the newest pod is
+// of the template the Deployment is moving to. Read from the pods, it needs no ReplicaSets and no copy of the
+// Deployment controller's hash.
+func currentTemplate(pods []corev1.Pod) string {
+	var newest *corev1.Pod
+	for i := range pods {
+		p := &pods[i]
+		if !alive(*p) {
+			continue
+		}
+		if newest == nil || olderFirst(*newest, *p) < 0 {
+			newest = p
+		}
+	}
+	if newest == nil {
+		return ""
+	}
+	return newest.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+}

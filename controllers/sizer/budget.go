@@ -167,7 +167,7 @@ func budgetFor(workload client.Object, replicas int32, pdbs []policyv1.PodDisrup
 		}
 		b.pdbs = append(b.pdbs, pdbAllowance{selector: sel, allowed: up - want})
 	}
-	most, source := maxUnavailable(workload, replicas)
+	most, source := workloadMaxUnavailable(workload, replicas)
 	if most <= 0 && len(b.pdbs) == 0 {
 		b.none = source + " allows no pod down, and no PodDisruptionBudget allows one"
 		return b
@@ -205,9 +205,9 @@ func desiredHealthy(pdb policyv1.PodDisruptionBudget, expected int, current bool
 	return expected // a budget that says neither: take nothing down
 }
 
-// maxUnavailable is how many of a workload's pods its own update strategy lets be down at once, and a phrase that
-// says so. A Deployment that recreates its pods lets all of them be down.
-func maxUnavailable(workload client.Object, replicas int32) (int, string) {
+// workloadMaxUnavailable is how many of a workload's pods its own update strategy lets be down at once, and a
+// phrase that says so. A Deployment that recreates its pods lets all of them be down.
+func workloadMaxUnavailable(workload client.Object, replicas int32) (int, string) {
 	switch w := workload.(type) {
 	case *appsv1.Deployment:
 		if w.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
@@ -249,6 +249,23 @@ func selectsAny(sel labels.Selector, pods []corev1.Pod) bool {
 	for i := range pods {
 		if sel.Matches(labels.Set(pods[i].Labels)) {
 			return true
+		}
+	}
+	return false
+}
+
+// resizeUnderWay reports whether the kubelet still runs a container with other resources than its spec asks (it
+// reports what it allocated in status.containerStatuses[].resources), before any resize condition shows.
+func resizeUnderWay(pod *corev1.Pod) bool {
+	for _, st := range pod.Status.ContainerStatuses {
+		if st.Resources == nil {
+			continue
+		}
+		for _, c := range pod.Spec.Containers {
+			if c.Name == st.Name && (!quantitiesEqual(c.Resources.Requests, st.Resources.Requests) ||
+				!quantitiesEqual(c.Resources.Limits, st.Resources.Limits)) {
+				return true
+			}
 		}
 	}
 	return false

@@ -20,10 +20,6 @@ import (
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
 )
 
-// specHashAnnotation records, on a child whose spec is awkward to compare field by field, the hash of what the
-// sizer last applied, so a steady state applies nothing.
-const specHashAnnotation = "sizer.keelson.dev/spec-hash"
-
 func ingressHash(wls *sizerv1alpha1.WorkloadSizer) string {
 	b, _ := json.Marshal(struct {
 		Ingress *sizerv1alpha1.IngressExpose
@@ -270,12 +266,4 @@ func serviceMatches(svc *corev1.Service, wls *sizerv1alpha1.WorkloadSizer, selec
 	s := wls.Spec.Expose.Service
 	return equality.Semantic.DeepEqual(svc.Spec.Selector, selector) && svc.Spec.Type == s.Type &&
 		len(svc.Spec.Ports) == 1 && svc.Spec.Ports[0].Port == s.Port && svc.Spec.Ports[0].TargetPort.IntVal == servicePort(s)
-}
-
-// servicePort is the port on the pods: targetPort, else the Service's own port.
-func servicePort(s *sizerv1alpha1.ServiceExpose) int32 {
-	if s.TargetPort == 0 {
-		return s.Port
-	}
-	return s.TargetPort
 }

@@ -297,3 +297,15 @@ func newIngress(wls *sizerv1alpha1.WorkloadSizer) *networkingv1ac.IngressApplyCo
 	return networkingv1ac.Ingress(childName(wls), wls.Namespace).WithLabels(ownedLabels(wls)).
 		WithOwnerReferences(ownerRef(wls)).WithSpec(spec)
 }
+
+// specHashAnnotation records, on a child whose spec is awkward to compare field by field, the hash of what the
+// sizer last applied, so a steady state applies nothing.
+const specHashAnnotation = "sizer.keelson.dev/spec-hash"
+
+// servicePort is the port on the pods: targetPort, else the Service's own port.
+func servicePort(s *sizerv1alpha1.ServiceExpose) int32 {
+	if s.TargetPort == 0 {
+		return s.Port
+	}
+	return s.TargetPort
+}

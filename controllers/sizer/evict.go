@@ -20,12 +20,6 @@ import (
 // falls back to the template, where the scheduler places each new pod at its new size.
 const maxInfeasibleEvictions = 3
 
-// infeasibleEvictions counts a sizer's evictions at one generation.
-type infeasibleEvictions struct {
-	generation int64
-	count      int
-}
-
 // evictInfeasible evicts pod, whose resize cannot fit its node (why says so), through the Eviction API, which
 // honours every PodDisruptionBudget (the caller has spent the sizer's own budget on it). It reports whether the
 // eviction was held back (a budget refused it now).

@@ -50,15 +50,3 @@ type fightError struct{ err error }
 
 func (e fightError) Error() string { return e.err.Error() }
 func (e fightError) Unwrap() error { return e.err }
-
-// beforeForcedWrite consults and updates the sizer's fight log.
-func (r *Reconciler) beforeForcedWrite(key string, wls *sizerv1alpha1.WorkloadSizer) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.fights == nil {
-		r.fights = map[string]fightLog{}
-	}
-	next, force := r.fights[key].beforeForcedWrite(wls.Generation, stoppedForcing(wls))
-	r.fights[key] = next
-	return force
-}

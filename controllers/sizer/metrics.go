@@ -17,7 +17,7 @@ import (
 // The sizer's event counters: each counts the events of one reason (events.go), so they rise when a conflict or a
 // fallback starts, not on every pass that still sees it.
 var (
-	conflicts = prometheus.NewCounterVec(prometheus.CounterOpts{
+	conflictsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: metrics.Name(metrics.KindWorkloadSizer, "conflicts_total"),
 		Help: "Conflicts that started: a WorkloadSizer left a field or object alone because someone else owns it, by the Conflict condition's reason.",
 	}, []string{metrics.LabelReason})
@@ -32,9 +32,9 @@ var conflictReasons = []string{sizerv1alpha1.ReasonConflict, sizerv1alpha1.Reaso
 	sizerv1alpha1.ReasonAutoscalerWithoutSize, sizerv1alpha1.ReasonVerticalAutoscaler}
 
 func init() {
-	crmetrics.Registry.MustRegister(conflicts, inPlaceFallbacks)
+	crmetrics.Registry.MustRegister(conflictsTotal, inPlaceFallbacks)
 	for _, r := range conflictReasons {
-		conflicts.WithLabelValues(r)
+		conflictsTotal.WithLabelValues(r)
 	}
 }
 
@@ -43,7 +43,7 @@ func countEvents(events []sizerEvent) {
 	for _, e := range events {
 		switch e.reason {
 		case EventConflict:
-			conflicts.WithLabelValues(e.action).Inc() // a conflict event's action is the condition's reason
+			conflictsTotal.WithLabelValues(e.action).Inc() // a conflict event's action is the condition's reason
 		case EventInPlaceFallback:
 			inPlaceFallbacks.Inc()
 		}

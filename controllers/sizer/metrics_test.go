@@ -20,8 +20,8 @@ func TestConflictAndFallbackCountersFollowTheEvents(t *testing.T) {
 	applied := metav1.Condition{Type: sizerv1alpha1.ConditionSized, Status: metav1.ConditionTrue, Reason: sizerv1alpha1.ReasonApplied}
 	fellBack := metav1.Condition{Type: sizerv1alpha1.ConditionSized, Status: metav1.ConditionTrue, Reason: sizerv1alpha1.ReasonInPlaceFallback, Message: "limits"}
 
-	anotherBefore := testutil.ToFloat64(conflicts.WithLabelValues(sizerv1alpha1.ReasonAnotherSizer))
-	autoscalerBefore := testutil.ToFloat64(conflicts.WithLabelValues(sizerv1alpha1.ReasonAutoscaler))
+	anotherBefore := testutil.ToFloat64(conflictsTotal.WithLabelValues(sizerv1alpha1.ReasonAnotherSizer))
+	autoscalerBefore := testutil.ToFloat64(conflictsTotal.WithLabelValues(sizerv1alpha1.ReasonAutoscaler))
 	fallbacksBefore := testutil.ToFloat64(inPlaceFallbacks)
 	for _, pass := range []struct {
 		old, updated sizerv1alpha1.WorkloadSizerStatus
@@ -33,7 +33,7 @@ func TestConflictAndFallbackCountersFollowTheEvents(t *testing.T) {
 	} {
 		countEvents(transitionEvents(pass.old, pass.updated, false, "Deployment web"))
 	}
-	for name, got := range map[string]float64{sizerv1alpha1.ReasonAnotherSizer: testutil.ToFloat64(conflicts.WithLabelValues(sizerv1alpha1.ReasonAnotherSizer)) - anotherBefore, sizerv1alpha1.ReasonAutoscaler: testutil.ToFloat64(conflicts.WithLabelValues(sizerv1alpha1.ReasonAutoscaler)) - autoscalerBefore, "fallbacks": testutil.ToFloat64(inPlaceFallbacks) - fallbacksBefore} {
+	for name, got := range map[string]float64{sizerv1alpha1.ReasonAnotherSizer: testutil.ToFloat64(conflictsTotal.WithLabelValues(sizerv1alpha1.ReasonAnotherSizer)) - anotherBefore, sizerv1alpha1.ReasonAutoscaler: testutil.ToFloat64(conflictsTotal.WithLabelValues(sizerv1alpha1.ReasonAutoscaler)) - autoscalerBefore, "fallbacks": testutil.ToFloat64(inPlaceFallbacks) - fallbacksBefore} {
 		if got != 1 {
 			t.Errorf("%s counted %v times, want once", name, got)
 		}

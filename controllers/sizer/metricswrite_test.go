@@ -52,7 +52,7 @@ func TestConflictsAreCountedOnceTheirStatusIsWritten(t *testing.T) {
 			return c.SubResource(sub).Patch(ctx, o, p, opts...)
 		}}).Build()
 	r := &Reconciler{Client: c, APIReader: c, pacer: pacing.New(statusInterval)}
-	counted := conflicts.WithLabelValues(sizerv1alpha1.ReasonAnotherSizer)
+	counted := conflictsTotal.WithLabelValues(sizerv1alpha1.ReasonAnotherSizer)
 	before := testutil.ToFloat64(counted)
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(newer)}
 

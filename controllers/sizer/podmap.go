@@ -7,7 +7,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
@@ -56,7 +58,7 @@ func (r *Reconciler) sizersSelecting(ctx context.Context, obj client.Object) []r
 			match = append(match, list.Items[i])
 		}
 	}
-	return requests(match)
+	return requestsFor(match)
 }
 
 // slimPod keeps of a pod's metadata what the sizer reads (name, labels, deletion, controller reference) and what
@@ -74,4 +76,25 @@ func slimPod(obj any) (any, error) {
 	p.ObjectMeta = metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
 		Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp, OwnerReferences: owners}
 	return p, nil
+}
+
+// sizersOf maps a Deployment or StatefulSet to the sizers that target it.
+func (r *Reconciler) sizersOf(kind string) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		var list sizerv1alpha1.WorkloadSizerList
+		if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.UnsafeDisableDeepCopy,
+			client.MatchingFields{targetIndex: targetKey(kind, obj.GetName())}); err != nil {
+			return nil
+		}
+		return requestsFor(list.Items)
+	}
+}
+
+// requestsFor is a reconcile request for each of the sizers.
+func requestsFor(items []sizerv1alpha1.WorkloadSizer) []reconcile.Request {
+	out := make([]reconcile.Request, 0, len(items))
+	for _, w := range items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: w.Namespace, Name: w.Name}})
+	}
+	return out
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
@@ -86,27 +84,6 @@ func conditionState(c corev1.PodCondition) string {
 	return "pending"
 }
 
-// resizeUnderWay reports whether the kubelet still runs a container with other resources than its spec asks (it
-// reports what it allocated in status.containerStatuses[].resources), before any resize condition shows.
-func resizeUnderWay(pod *corev1.Pod) bool {
-	for _, st := range pod.Status.ContainerStatuses {
-		if st.Resources == nil {
-			continue
-		}
-		for _, c := range pod.Spec.Containers {
-			if c.Name == st.Name && (!quantitiesEqual(c.Resources.Requests, st.Resources.Requests) ||
-				!quantitiesEqual(c.Resources.Limits, st.Resources.Limits)) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func quantitiesEqual(a, b corev1.ResourceList) bool {
-	return listEqual(a, b) && listEqual(b, a)
-}
-
 // combine folds the outcome of another pod into o.
 func (o resizeOutcome) combine(other resizeOutcome) resizeOutcome {
 	if o.fallback == "" {
@@ -121,37 +98,6 @@ func (o resizeOutcome) combine(other resizeOutcome) resizeOutcome {
 		o.recheck = other.recheck
 	}
 	return o
-}
-
-// resizeSupport remembers whether the apiserver serves the pods' resize subresource (Kubernetes 1.33 and later).
-// The answer is asked once and kept; a failure to ask is not kept, so the next pass asks again.
-type resizeSupport struct {
-	mu        sync.Mutex
-	known     bool
-	supported bool
-}
-
-// check returns the remembered answer, asking discovery when there is none yet.
-func (s *resizeSupport) check(d discovery.DiscoveryInterface) (bool, error) {
-	if d == nil {
-		return true, nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.known {
-		return s.supported, nil
-	}
-	list, err := d.ServerResourcesForGroupVersion("v1")
-	if err != nil {
-		return false, fmt.Errorf("asking the apiserver whether pods can be resized in place: %w", err)
-	}
-	for _, r := range list.APIResources {
-		if r.Name == "pods/resize" {
-			s.supported = true
-		}
-	}
-	s.known = true
-	return s.supported, nil
 }
 
 // resizePods resizes the target's running pods in place, through the pods' resize subresource, to the applied

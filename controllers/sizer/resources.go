@@ -137,3 +137,7 @@ func quantityOrZero(list corev1.ResourceList, name corev1.ResourceName) resource
 	}
 	return resource.Quantity{}
 }
+
+func quantitiesEqual(a, b corev1.ResourceList) bool {
+	return listEqual(a, b) && listEqual(b, a)
+}

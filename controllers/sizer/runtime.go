@@ -229,12 +229,6 @@ func sortEnv(env []corev1.EnvVar) []corev1.EnvVar {
 	return env
 }
 
-// envCheck is the answer of reclaimRuntimeEnv for one generation of a workload.
-type envCheck struct {
-	generation int64
-	unowned    fieldSet
-}
-
 func (r *Reconciler) unownedEnvOf(key string, generation int64) (fieldSet, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

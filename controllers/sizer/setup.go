@@ -32,9 +32,6 @@ import (
 // ControllerName names the controller in logs and metrics.
 const ControllerName = "workloadsizer"
 
-// targetIndex indexes sizers by "<Kind>/<name>" of their target.
-const targetIndex = "sizer.keelson.dev/target"
-
 // CacheOptions narrows the cache: the Services and Ingresses it holds are only the sizer's own; every
 // PodDisruptionBudget is held (a user's budget over a target's pods must be seen, and budgets are few), as is every
 // HorizontalPodAutoscaler (one on a target must be seen); pods are watched as metadata only (names and labels for
@@ -76,8 +73,6 @@ func podMetadata() *metav1.PartialObjectMetadata {
 	pod.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
 	return pod
 }
-
-func targetKey(kind, name string) string { return kind + "/" + name }
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -125,26 +120,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// sizersOf maps a Deployment or StatefulSet to the sizers that target it.
-func (r *Reconciler) sizersOf(kind string) handler.MapFunc {
-	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		var list sizerv1alpha1.WorkloadSizerList
-		if err := r.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.UnsafeDisableDeepCopy,
-			client.MatchingFields{targetIndex: targetKey(kind, obj.GetName())}); err != nil {
-			return nil
-		}
-		return requests(list.Items)
-	}
-}
-
-func requests(items []sizerv1alpha1.WorkloadSizer) []reconcile.Request {
-	out := make([]reconcile.Request, 0, len(items))
-	for _, w := range items {
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: w.Namespace, Name: w.Name}})
-	}
-	return out
-}
-
 // peersOf maps a sizer that comes or goes to the other sizers of its workload: one that stood down because an older
 // one sized the workload takes over when that one is deleted.
 func (r *Reconciler) peersOf(ctx context.Context, obj client.Object) []reconcile.Request {
@@ -175,7 +150,7 @@ func (r *Reconciler) sizersOfBudget(ctx context.Context, obj client.Object) []re
 			match = append(match, w)
 		}
 	}
-	return requests(match)
+	return requestsFor(match)
 }
 
 // sizersOfAutoscaler maps a HorizontalPodAutoscaler to the sizers of the workload it scales.

@@ -280,3 +280,15 @@ func (r *Reconciler) handOverFields(ctx context.Context, wls *sizerv1alpha1.Work
 	}
 	return nil
 }
+
+// beforeForcedWrite consults and updates the sizer's fight log.
+func (r *Reconciler) beforeForcedWrite(key string, wls *sizerv1alpha1.WorkloadSizer) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fights == nil {
+		r.fights = map[string]fightLog{}
+	}
+	next, force := r.fights[key].beforeForcedWrite(wls.Generation, stoppedForcing(wls))
+	r.fights[key] = next
+	return force
+}

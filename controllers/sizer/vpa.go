@@ -3,7 +3,6 @@ package sizer
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,20 +24,6 @@ const vpaAbsentFor = 5 * time.Minute
 // vpaListFor is how long a namespace's list of vertical pod autoscalers serves the passes of its sizers: they are
 // not watched, and a pass of each of a thousand sizers must not list them anew.
 const vpaListFor = 30 * time.Second
-
-// vpaPresence remembers when the cluster was last found without the vertical pod autoscaler's API, and each
-// namespace's last list of them.
-type vpaPresence struct {
-	mu     sync.Mutex
-	absent time.Time
-	lists  map[string]vpaList
-}
-
-// vpaList is a namespace's vertical pod autoscalers, as listed at.
-type vpaList struct {
-	at    time.Time
-	items []unstructured.Unstructured
-}
 
 // verticalAutoscalersIn lists a namespace's vertical pod autoscalers, or reuses a list younger than vpaListFor. An
 // API the cluster does not serve gives nil and is remembered (vpaAbsentFor).

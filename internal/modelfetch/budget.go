@@ -1,13 +1,9 @@
 package modelfetch
 
 import (
-	"errors"
 	"fmt"
 	"io"
 )
-
-// errTooLarge is a model larger than the cache may hold: it is refused before it fills the node's disk.
-var errTooLarge = errors.New("the model is larger than the cache may hold")
 
 // budget counts the bytes a fetch writes, against a limit (none when 0): a download, or what an archive unpacks to.
 // Each byte is claimed from the cache's bound first (room; nil when the cache has none).

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -344,4 +345,52 @@ func dirSize(dir string) (int64, error) {
 		return nil
 	})
 	return n, err
+}
+
+// inUseSuffix names an entry's in-use lock, <entry>.inuse beside it: each pod using the entry holds it shared, and
+// an eviction of the entry needs it exclusively.
+const inUseSuffix = ".inuse"
+
+// claimSuffix ends a fetch's claim file in the cache's temporary directory: <key>.claim holds the bytes the fetch of
+// key has claimed, valid while that key's lock is held (a claim whose fetch died is stale, and dropped).
+const claimSuffix = ".claim"
+
+// claimFile is where the fetch of key keeps its claim.
+func (c *cache) claimFile(key string) string { return filepath.Join(c.root, tmpDir, key+claimSuffix) }
+
+// otherClaims sums the claims of the fetches of other keys that run now (their key's lock is held); a claim whose
+// fetch died is removed.
+func (c *cache) otherClaims(self string) int64 {
+	files, _ := filepath.Glob(filepath.Join(c.root, tmpDir, "*"+claimSuffix))
+	var sum int64
+	for _, f := range files {
+		key := strings.TrimSuffix(filepath.Base(f), claimSuffix)
+		if key == self {
+			continue
+		}
+		if !c.fetching(key) {
+			_ = os.Remove(f)
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n > 0 {
+			sum += n
+		}
+	}
+	return sum
+}
+
+// fetching reports whether a fetch of key runs now: its lock is held.
+func (c *cache) fetching(key string) bool {
+	unlock, ok, err := tryLockFile(filepath.Join(c.root, key+".lock"))
+	if err != nil {
+		return true // cannot tell: count it
+	}
+	if ok {
+		unlock()
+	}
+	return !ok
 }

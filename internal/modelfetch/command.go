@@ -122,32 +122,6 @@ func s3Config(endpoint, region string, insecure bool, dir string) (S3Config, err
 	return c, nil
 }
 
-// linkEntries fills dir with a link to each entry at the top of target, after removing the links a previous run
-// of the pod left (a restarted pod keeps its emptyDir). Anything in dir that is not a link is left alone.
-func linkEntries(dir, target string) error {
-	old, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range old {
-		if e.Type()&os.ModeSymlink != 0 {
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
-				return err
-			}
-		}
-	}
-	entries, err := os.ReadDir(target)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if err := os.Symlink(filepath.Join(target, e.Name()), filepath.Join(dir, e.Name())); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // report writes the result and returns the exit code.
 func report(out io.Writer, resultFile string, res Result, err error) int {
 	b := fitResult(res)

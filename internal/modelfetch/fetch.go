@@ -2,39 +2,12 @@ package modelfetch
 
 import (
 	"context"
-	"crypto/x509"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"time"
 )
-
-// Options are where the cache is and how sources are reached.
-type Options struct {
-	// CacheDir is the cache's root on the node; MaxBytes bounds the models it holds (0: no bound), and a model
-	// larger than that is refused. KeepFor orders the eviction: entries unused for longer go
-	// first; it never holds the cache above its bound.
-	CacheDir string
-	MaxBytes int64
-	KeepFor  time.Duration
-	// LinksDir, when set, is filled with links to the model's top entries before the model's lock is released, so
-	// no eviction can come between the fetch and the links.
-	LinksDir string
-	// RootCAs are the certificate authorities that https sources and TLS S3 endpoints are checked against: the
-	// system's roots when nil.
-	RootCAs *x509.CertPool
-	// Proxy chooses the proxy of a request: the environment's (HTTP_PROXY, HTTPS_PROXY, NO_PROXY) when nil.
-	Proxy func(*http.Request) (*url.URL, error)
-	// S3 reaches s3 models.
-	S3 S3Config
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
-
-	// testClient, in tests, replaces the http(s) client's transport (a test server's own TLS client).
-	testClient *http.Client
-}
 
 // Fetch makes the model at uri available in the cache and returns where, and how it got there. A failed fetch
 // returns a Result whose Reason says why, and the error.
@@ -156,4 +129,30 @@ func remoteFor(src Source, o Options) (remote, error) {
 		}
 		return httpRemote{client: client, src: src}, nil
 	}
+}
+
+// linkEntries fills dir with a link to each entry at the top of target, after removing the links a previous run
+// of the pod left (a restarted pod keeps its emptyDir). Anything in dir that is not a link is left alone.
+func linkEntries(dir, target string) error {
+	old, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range old {
+		if e.Type()&os.ModeSymlink != 0 {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	entries, err := os.ReadDir(target)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.Symlink(filepath.Join(target, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -20,10 +20,6 @@ import (
 // would find its model evicted the next time its server restarts.
 const HoldCommand = "hold-model"
 
-// inUseSuffix names an entry's in-use lock, <entry>.inuse beside it: each pod using the entry holds it shared, and
-// an eviction of the entry needs it exclusively.
-const inUseSuffix = ".inuse"
-
 // holdRetry is how often a hold tries again to take the in-use lock while an eviction holds it for a moment.
 const holdRetry = time.Second
 

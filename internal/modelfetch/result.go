@@ -140,3 +140,16 @@ func tlsFailure(err error) bool {
 	return errors.As(err, &unknown) || errors.As(err, &invalid) || errors.As(err, &host) || errors.As(err, &record) ||
 		errors.As(err, &verify)
 }
+
+// errTooLarge is a model larger than the cache may hold: it is refused before it fills the node's disk.
+var errTooLarge = errors.New("the model is larger than the cache may hold")
+
+// errCacheFull is a model that fits the bound, but not beside the models in use and the fetches under way now.
+var errCacheFull = errors.New("the cache has no room for the model now")
+
+// errUnsafeArchive is an archive entry that would land outside the model's directory, or a link (a link could
+// point anywhere on the node): such an archive is refused whole.
+var errUnsafeArchive = errors.New("unsafe archive")
+
+// errCorruptArchive is an archive that cannot be read.
+var errCorruptArchive = errors.New("corrupt archive")

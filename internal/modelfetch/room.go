@@ -2,7 +2,6 @@ package modelfetch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,10 +12,6 @@ import (
 // claimStep is how much more space a fetch claims each time it outgrows its claim: a claim takes the eviction lock
 // and reads every entry, so it is made per 64 MiB written, not per write.
 const claimStep = 64 << 20
-
-// claimSuffix ends a fetch's claim file in the cache's temporary directory: <key>.claim holds the bytes the fetch of
-// key has claimed, valid while that key's lock is held (a claim whose fetch died is stale, and dropped).
-const claimSuffix = ".claim"
 
 // room is a fetch's share of the cache's bound. The models, and every fetch's download and unpacking under way,
 // must fit the bound together: a fetch claims space before it writes it (its claim file), evicting models nobody
@@ -31,9 +26,6 @@ type room struct {
 	written int64 // bytes this fetch has written
 	claimed int64 // bytes its claim holds
 }
-
-// errCacheFull is a model that fits the bound, but not beside the models in use and the fetches under way now.
-var errCacheFull = errors.New("the cache has no room for the model now")
 
 // newRoom is the room of the fetch of key (nil when the cache has no bound).
 func newRoom(ctx context.Context, c *cache, key string) *room {
@@ -119,34 +111,6 @@ func (r *room) release() {
 	}
 }
 
-// claimFile is where the fetch of key keeps its claim.
-func (c *cache) claimFile(key string) string { return filepath.Join(c.root, tmpDir, key+claimSuffix) }
-
-// otherClaims sums the claims of the fetches of other keys that run now (their key's lock is held); a claim whose
-// fetch died is removed.
-func (c *cache) otherClaims(self string) int64 {
-	files, _ := filepath.Glob(filepath.Join(c.root, tmpDir, "*"+claimSuffix))
-	var sum int64
-	for _, f := range files {
-		key := strings.TrimSuffix(filepath.Base(f), claimSuffix)
-		if key == self {
-			continue
-		}
-		if !c.fetching(key) {
-			_ = os.Remove(f)
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n > 0 {
-			sum += n
-		}
-	}
-	return sum
-}
-
 // reclaimStaging removes what fetches of other keys left in the temporary directory when they died (killed
 // midway, their node restarted): downloads, half-unpacked models, evicted entries not yet removed. A fetch that
 // runs holds its key's lock; what no running fetch holds is no one's.
@@ -162,16 +126,4 @@ func (c *cache) reclaimStaging(self string) {
 		}
 		_ = os.RemoveAll(filepath.Join(c.root, tmpDir, d.Name()))
 	}
-}
-
-// fetching reports whether a fetch of key runs now: its lock is held.
-func (c *cache) fetching(key string) bool {
-	unlock, ok, err := tryLockFile(filepath.Join(c.root, key+".lock"))
-	if err != nil {
-		return true // cannot tell: count it
-	}
-	if ok {
-		unlock()
-	}
-	return !ok
 }

@@ -13,25 +13,6 @@ import (
 	"strings"
 )
 
-// archiveKind says how a downloaded file is unpacked, by its name: .tar, .tar.gz or .tgz, .zip; anything else is
-// the model itself and is stored as it is.
-func archiveKind(name string) string {
-	n := strings.ToLower(name)
-	switch {
-	case strings.HasSuffix(n, ".tar.gz"), strings.HasSuffix(n, ".tgz"):
-		return "tar.gz"
-	case strings.HasSuffix(n, ".tar"):
-		return "tar"
-	case strings.HasSuffix(n, ".zip"):
-		return "zip"
-	}
-	return ""
-}
-
-// errUnsafeArchive is an archive entry that would land outside the model's directory, or a link (a link could
-// point anywhere on the node): such an archive is refused whole.
-var errUnsafeArchive = errors.New("unsafe archive")
-
 // entryPath checks an archive entry's name and returns it cleaned: relative, without ".." and not empty.
 func entryPath(name string) (string, error) {
 	n := strings.ReplaceAll(name, "\\", "/")
@@ -81,9 +62,6 @@ func unpack(kind, file, dir string, b *budget) error {
 	}
 	return fmt.Errorf("unknown archive kind %q", kind)
 }
-
-// errCorruptArchive is an archive that cannot be read.
-var errCorruptArchive = errors.New("corrupt archive")
 
 func unpackTar(tr *tar.Reader, root *os.Root, b *budget) error {
 	for {

@@ -3,10 +3,14 @@ package testenv
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/keelson-dev/keelson/internal/admissioncheck"
 )
@@ -60,4 +64,69 @@ func (p *WebhookPair) CheckProbe(t *testing.T, probe admissioncheck.Probe) {
 	if err == nil || !strings.Contains(err.Error(), "was admitted") {
 		t.Fatalf("without the webhook: got %v, want the invalid object admitted", err)
 	}
+}
+
+// RunWebhookTests is RunTests for admission tests: it starts a WebhookPair for the generated webhook manifest.
+// Like RunTests, it starts nothing in a fuzzing process.
+func RunWebhookTests(m *testing.M, opts Options, webhookManifest string, set func(*WebhookPair)) int {
+	if Fuzzing() {
+		return m.Run()
+	}
+	pair, err := StartWebhookPair(opts, webhookManifest)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = pair.Stop() }()
+	set(pair)
+	return m.Run()
+}
+
+// AdmissionCase is an object to submit to both control planes of a WebhookPair, and what each must answer: an
+// Invalid error containing the text (a field path, say), or admission when the text is empty.
+type AdmissionCase struct {
+	Mutate         func(client.Object)
+	WithWebhook    string
+	WithoutWebhook string
+}
+
+// CheckAdmissions creates, for each case, valid() mutated by the case in both control planes (the webhooks must be
+// served by a manager the test started) and checks each answer.
+func (p *WebhookPair) CheckAdmissions(t *testing.T, valid func(name string) client.Object, cases map[string]AdmissionCase) {
+	nsWith, nsWithout := p.With.Namespace(t, "admission"), p.Without.Namespace(t, "admission")
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			for _, side := range []struct {
+				env   *Env
+				ns    string
+				want  string
+				label string
+			}{{p.With, nsWith, tc.WithWebhook, "with the webhook"}, {p.Without, nsWithout, tc.WithoutWebhook, "without the webhook"}} {
+				obj := valid(objectName(name))
+				obj.SetNamespace(side.ns)
+				tc.Mutate(obj)
+				err := side.env.Client.Create(context.Background(), obj)
+				switch {
+				case side.want == "" && err != nil:
+					t.Errorf("%s: rejected, want admitted: %v", side.label, err)
+				case side.want != "" && (!apierrors.IsInvalid(err) || !strings.Contains(err.Error(), side.want)):
+					t.Errorf("%s: got %v, want an Invalid error containing %q", side.label, err, side.want)
+				}
+			}
+		})
+	}
+}
+
+// objectName turns a case name into an object name.
+func objectName(caseName string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(caseName) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		case b.Len() > 0 && !strings.HasSuffix(b.String(), "-"):
+			b.WriteByte('-')
+		}
+	}
+	return strings.Trim(b.String(), "-")
 }

@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -114,6 +113,3 @@ func metricsTLSFromWebhook(serving *webhookca.ServingCert, opts Options) (tlsOpt
 	}
 	return nil, opts.WebhookCertDir
 }
-
-// errMetricsCertConflict is returned when both ways of choosing the metrics certificate are asked for.
-var errMetricsCertConflict = errors.New("--metrics-webhook-cert and --metrics-cert-dir both choose the metrics certificate; pass one")

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -339,4 +340,24 @@ func podNamespace() (string, error) {
 		return "", errors.New("--webhook-cert-rotation: not running in a pod and POD_NAMESPACE is unset")
 	}
 	return ns, nil
+}
+
+// errMetricsCertConflict is returned when both ways of choosing the metrics certificate are asked for.
+var errMetricsCertConflict = errors.New("--metrics-webhook-cert and --metrics-cert-dir both choose the metrics certificate; pass one")
+
+// parseAlso reads --release-finalizers-also: name=replicas pairs, comma-separated.
+func parseAlso(value string) (map[string]int32, error) {
+	out := map[string]int32{}
+	for _, pair := range strings.Split(value, ",") {
+		if pair = strings.TrimSpace(pair); pair == "" {
+			continue
+		}
+		name, count, ok := strings.Cut(pair, "=")
+		n, err := strconv.ParseInt(count, 10, 32)
+		if !ok || name == "" || err != nil || n < 0 {
+			return nil, fmt.Errorf("%q is not name=replicas", pair)
+		}
+		out[name] = int32(n)
+	}
+	return out, nil
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -24,15 +21,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-// Finalizer is a finalizer a binary puts on objects of one kind. Uninstalling the binary must take it off again,
-// or deleting those objects (or their namespace) hangs with nobody left to remove it.
-type Finalizer struct {
-	// GVK is the kind whose objects carry the finalizer.
-	GVK schema.GroupVersionKind
-	// Name is the finalizer, e.g. "sizer.keelson.dev/release".
-	Name string
-}
 
 // releasePollInterval is how often the release mode looks again for the controller's pods.
 const releasePollInterval = time.Second
@@ -125,23 +113,6 @@ func restartStopped(c client.Client, key types.NamespacedName, replicas int32, o
 		return nil
 	}
 	return restartDeployment(c, key, replicas, out)
-}
-
-// parseAlso reads --release-finalizers-also: name=replicas pairs, comma-separated.
-func parseAlso(value string) (map[string]int32, error) {
-	out := map[string]int32{}
-	for _, pair := range strings.Split(value, ",") {
-		if pair = strings.TrimSpace(pair); pair == "" {
-			continue
-		}
-		name, count, ok := strings.Cut(pair, "=")
-		n, err := strconv.ParseInt(count, 10, 32)
-		if !ok || name == "" || err != nil || n < 0 {
-			return nil, fmt.Errorf("%q is not name=replicas", pair)
-		}
-		out[name] = int32(n)
-	}
-	return out, nil
 }
 
 // stopDeployment scales the Deployment to zero through its scale subresource and returns the replicas it had. A
