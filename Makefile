@@ -101,10 +101,15 @@ lint: $(GOLANGCI_LINT) $(KUBE_API_LINTER) ## Run golangci-lint (pinned) on every
 	cd apis && $(KUBE_API_LINTER) run --config ../.golangci-kal.yml ./...
 	sc=$$(tools/install.sh shellcheck) && git ls-files -z -- '*.sh' | xargs -0 "$$sc" --external-sources --source-path=SCRIPTDIR .ci/run
 
+.PHONY: layers
+layers: ## Check that the files of each product package stand in layers: no two files use each other (tools/layers).
+	go -C tools run ./layers -dir .. ./...
+	go -C tools run ./layers -dir ../apis ./...
+
 .PHONY: verify
-verify: ## Regenerate everything and fail on drift; then vet and lint. What CI runs first.
+verify: ## Regenerate everything and fail on drift; then vet, lint and the layers check. What CI runs first.
 	tools/verify-generated.sh $(MAKE) generate manifests chart-docs fmt tidy
-	$(MAKE) vet lint
+	$(MAKE) vet lint layers
 
 ##@ Test
 
