@@ -1,4 +1,4 @@
-package tools_test
+package charts_test
 
 import (
 	"maps"
@@ -32,7 +32,7 @@ func missingDocs(prefix string, s *apiextensionsv1.JSONSchemaProps) []string {
 
 // Every field of every Keelson CRD carries a description, so `kubectl explain` documents all of it.
 func TestEveryCRDFieldIsDocumented(t *testing.T) {
-	files, err := filepath.Glob("../charts/keelson/files/crds/*.yaml")
+	files, err := filepath.Glob("keelson/files/crds/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no generated CRDs found (%v)", err)
 	}
