@@ -336,8 +336,8 @@ func TestAnOrphanNotAdoptedYetOccupiesItsNode(t *testing.T) {
 	if n := w.podsOn("a"); n != 1 {
 		t.Fatalf("a failed adoption left the orphan's node looking empty: %d pods on it, want 1", n)
 	}
-	if res.RequeueAfter <= 0 || res.RequeueAfter > statusConflictRequeue {
-		t.Fatalf("a failed adoption requeues after %v, want at most %v", res.RequeueAfter, statusConflictRequeue)
+	if res.RequeueAfter <= 0 || res.RequeueAfter > conflictRequeue {
+		t.Fatalf("a failed adoption requeues after %v, want at most %v", res.RequeueAfter, conflictRequeue)
 	}
 	w.mustReconcile()
 	if w.podOn("a") != orphan || w.podsOn("a") != 1 {

@@ -19,29 +19,38 @@ import (
 	"github.com/keelson-dev/keelson/controllers/internal/passerr"
 )
 
-// Reconcile brings one DaemonSet's pods in line with its nodes and template, and writes its status.
+// Reconcile is one pass over one DaemonSet, in the steps the three controllers share (docs/architecture.md): fetch
+// it, start from the status last written, finalize it when it is being deleted, reconcile it (read, decide, act,
+// derive the status), and finish (write the status, tell what changed, say when to look again). A DaemonSet holds
+// no finalizer: owner references take its pods and revisions with it.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	r.init()
 	ds := &daemonsetv1alpha1.DaemonSet{}
 	if err := r.Get(ctx, req.NamespacedName, ds); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forget(req.String())
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if ds.DeletionTimestamp != nil {
-		r.forget(req.String())
-		// The garbage collector removes the pods and revisions it owns, or, for an orphan delete, takes its owner
-		// reference off them: a revision an earlier version wrote would refuse its patch (orphanOldRevisions).
-		return ctrl.Result{}, r.orphanOldRevisions(ctx, ds)
+		return r.gone(req, err)
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("daemonset", klog.KObj(ds)))
 	// The status this process last wrote is newer than a cache that has not caught up with it: a pass starts from
 	// that one and compares with it (see controllers/internal/statuswrite).
 	ds.Status = *r.written.Current(ds, &ds.Status)
+	if ds.DeletionTimestamp != nil {
+		return r.finalize(ctx, req, ds)
+	}
+	return r.finish(ctx, req, ds, r.reconcile(ctx, ds))
+}
 
-	result, status, err := r.reconcile(ctx, ds)
-	if err != nil && len(passerr.Remaining(err)) == 0 {
+// outcome is what a pass did: when to look again, the status it derived (nil: none to write) and its error.
+type outcome struct {
+	result ctrl.Result
+	status *daemonsetv1alpha1.DaemonSetStatus
+	err    error
+}
+
+// finish ends a pass: it writes the status the pass derived (unless only counters moved moments after the last
+// write), reports the rollout's news once written, and says when to look again.
+func (r *Reconciler) finish(ctx context.Context, req ctrl.Request, ds *daemonsetv1alpha1.DaemonSet, out outcome) (ctrl.Result, error) {
+	result, status, err := out.result, out.status, out.err
+	if passerr.OnlyNamespaceTerminating(err) {
 		// Only creates refused because the namespace is being deleted: nothing created in it would stay, and its
 		// deletion removes this DaemonSet too. As an error the pass would be retried, refused and logged again and
 		// again until then.
@@ -71,7 +80,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			err = errors.Join(err, serr)
 		case conflict:
 			// Someone else moved the object; not an error worth a backoff: look again in a moment.
-			result.RequeueAfter = sooner(result.RequeueAfter, statusConflictRequeue)
+			result.RequeueAfter = sooner(result.RequeueAfter, conflictRequeue)
 		default:
 			r.pacer.Wrote(req.String(), now)
 			r.reportRollout(ctx, ds, stored, *status, now)
@@ -88,33 +97,34 @@ func sooner(a, b time.Duration) time.Duration {
 	return a
 }
 
-// reconcile does the work and returns the status to write (nil when it could not be computed): it reads the
-// world (read), decides what holds for the rollout (decide), acts on it (act) and derives the status (passStatus).
-func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet) (ctrl.Result, *daemonsetv1alpha1.DaemonSetStatus, error) {
+// reconcile does the work and returns its outcome, with the status to write (nil when it could not be computed): it
+// reads the world (read), decides what holds for the rollout (decide), acts on it (act) and derives the status
+// (passStatus).
+func (r *Reconciler) reconcile(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet) outcome {
 	key := client.ObjectKeyFromObject(ds).String()
 	now := r.now()
 	w, err := r.read(ctx, ds, key)
 	if err != nil || w.stop {
-		return ctrl.Result{}, nil, err // stopped: the DaemonSet is gone or going; its own events bring the next pass
+		return outcome{err: err} // stopped: the DaemonSet is gone or going; its own events bring the next pass
 	}
 	template := EffectiveTemplate(ds)
 	history, err := r.syncRevisions(ctx, ds, template, w.revisions, w.pods)
 	if err != nil {
-		return ctrl.Result{}, nil, err
+		return outcome{err: err}
 	}
 	w.revisions = append(w.revisions, history.readLive...)
 	views, err := buildViews(ds, template, w.nodes, w.pods, w.terminating, r.backoffFor(ds, history.updateHash, now))
 	if err != nil {
-		return ctrl.Result{}, nil, err
+		return outcome{err: err}
 	}
 	d := r.decide(ctx, ds, template, views, history, w.revisions, now)
 	result, actErr := r.act(ctx, ds, key, w, views, history, d, now)
 	if w.retryAdoption {
-		result.RequeueAfter = sooner(result.RequeueAfter, statusConflictRequeue)
+		result.RequeueAfter = sooner(result.RequeueAfter, conflictRequeue)
 	}
 	status, wait := passStatus(ds, views, history, d, now)
 	result.RequeueAfter = sooner(result.RequeueAfter, wait)
-	return result, &status, actErr
+	return outcome{result: result, status: &status, err: actErr}
 }
 
 // passWorld is what a pass reads: the nodes, the DaemonSet's pods (those on their way out counted by node) and
@@ -223,7 +233,7 @@ func (r *Reconciler) act(ctx context.Context, ds *daemonsetv1alpha1.DaemonSet, k
 		// A failure is stored before it is acted on: acted on (failed pods deleted) but never stored (a refused
 		// status write, a leader gone), the next pass would find no failure and roll the failed revision out again.
 		// The next pass, a moment after the status write, acts on the failure it reads back.
-		result.RequeueAfter = statusConflictRequeue
+		result.RequeueAfter = conflictRequeue
 	case w.satisfied:
 		p := planNodes(views, d.strategy, d.updateHash, d.currentHash, now)
 		p.share(r.passWrites())

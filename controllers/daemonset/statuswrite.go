@@ -2,16 +2,11 @@ package daemonset
 
 import (
 	"context"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 )
-
-// statusConflictRequeue is how soon a pass whose write met a conflict (a status write, an adoption) looks again: a
-// conflict is normal, not an error to back off from.
-const statusConflictRequeue = time.Second
 
 // writeStatus writes the whole status without a resourceVersion and remembers it (statuswrite.Written), so it cannot
 // conflict with this controller's own last write, which the cache may not have seen yet. It reports a conflict

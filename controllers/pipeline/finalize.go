@@ -163,3 +163,13 @@ func setDeletingMessage(p *inferencev1alpha1.Pipeline, msg string) {
 	conditions.Set(&p.Status.Conditions, metav1.Condition{Type: inferencev1alpha1.ConditionReady, Status: metav1.ConditionFalse,
 		Reason: inferencev1alpha1.ReasonDeleting, Message: msg, ObservedGeneration: p.Generation})
 }
+
+// addFinalizer holds the pipeline with its finalizer, so that its deletion waits for the ordered deletion
+// (finalize).
+func (r *Reconciler) addFinalizer(ctx context.Context, p *inferencev1alpha1.Pipeline) error {
+	before := p.DeepCopy()
+	if !controllerutil.AddFinalizer(p, inferencev1alpha1.Finalizer) {
+		return nil
+	}
+	return r.patchFinalizers(ctx, p, before)
+}

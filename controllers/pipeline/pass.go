@@ -15,7 +15,6 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
@@ -30,14 +29,14 @@ const claimPoll = 5 * time.Second
 // object carries no label of ours, so no watch sees it go.
 const nameTakenPoll = 30 * time.Second
 
-// Reconcile brings one pipeline's storage and steps in line with its spec and writes its status.
+// Reconcile is one pass over one Pipeline, in the steps the three controllers share (docs/architecture.md): fetch
+// it, start from the status last written, finalize it when it is being deleted (ordered deletion), hold it with the
+// finalizer, reconcile it (read, decide, act, derive the status), and finish (write the status, tell what changed,
+// say when to look again).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	p := &inferencev1alpha1.Pipeline{}
 	if err := r.Get(ctx, req.NamespacedName, p); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forget(req.String())
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return r.gone(req, err)
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("pipeline", klog.KObj(p)))
 	// The status this process last wrote is newer than a cache that has not caught up with it: a pass starts from
@@ -46,21 +45,34 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if p.DeletionTimestamp != nil {
 		return r.finalize(ctx, p)
 	}
-	if before := p.DeepCopy(); controllerutil.AddFinalizer(p, inferencev1alpha1.Finalizer) {
-		if err := r.patchFinalizers(ctx, p, before); err != nil {
-			return passResult(fmt.Errorf("adding the finalizer: %w", err))
-		}
+	if err := r.addFinalizer(ctx, p); err != nil {
+		return passResult(fmt.Errorf("adding the finalizer: %w", err))
 	}
+	return r.finish(ctx, req, p, r.reconcile(ctx, p))
+}
 
+// outcome is what a pass did: when to look again, the status it derived (nil: none to write), the events beside
+// the status's own transitions (hand-backs), and the pass's error.
+type outcome struct {
+	result ctrl.Result
+	status *inferencev1alpha1.PipelineStatus
+	events []event
+	err    error
+}
+
+// reconcile does the work and returns its outcome: it reads the steps' autoscalers and what they hand back, wires
+// the steps (pipelinespec.Wire, pure), writes the storage and the steps' children (syncChildren), observes them
+// (observe) and derives the status (computeStatus, pure).
+func (r *Reconciler) reconcile(ctx context.Context, p *inferencev1alpha1.Pipeline) outcome {
 	allAutoscalers, err := r.stepAutoscalers(ctx, p)
 	if err != nil {
 		// Without knowing which steps an autoscaler scales, an apply could undo an autoscaler's replicas.
-		return passResult(err)
+		return outcome{err: err}
 	}
 	autoscalers := firstAutoscalers(allAutoscalers)
 	kept, handBackEvents, err := r.handBacks(ctx, p, autoscalers)
 	if err != nil {
-		return passResult(err)
+		return outcome{err: err}
 	}
 	w, verrs := pipelinespec.Wire(p.Spec.Steps)
 	verrs = append(verrs, storageModels(p)...)
@@ -77,12 +89,33 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.observe(ctx, p, &o); err != nil {
 		// A status from partial data would be wrong (a node not read is not a node missing): write none, tell
 		// nothing, and look again.
-		return passResult(errors.Join(append(errs, fmt.Errorf("reading the pipeline's objects: %w", err))...))
+		return outcome{err: errors.Join(append(errs, fmt.Errorf("reading the pipeline's objects: %w", err))...)}
 	}
 	status := computeStatus(p, p.Status, o, w)
-	if !equality.Semantic.DeepEqual(p.Status, status) {
+	return outcome{result: lookAgain(p, o), status: &status, events: handBackEvents, err: errors.Join(errs...)}
+}
+
+// lookAgain is when a pass that met no error looks again although no watch will wake it: while the user's own
+// claim is not Bound, while a child's name is taken by someone else's object, while a step's pods wait.
+func lookAgain(p *inferencev1alpha1.Pipeline, o observed) ctrl.Result {
+	switch {
+	case p.Spec.ModelStorage.Type == inferencev1alpha1.StoragePVC && (o.pvc == nil || o.pvc.Status.Phase != corev1.ClaimBound):
+		return ctrl.Result{RequeueAfter: claimPoll}
+	case nameTaken(o.failures):
+		return ctrl.Result{RequeueAfter: nameTakenPoll}
+	case waiting(o.pods, o.deployments):
+		return ctrl.Result{RequeueAfter: eventPoll}
+	}
+	return ctrl.Result{}
+}
+
+// finish ends a pass: it writes the status the pass derived, tells its transitions (and the hand-backs) once
+// written, and says when to look again.
+func (r *Reconciler) finish(ctx context.Context, req ctrl.Request, p *inferencev1alpha1.Pipeline, out outcome) (ctrl.Result, error) {
+	errs := []error{out.err}
+	if out.status != nil && !equality.Semantic.DeepEqual(p.Status, *out.status) {
 		old := p.Status
-		switch err := r.writeStatus(ctx, p, status); {
+		switch err := r.writeStatus(ctx, p, *out.status); {
 		case apierrors.IsNotFound(err):
 			// Deleted since it was read (without the finalizer: it was never added): nothing to look at again.
 			r.forget(req.String())
@@ -91,31 +124,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			errs = append(errs, err)
 		default:
 			// Only a written status is an event: a failed write is retried, and its transition told then.
-			r.recordTransitions(ctx, p, old, status, handBackEvents...)
+			r.recordTransitions(ctx, p, old, *out.status, out.events...)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return passResult(err)
 	}
-	if p.Spec.ModelStorage.Type == inferencev1alpha1.StoragePVC && (o.pvc == nil || o.pvc.Status.Phase != corev1.ClaimBound) {
-		return ctrl.Result{RequeueAfter: claimPoll}, nil
-	}
-	if nameTaken(o.failures) {
-		return ctrl.Result{RequeueAfter: nameTakenPoll}, nil
-	}
-	if waiting(o.pods, o.deployments) {
-		return ctrl.Result{RequeueAfter: eventPoll}, nil
-	}
-	return ctrl.Result{}, nil
-}
-
-// forget drops all this process remembers of a pipeline that is gone: the status it last wrote and the causes its
-// events told. Its steps' clocks are dropped by UID once the deletion is seen (metrics.go).
-func (r *Reconciler) forget(key string) {
-	r.written.Forget(key)
-	r.toldMu.Lock()
-	delete(r.told, key)
-	r.toldMu.Unlock()
+	return out.result, nil
 }
 
 // observe reads what status is computed from.

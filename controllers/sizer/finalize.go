@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -122,4 +123,21 @@ func (r *Reconciler) dropDerived(ctx context.Context, wls *sizerv1alpha1.Workloa
 		return false, fmt.Errorf("removing the runtime variables the sizer derived on %s %s: %w", ref.Kind, ref.Name, err)
 	}
 	return true, nil
+}
+
+// finalize is what happens when a sizer is being deleted: the controller forgets it and releases what it held
+// (release), then drops its finalizer.
+func (r *Reconciler) finalize(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer) (ctrl.Result, error) {
+	r.forget(client.ObjectKeyFromObject(wls).String())
+	return ctrl.Result{}, r.release(ctx, wls)
+}
+
+// addFinalizer holds the sizer with its finalizer, so that its deletion waits for release. A patch under the
+// object's resourceVersion: the finalizer list is written whole, never over a newer one.
+func (r *Reconciler) addFinalizer(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer) error {
+	base := wls.DeepCopy()
+	if !controllerutil.AddFinalizer(wls, sizerv1alpha1.Finalizer) {
+		return nil
+	}
+	return r.Patch(ctx, wls, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 }

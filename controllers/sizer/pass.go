@@ -14,50 +14,58 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/internal/passerr"
 )
 
-// Reconcile brings one WorkloadSizer's target to its declared size and writes the sizer's status.
+// Reconcile is one pass over one WorkloadSizer, in the steps the three controllers share (docs/architecture.md):
+// fetch it, start from the status last written, finalize it when it is being deleted, hold it with the finalizer,
+// reconcile it (read, decide, act, derive the status), and finish (write the status, tell what changed, say when
+// to look again).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	wls := &sizerv1alpha1.WorkloadSizer{}
 	if err := r.Get(ctx, req.NamespacedName, wls); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forget(req.String())
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return r.gone(req, err)
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("workloadsizer", klog.KObj(wls)))
-	if wls.DeletionTimestamp != nil {
-		r.forget(req.String())
-		return ctrl.Result{}, r.release(ctx, wls)
-	}
-	base := wls.DeepCopy()
-	if controllerutil.AddFinalizer(wls, sizerv1alpha1.Finalizer) {
-		// A patch under the object's resourceVersion: the finalizer list is written whole, never over a newer one.
-		if err := r.Patch(ctx, wls, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-			result, _, err := passResult(fmt.Errorf("adding the finalizer: %w", err))
-			return result, err
-		}
-	}
-
 	// The status this process last wrote is newer than a cache that has not caught up with it: a pass starts from
 	// that one and compares with it (see controllers/internal/statuswrite).
 	wls.Status = *r.written.Current(wls, &wls.Status)
+	if wls.DeletionTimestamp != nil {
+		return r.finalize(ctx, wls)
+	}
+	if err := r.addFinalizer(ctx, wls); err != nil {
+		return passResult(fmt.Errorf("adding the finalizer: %w", err))
+	}
+	return r.finish(ctx, req, wls, r.reconcile(ctx, wls))
+}
+
+// outcome is what a pass did: when to look again, the status it derived (nil: none to write), the events that
+// status starts, and the pass's error.
+type outcome struct {
+	result ctrl.Result
+	status *sizerv1alpha1.WorkloadSizerStatus
+	events []sizerEvent
+	err    error
+}
+
+// reconcile does the work and returns its outcome: it brings the target and the sizer's children in line with the
+// spec (sync), then derives the status from what the pass found and records the events it starts.
+func (r *Reconciler) reconcile(ctx context.Context, wls *sizerv1alpha1.WorkloadSizer) outcome {
 	p := &pass{wls: wls, status: wls.Status.DeepCopy()}
-	err := r.reconcile(ctx, p)
+	err := r.sync(ctx, p)
 	var result ctrl.Result
 	if err == nil {
 		// observedGeneration moves only with a pass that did all it was asked: a failed one leaves it, so a
 		// client waiting for the generation does not take an error for success.
 		p.status.ObservedGeneration = wls.Generation
 	} else {
-		var terminating bool
-		if result, terminating, err = passResult(err); terminating {
-			return result, nil // the namespace is going: no status worth writing, nothing to look at again
+		if passerr.OnlyNamespaceTerminating(err) {
+			return outcome{} // the namespace is going: no status worth writing, nothing to look at again
 		}
+		result, err = passResult(err)
 	}
 	setConflict(p.status, wls.Generation, p.conflicts)
 	setReady(p.status, wls, p.problem, p.workloadReplicas)
@@ -68,33 +76,40 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		result.RequeueAfter = p.recheck
 	}
 	events := r.recordEvents(ctx, wls, wls.Status, *p.status, p.createdTarget)
+	return outcome{result: result, status: p.status, events: events, err: err}
+}
 
-	if !equality.Semantic.DeepEqual(&wls.Status, p.status) {
-		now := r.now()
-		if wait := r.pacer.Wait(req.String(), now); wait > 0 && !statusUrgent(wls.Status, *p.status) {
-			if result.RequeueAfter == 0 || wait < result.RequeueAfter {
-				result.RequeueAfter = wait
-			}
-			return result, err // only counts moved, moments after the last write
+// finish ends a pass: it writes the status the pass derived (unless only counts moved moments after the last
+// write), counts the events it started once written, and says when to look again.
+func (r *Reconciler) finish(ctx context.Context, req ctrl.Request, wls *sizerv1alpha1.WorkloadSizer, out outcome) (ctrl.Result, error) {
+	result, err := out.result, out.err
+	if out.status == nil || equality.Semantic.DeepEqual(&wls.Status, out.status) {
+		return result, err
+	}
+	now := r.now()
+	if wait := r.pacer.Wait(req.String(), now); wait > 0 && !statusUrgent(wls.Status, *out.status) {
+		if result.RequeueAfter == 0 || wait < result.RequeueAfter {
+			result.RequeueAfter = wait
 		}
-		if serr := r.writeStatus(ctx, wls, *p.status); apierrors.IsNotFound(serr) {
-			// Deleted since it was read: no status to write, nothing to look at again.
-			r.forget(req.String())
-			return ctrl.Result{}, nil
-		} else if serr != nil {
-			err = errors.Join(err, serr)
-		} else {
-			r.pacer.Wrote(req.String(), now)
-			// Counted once the status that starts them is written: a pass whose write fails leaves the old
-			// status, and the next pass sees the same transition again.
-			countEvents(events)
-		}
+		return result, err // only counts moved, moments after the last write
+	}
+	if serr := r.writeStatus(ctx, wls, *out.status); apierrors.IsNotFound(serr) {
+		// Deleted since it was read: no status to write, nothing to look at again.
+		r.forget(req.String())
+		return ctrl.Result{}, nil
+	} else if serr != nil {
+		err = errors.Join(err, serr)
+	} else {
+		r.pacer.Wrote(req.String(), now)
+		// Counted once the status that starts them is written: a pass whose write fails leaves the old
+		// status, and the next pass sees the same transition again.
+		countEvents(out.events)
 	}
 	return result, err
 }
 
-// reconcile does the work and fills the pass's status in.
-func (r *Reconciler) reconcile(ctx context.Context, p *pass) error {
+// sync brings the target and the sizer's children in line with the spec, and fills the pass's status in.
+func (r *Reconciler) sync(ctx context.Context, p *pass) error {
 	wls, st, g := p.wls, p.status, p.wls.Generation
 	ref := wls.Target()
 	if c, err := r.anotherSizer(ctx, wls); err != nil {

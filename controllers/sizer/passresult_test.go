@@ -62,7 +62,8 @@ func TestANamespaceBeingDeletedIsNoError(t *testing.T) {
 		{"another error", other, false, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, terminating, err := passResult(tc.err)
+			res, err := passResult(tc.err)
+			terminating := passerr.OnlyNamespaceTerminating(tc.err)
 			if (res.RequeueAfter > 0) != tc.requeue || terminating != tc.terminating || (err != nil) != tc.wantErr {
 				t.Fatalf("passResult = %+v, %v, %v", res, terminating, err)
 			}

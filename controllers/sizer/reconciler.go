@@ -100,19 +100,27 @@ type pass struct {
 const conflictRequeue = time.Second
 
 // passResult turns a pass's error into its result, looking at each error the pass joined. Creates refused because
-// the namespace is being deleted are nothing to retry (terminating): the namespace's deletion removes the sizer
-// too, and until then every retry would be refused and logged again. What is left, if only writes that raced
-// another writer (optimistic lock; not a field owned by another manager, which the status reports), is a short
-// requeue, not an error.
-func passResult(err error) (result ctrl.Result, terminating bool, _ error) {
+// the namespace is being deleted are nothing to retry: the namespace's deletion removes the sizer too, and until
+// then every retry would be refused and logged again. What is left, if only writes that raced another writer
+// (optimistic lock; not a field owned by another manager, which the status reports), is a short requeue, not an
+// error.
+func passResult(err error) (ctrl.Result, error) {
 	rest := passerr.Remaining(err)
 	switch {
 	case len(rest) == 0:
-		return ctrl.Result{}, err != nil, nil
+		return ctrl.Result{}, nil
 	case passerr.All(rest, func(e error) bool { return apierrors.IsConflict(e) && conflictMessage(e) == "" }):
-		return ctrl.Result{RequeueAfter: conflictRequeue}, false, nil
+		return ctrl.Result{RequeueAfter: conflictRequeue}, nil
 	}
-	return ctrl.Result{}, false, err
+	return ctrl.Result{}, err
+}
+
+// gone ends a pass whose object could not be read: one that is gone is forgotten, and nothing more is done.
+func (r *Reconciler) gone(req ctrl.Request, err error) (ctrl.Result, error) {
+	if apierrors.IsNotFound(err) {
+		r.forget(req.String())
+	}
+	return ctrl.Result{}, client.IgnoreNotFound(err)
 }
 
 // now reads the clock.

@@ -51,6 +51,12 @@ func Remaining(err error) []error {
 	return out
 }
 
+// OnlyNamespaceTerminating reports whether err is not nil and made of NamespaceTerminating refusals alone: the
+// pass created nothing because its namespace is going, which is no error to retry, and no status is worth writing.
+func OnlyNamespaceTerminating(err error) bool {
+	return err != nil && len(Remaining(err)) == 0
+}
+
 // All reports whether errs is not empty and every one of them satisfies is.
 func All(errs []error, is func(error) bool) bool {
 	for _, e := range errs {

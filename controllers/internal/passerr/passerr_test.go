@@ -10,7 +10,7 @@ import (
 )
 
 // Every error a pass joined is looked at, wherever it sits: a refusal for a namespace being deleted is dropped
-// whether it comes first, last or alone, and what else went wrong stays.
+// whether it comes first, last or alone, and what else went wrong stays; refusals alone are only that.
 func TestRemaining(t *testing.T) {
 	terminating := NewNamespaceTerminating("pods", "ns")
 	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "p", errors.New("modified"))
@@ -29,6 +29,9 @@ func TestRemaining(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Remaining(tc.err)
+			if only := tc.err != nil && tc.want == nil; OnlyNamespaceTerminating(tc.err) != only {
+				t.Errorf("OnlyNamespaceTerminating = %v, want %v", !only, only)
+			}
 			if len(got) != len(tc.want) {
 				t.Fatalf("Remaining = %v, want %v", got, tc.want)
 			}
