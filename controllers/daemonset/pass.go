@@ -27,7 +27,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.init()
 	ds := &daemonsetv1alpha1.DaemonSet{}
 	if err := r.Get(ctx, req.NamespacedName, ds); err != nil {
-		return r.gone(req, err)
+		return passerr.Gone(err, func() { r.forget(req.String()) })
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("daemonset", klog.KObj(ds)))
 	// The status this process last wrote is newer than a cache that has not caught up with it: a pass starts from

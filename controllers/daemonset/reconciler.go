@@ -8,9 +8,7 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
@@ -104,14 +102,6 @@ func (r *Reconciler) forget(key string) {
 	r.seeded.forget(key)
 	r.written.Forget(key)
 	r.vanished.forget(key)
-}
-
-// gone ends a pass whose object could not be read: one that is gone is forgotten, and nothing more is done.
-func (r *Reconciler) gone(req ctrl.Request, err error) (ctrl.Result, error) {
-	if apierrors.IsNotFound(err) {
-		r.forget(req.String())
-	}
-	return ctrl.Result{}, client.IgnoreNotFound(err)
 }
 
 // conflictRequeue is how soon a pass whose write met a conflict (a status write, an adoption) looks again: a

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
+	"github.com/keelson-dev/keelson/controllers/internal/passerr"
 	"github.com/keelson-dev/keelson/internal/pipelinespec"
 )
 
@@ -36,7 +37,7 @@ const nameTakenPoll = 30 * time.Second
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	p := &inferencev1alpha1.Pipeline{}
 	if err := r.Get(ctx, req.NamespacedName, p); err != nil {
-		return r.gone(req, err)
+		return passerr.Gone(err, func() { r.forget(req.String()) })
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("pipeline", klog.KObj(p)))
 	// The status this process last wrote is newer than a cache that has not caught up with it: a pass starts from

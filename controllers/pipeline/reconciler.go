@@ -97,14 +97,6 @@ func passResult(err error) (ctrl.Result, error) {
 	return ctrl.Result{}, err
 }
 
-// gone ends a pass whose object could not be read: one that is gone is forgotten, and nothing more is done.
-func (r *Reconciler) gone(req ctrl.Request, err error) (ctrl.Result, error) {
-	if apierrors.IsNotFound(err) {
-		r.forget(req.String())
-	}
-	return ctrl.Result{}, client.IgnoreNotFound(err)
-}
-
 // forget drops all this process remembers of a pipeline that is gone: the status it last wrote and the causes its
 // events told. Its steps' clocks are dropped by UID once the deletion is seen (metrics.go).
 func (r *Reconciler) forget(key string) {

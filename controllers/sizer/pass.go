@@ -27,7 +27,7 @@ import (
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	wls := &sizerv1alpha1.WorkloadSizer{}
 	if err := r.Get(ctx, req.NamespacedName, wls); err != nil {
-		return r.gone(req, err)
+		return passerr.Gone(err, func() { r.forget(req.String()) })
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("workloadsizer", klog.KObj(wls)))
 	// The status this process last wrote is newer than a cache that has not caught up with it: a pass starts from

@@ -115,14 +115,6 @@ func passResult(err error) (ctrl.Result, error) {
 	return ctrl.Result{}, err
 }
 
-// gone ends a pass whose object could not be read: one that is gone is forgotten, and nothing more is done.
-func (r *Reconciler) gone(req ctrl.Request, err error) (ctrl.Result, error) {
-	if apierrors.IsNotFound(err) {
-		r.forget(req.String())
-	}
-	return ctrl.Result{}, client.IgnoreNotFound(err)
-}
-
 // now reads the clock.
 func (r *Reconciler) now() time.Time {
 	if r.Now != nil {

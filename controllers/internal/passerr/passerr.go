@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // Leaves returns the errors err is made of: it follows wrapping (%w) and joins (errors.Join) down to the errors
@@ -49,6 +50,16 @@ func Remaining(err error) []error {
 		}
 	}
 	return out
+}
+
+// Gone ends a pass whose object could not be read: when it is gone (NotFound), forget drops what the controller
+// remembers of it and there is nothing to retry; any other error is the pass's, to be retried.
+func Gone(err error, forget func()) (reconcile.Result, error) {
+	if apierrors.IsNotFound(err) {
+		forget()
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{}, err
 }
 
 // OnlyNamespaceTerminating reports whether err is not nil and made of NamespaceTerminating refusals alone: the

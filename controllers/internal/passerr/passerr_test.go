@@ -49,3 +49,17 @@ func TestRemaining(t *testing.T) {
 		t.Error("All")
 	}
 }
+
+// An object gone is forgotten and no error; any other read error is the pass's, and forgets nothing.
+func TestGone(t *testing.T) {
+	forgotten := 0
+	forget := func() { forgotten++ }
+	notFound := apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "p")
+	if res, err := Gone(fmt.Errorf("reading: %w", notFound), forget); err != nil || res.RequeueAfter != 0 || forgotten != 1 {
+		t.Errorf("gone: %+v, %v, forgotten %d times; want no error, forgotten once", res, err, forgotten)
+	}
+	boom := errors.New("boom")
+	if _, err := Gone(boom, forget); !errors.Is(err, boom) || forgotten != 1 {
+		t.Errorf("another error: %v, forgotten %d times; want the error, nothing forgotten", err, forgotten)
+	}
+}
