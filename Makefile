@@ -17,7 +17,7 @@ BIN := $(CURDIR)/bin
 # The Go modules: the product (.), its API (apis/, which clients import alone) and the development tools (tools/: the
 # local cluster, benchmarks, reliability suite, image builder, release, CRD docs and e2e reports), whose dependencies
 # stay out of the product's go.mod. fmt, tidy, vet, lint and test run in each.
-MODULES := . apis tools
+MODULES := . apis charts tools
 # $(call build_tool,NAME) builds the development tool tools/NAME into bin/tools/NAME; $(call tool,NAME) builds it and
 # names it, to run from the repository's root, where the paths it is given point.
 build_tool = go -C tools build -o $(BIN)/tools/$(1) ./$(1)
@@ -136,8 +136,8 @@ test-integration: envtest $(HELM) $(PROMTOOL) ## Run the tests that start proces
 .PHONY: rules-test
 rules-test: envtest $(HELM) $(PROMTOOL) ## Check and unit-test the chart's alerting rules with promtool, its dashboard's queries and its monitoring objects.
 	tools/install.sh monitoring-crds >/dev/null
-	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test -count=1 -tags integration $(GO_TEST_FLAGS) \
-		-run 'TestAlertingRules|TestDashboard|TestMonitoring|TestServiceMonitor|TestMetricNames' ./charts/
+	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go -C charts test -count=1 -tags integration $(GO_TEST_FLAGS) \
+		-run 'TestAlertingRules|TestDashboard|TestMonitoring|TestServiceMonitor|TestMetricNames' .
 
 # Fuzzing: go test -fuzz takes one target of one package at a time, so make fuzz runs each Fuzz function in turn,
 # for FUZZTIME each. The committed seed corpora (testdata/fuzz/<target>/ beside each) run in make test as ordinary
