@@ -34,7 +34,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// that one and compares with it (see controllers/internal/statuswrite).
 	ds.Status = *r.written.Current(ds, &ds.Status)
 	if ds.DeletionTimestamp != nil {
-		return r.finalize(ctx, req, ds)
+		return r.finalize(ctx, ds)
 	}
 	return r.finish(ctx, req, ds, r.reconcile(ctx, ds))
 }

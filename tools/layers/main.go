@@ -2,7 +2,8 @@
 // directly or through other files of the package, so that each file can be read knowing only the files beneath it.
 // Given package patterns (read from -dir), it names every tangle, the files in it and the names that tie
 // them, and exits 1 when it finds one. With -floors it prints each package's files floor by floor instead, the
-// ground first: a file stands one floor above the highest file it uses.
+// ground first: a file stands one floor above the highest file it uses; with -table it prints them side by side, one
+// column a package in the order given, as docs/architecture.md shows the controllers'.
 package main
 
 import (
@@ -16,12 +17,22 @@ import (
 
 func main() {
 	floors := flag.Bool("floors", false, "print each package's files floor by floor")
+	table := flag.Bool("table", false, "print the packages' floors side by side as a Markdown table (docs/architecture.md)")
 	dir := flag.String("dir", ".", "the directory the patterns are read from (a module's root)")
 	flag.Parse()
 	graphs, err := load(*dir, flag.Args()...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "layers:", err)
 		os.Exit(2)
+	}
+	if *table {
+		out, err := floorsTable(graphs, flag.Args())
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "layers:", err)
+			os.Exit(2)
+		}
+		fmt.Print(out)
+		return
 	}
 	if *floors {
 		for _, pkg := range slices.Sorted(maps.Keys(graphs)) {

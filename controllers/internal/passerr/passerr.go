@@ -63,7 +63,7 @@ func Gone(err error, forget func()) (reconcile.Result, error) {
 }
 
 // OnlyNamespaceTerminating reports whether err is not nil and made of NamespaceTerminating refusals alone: the
-// pass created nothing because its namespace is going, which is no error to retry, and no status is worth writing.
+// pass created nothing because its namespace is going, which is no error to retry.
 func OnlyNamespaceTerminating(err error) bool {
 	return err != nil && len(Remaining(err)) == 0
 }
