@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/keelson-dev/keelson/internal/admissioncheck"
 )
@@ -129,4 +131,36 @@ func objectName(caseName string) string {
 		}
 	}
 	return strings.Trim(b.String(), "-")
+}
+
+// CheckSamples creates every sample of docs/samples that pattern names (a glob: "daemonset-*.yaml"), decoded
+// strictly into newObject's kind, in a fresh namespace of both control planes: a sample must be admitted as it is,
+// with the webhook and without it. There must be at least atLeast of them; a file skip names (the workload a sample
+// sizes, say) is not one.
+func (p *WebhookPair) CheckSamples(t *testing.T, pattern string, atLeast int, newObject func() client.Object,
+	skip func(file string) bool) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(p.With.Root, "docs", "samples", pattern))
+	if err != nil || len(files) < atLeast {
+		t.Fatalf("want %d samples or more of %s, found %v (%v)", atLeast, pattern, files, err)
+	}
+	for _, f := range files {
+		if skip != nil && skip(f) {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, env := range []*Env{p.With, p.Without} {
+			obj := newObject()
+			if err := yaml.UnmarshalStrict(b, obj); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			obj.SetNamespace(env.Namespace(t, "wh"))
+			if err := env.Client.Create(context.Background(), obj); err != nil {
+				t.Errorf("%s rejected: %v", filepath.Base(f), err)
+			}
+		}
+	}
 }

@@ -5,7 +5,6 @@ package daemonset_test
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 	"github.com/keelson-dev/keelson/internal/testenv"
@@ -226,26 +224,7 @@ func TestDefaultsAreStored(t *testing.T) {
 // The samples in docs/samples are admitted as they are, with and without the webhook.
 func TestSamplesAreValid(t *testing.T) {
 	serveWebhooks(t)
-	files, err := filepath.Glob(filepath.Join(withWebhook.Root, "docs", "samples", "daemonset-*.yaml"))
-	if err != nil || len(files) < 2 {
-		t.Fatalf("want the minimal and production samples, found %v (%v)", files, err)
-	}
-	for _, f := range files {
-		for _, env := range []*testenv.Env{withWebhook, withoutWebhook} {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ds daemonsetv1alpha1.DaemonSet
-			if err := yaml.UnmarshalStrict(b, &ds); err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			ds.Namespace = namespace(t, env)
-			if err := env.Client.Create(context.Background(), &ds); err != nil {
-				t.Errorf("%s rejected: %v", filepath.Base(f), err)
-			}
-		}
-	}
+	pair.CheckSamples(t, "daemonset-*.yaml", 2, func() client.Object { return &daemonsetv1alpha1.DaemonSet{} }, nil)
 }
 
 // A DaemonSet stored before the selector policy (or while it was not installed) keeps taking the writes that leave

@@ -5,7 +5,6 @@ package pipeline_test
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +21,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	inferencev1alpha1 "github.com/keelson-dev/keelson/apis/inference/v1alpha1"
 	"github.com/keelson-dev/keelson/internal/pipelinespec"
@@ -395,26 +393,7 @@ func TestDefaultsAndWarnings(t *testing.T) {
 // The samples are admitted as they are, with and without the webhook.
 func TestSamplesAreValid(t *testing.T) {
 	serveWebhooks(t)
-	files, err := filepath.Glob(filepath.Join(withWebhook.Root, "docs", "samples", "pipeline-*.yaml"))
-	if err != nil || len(files) < 2 {
-		t.Fatalf("want the face-detection and GPU fan-out samples, found %v (%v)", files, err)
-	}
-	for _, f := range files {
-		for _, env := range []*testenv.Env{withWebhook, withoutWebhook} {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var p inferencev1alpha1.Pipeline
-			if err := yaml.UnmarshalStrict(b, &p); err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			p.Namespace = namespace(t, env)
-			if err := env.Client.Create(context.Background(), &p); err != nil {
-				t.Errorf("%s rejected: %v", filepath.Base(f), err)
-			}
-		}
-	}
+	pair.CheckSamples(t, "pipeline-*.yaml", 2, func() client.Object { return &inferencev1alpha1.Pipeline{} }, nil)
 }
 
 // Pipeline a with step b-c and pipeline a-b with step c would both own a Deployment and a Service named a-b-c: the

@@ -5,7 +5,6 @@ package sizer_test
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
 	"github.com/keelson-dev/keelson/internal/testenv"
@@ -186,29 +184,8 @@ func TestDefaultsAndWarnings(t *testing.T) {
 // The samples in docs/samples are admitted as they are, with and without the webhook.
 func TestSamplesAreValid(t *testing.T) {
 	serveWebhooks(t)
-	files, err := filepath.Glob(filepath.Join(withWebhook.Root, "docs", "samples", "workloadsizer-*.yaml"))
-	if err != nil || len(files) < 2 {
-		t.Fatalf("want the minimal and production samples, found %v (%v)", files, err)
-	}
-	for _, f := range files {
-		if strings.HasSuffix(f, "-target.yaml") {
-			continue // the Deployment the production sample sizes
-		}
-		for _, env := range []*testenv.Env{withWebhook, withoutWebhook} {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var w sizerv1alpha1.WorkloadSizer
-			if err := yaml.UnmarshalStrict(b, &w); err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			w.Namespace = namespace(t, env)
-			if err := env.Client.Create(context.Background(), &w); err != nil {
-				t.Errorf("%s rejected: %v", filepath.Base(f), err)
-			}
-		}
-	}
+	pair.CheckSamples(t, "workloadsizer-*.yaml", 2, func() client.Object { return &sizerv1alpha1.WorkloadSizer{} },
+		func(f string) bool { return strings.HasSuffix(f, "-target.yaml") }) // the Deployment the production sample sizes
 }
 
 // A headroom of 0 is a value, not an absence: it is stored as 0, with the webhook and without it; a runtime
