@@ -3,6 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,15 +28,19 @@ import (
 // pods one label selector picks. Watches resume where they stopped (client-go's retry watcher): no event is
 // missed, and none counted twice.
 type eventLog struct {
-	mu       sync.Mutex
-	nodes    int
-	pods     int
-	creates  map[string]int
-	deletes  map[string]int
-	deleting map[types.UID]bool
-	cancel   context.CancelFunc
-	done     sync.WaitGroup
-	err      error
+	mu    sync.Mutex
+	nodes int
+	// nodeChanges are the node events that change what a controller reads of a node (nodeRead); nodeRead is each
+	// node's, as last seen.
+	nodeChanges int
+	nodeRead    map[string]string
+	pods        int
+	creates     map[string]int
+	deletes     map[string]int
+	deleting    map[types.UID]bool
+	cancel      context.CancelFunc
+	done        sync.WaitGroup
+	err         error
 }
 
 // watchEvents starts an eventLog; stop ends it. podSelector picks the pods whose churn is counted.
@@ -41,10 +49,14 @@ func watchEvents(ctx context.Context, cfg *rest.Config, ns, podSelector string) 
 	if err != nil {
 		return nil, err
 	}
-	l := &eventLog{creates: map[string]int{}, deletes: map[string]int{}, deleting: map[types.UID]bool{}}
-	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 1})
+	l := &eventLog{creates: map[string]int{}, deletes: map[string]int{}, deleting: map[types.UID]bool{},
+		nodeRead: map[string]string{}}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
+	}
+	for i := range nodes.Items {
+		l.nodeRead[nodes.Items[i].Name] = nodeRead(&nodes.Items[i])
 	}
 	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -65,7 +77,7 @@ func watchEvents(ctx context.Context, cfg *rest.Config, ns, podSelector string) 
 	}
 	l.follow(wctx, nodes.ResourceVersion, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 		return cs.CoreV1().Nodes().Watch(ctx, o)
-	}, func(watch.Event) { l.nodes++ })
+	}, l.countNode)
 	l.follow(wctx, pods.ResourceVersion, func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 		return cs.CoreV1().Pods(ns).Watch(ctx, o)
 	}, func(ev watch.Event) {
@@ -114,6 +126,49 @@ func (l *eventLog) follow(ctx context.Context, rv string, w cache.WatchFuncWithC
 	}()
 }
 
+// countNode counts a node event, and, apart, those that change what a controller reads of the node: a node's
+// creation or deletion, or a change of nodeRead. A kubelet's heartbeats change none of it.
+func (l *eventLog) countNode(ev watch.Event) {
+	l.nodes++
+	n, ok := ev.Object.(*corev1.Node)
+	if !ok {
+		return
+	}
+	read := nodeRead(n)
+	switch {
+	case ev.Type == watch.Deleted:
+		delete(l.nodeRead, n.Name)
+		l.nodeChanges++
+	case l.nodeRead[n.Name] != read || ev.Type == watch.Added:
+		l.nodeRead[n.Name] = read
+		l.nodeChanges++
+	}
+}
+
+// nodeRead is what the DaemonSet and the Pipeline controllers read of a node, as docs/daemonset.md and
+// docs/pipeline.md say they watch it: its labels, cordon, taints, allocatable resources, and its Ready condition's
+// status and reason. Written out whole, so two nodes read alike compare equal.
+func nodeRead(n *corev1.Node) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(n.Labels)) {
+		fmt.Fprintf(&b, "label %s=%s\n", k, n.Labels[k])
+	}
+	fmt.Fprintf(&b, "unschedulable %v\n", n.Spec.Unschedulable)
+	for _, t := range n.Spec.Taints {
+		fmt.Fprintf(&b, "taint %s=%s:%s\n", t.Key, t.Value, t.Effect)
+	}
+	for _, r := range slices.Sorted(maps.Keys(n.Status.Allocatable)) {
+		q := n.Status.Allocatable[r]
+		fmt.Fprintf(&b, "allocatable %s=%s\n", r, q.String())
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			fmt.Fprintf(&b, "ready %s/%s\n", c.Status, c.Reason)
+		}
+	}
+	return b.String()
+}
+
 // countChurn counts a pod's creation, and its deletion once: when it is first seen being deleted, or gone.
 func (l *eventLog) countChurn(t watch.EventType, p *corev1.Pod) {
 	node := dscontroller.PodNode(p)
@@ -147,10 +202,10 @@ func (l *eventLog) stop() error {
 	return l.err
 }
 
-func (l *eventLog) nodeEvents() int {
+func (l *eventLog) nodeEvents() (all, changes int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.nodes
+	return l.nodes, l.nodeChanges
 }
 
 func (l *eventLog) podEvents() int {

@@ -38,7 +38,10 @@ type FlappingResult struct {
 	ChurnExamples []string `json:"churnExamples,omitempty"`
 	// Events is what the controllers were told while flapping (node and pod changes); ReconcilesPerSecond what
 	// each controller did meanwhile; QuietReconcilesPerSecond what it did once all nodes were back and converged.
-	NodeEvents               int                `json:"nodeEvents"`
+	NodeEvents int `json:"nodeEvents"`
+	// NodeChanges are the node events that changed what a controller reads of a node (labels, cordon, taints,
+	// allocatable resources, readiness): the controllers' predicates pass no other.
+	NodeChanges              int                `json:"nodeChanges"`
 	PodEvents                int                `json:"podEvents"`
 	ReconcilesPerSecond      map[string]float64 `json:"reconcilesPerSecond"`
 	QuietReconcilesPerSecond map[string]float64 `json:"quietReconcilesPerSecond"`
@@ -498,7 +501,8 @@ func (r *FlappingResult) readRates(ctx context.Context, scr *metrics.Scraper, ev
 	if err != nil {
 		return err
 	}
-	r.NodeEvents, r.PodEvents = events.nodeEvents(), events.podEvents()
+	r.NodeEvents, r.NodeChanges = events.nodeEvents()
+	r.PodEvents = events.podEvents()
 	r.ReconcilesPerSecond = metrics.PerSecond(before, after, r.Duration)
 	return nil
 }
@@ -591,14 +595,15 @@ func (r FlappingResult) failures() []string {
 }
 
 // reconcileBound is the most a controller's reconciles a second could be asked for by the events while nodes
-// flapped: a node event wakes each of the two DaemonSets at most once (a Pipeline step's node wakes its one
-// Pipeline), a pod event wakes its one owner; so 2 a node event and 1 a pod event. The sizer watches no node and
+// flapped: a node change (an event that changes what a controller reads of the node; a heartbeat passes no
+// controller's predicate) wakes each of the two DaemonSets at most once (a Pipeline step's node wakes its one
+// Pipeline), a pod event wakes its one owner; so 2 a node change and 1 a pod event. The sizer watches no node and
 // none of these pods: nothing asks it for more than its quiet rate.
 func (r FlappingResult) reconcileBound(name string) float64 {
 	if name == "workload-sizer" || r.Duration <= 0 {
 		return quietReconcilesPerSecond
 	}
-	return float64(2*r.NodeEvents+r.PodEvents) / r.Duration.Seconds()
+	return float64(2*r.NodeChanges+r.PodEvents) / r.Duration.Seconds()
 }
 
 // busyWhileFlapping reports whether a controller reconciled more than the events could ask of it.

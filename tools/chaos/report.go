@@ -371,8 +371,8 @@ func flappingText(r FlappingResult) string {
 	fmt.Fprintf(&b, "chaos: node flapping: %d nodes for %s: %s\n", r.Nodes, r.Duration, flapCounts(r.Flaps))
 	fmt.Fprintf(&b, "chaos:   steady DaemonSet: %d pods created, %d deleted, %d NoExecute taints added, excess %d\n",
 		r.PodCreates, r.PodDeletes, r.NoExecuteAdds, r.ExcessChurn)
-	fmt.Fprintf(&b, "chaos:   events: %d node, %d pod; reconciles a second while flapping %v, once quiet %v\n",
-		r.NodeEvents, r.PodEvents, r.ReconcilesPerSecond, r.QuietReconcilesPerSecond)
+	fmt.Fprintf(&b, "chaos:   events: %d node (%d changes), %d pod; reconciles a second while flapping %v, once quiet %v\n",
+		r.NodeEvents, r.NodeChanges, r.PodEvents, r.ReconcilesPerSecond, r.QuietReconcilesPerSecond)
 	fmt.Fprintf(&b, "chaos:   rollouts: baseline %s, while flapping %v (limit %s, stalled %d); recovery %s\n",
 		seconds(r.BaselineRollout), r.Rollouts, seconds(r.RolloutLimit), r.StalledRollouts, seconds(r.Recovery))
 	fmt.Fprintf(&b, "chaos:   Pipelines: %d samples, %d violations\n", r.Samples, r.Violations)
