@@ -14,9 +14,10 @@ kind_of = $(subst workload-,,$(subst -controller,,$(1)))
 
 BIN := $(CURDIR)/bin
 
-# The Go modules: the product (.), its API (apis/, which clients import alone) and the development tools (tools/: the
-# local cluster, benchmarks, reliability suite, image builder, release, CRD docs and e2e reports), whose dependencies
-# stay out of the product's go.mod. fmt, tidy, vet, lint and test run in each.
+# The Go modules: the product (.), its API (apis/, which clients import alone), the chart's tests (charts/: Helm's SDK)
+# and the development tools (tools/: the local cluster, benchmarks, reliability suite, image builder, release, CRD
+# docs and e2e reports), whose dependencies stay out of the product's go.mod. fmt, tidy, vet, lint and test run in
+# each.
 MODULES := . apis charts tools
 # $(call build_tool,NAME) builds the development tool tools/NAME into bin/tools/NAME; $(call tool,NAME) builds it and
 # names it, to run from the repository's root, where the paths it is given point.

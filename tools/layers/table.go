@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -37,15 +38,21 @@ func floorsTable(graphs map[string]graph, patterns []string) (string, error) {
 	return b.String(), nil
 }
 
-// graphOf is the graph of the package pattern names, which must be untangled.
+// graphOf is the graph of the one package pattern names ("./a/b": the package whose path ends in /a/b), which must
+// be untangled.
 func graphOf(graphs map[string]graph, pattern string) (graph, error) {
-	for pkg, g := range graphs {
-		if strings.HasSuffix(pkg, strings.TrimPrefix(pattern, ".")) {
-			if len(g.tangles()) > 0 {
-				return nil, fmt.Errorf("%s is tangled: it has no floors", pkg)
-			}
-			return g, nil
+	suffix := "/" + strings.Trim(strings.TrimPrefix(pattern, "./"), "/")
+	var found []string
+	for _, pkg := range slices.Sorted(maps.Keys(graphs)) {
+		if strings.HasSuffix(pkg, suffix) {
+			found = append(found, pkg)
 		}
 	}
-	return nil, fmt.Errorf("no package %s was loaded", pattern)
+	if len(found) != 1 {
+		return nil, fmt.Errorf("%s names %d of the packages loaded (%v): name one package", pattern, len(found), found)
+	}
+	if g := graphs[found[0]]; len(g.tangles()) == 0 {
+		return g, nil
+	}
+	return nil, fmt.Errorf("%s is tangled: it has no floors", found[0])
 }
