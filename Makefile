@@ -103,9 +103,8 @@ lint: $(GOLANGCI_LINT) $(KUBE_API_LINTER) ## Run golangci-lint (pinned) on every
 	sc=$$(tools/install.sh shellcheck) && git ls-files -z -- '*.sh' | xargs -0 "$$sc" --external-sources --source-path=SCRIPTDIR .ci/run
 
 .PHONY: layers
-layers: ## Check that the files of each product package stand in layers: no two files use each other (tools/layers).
-	go -C tools run ./layers -dir .. ./...
-	go -C tools run ./layers -dir ../apis ./...
+layers: ## Check that the files of each Go package stand in layers: no two files use each other (tools/layers).
+	$(foreach m,$(MODULES),go -C tools run ./layers -dir ../$(m) ./... &&) true
 
 .PHONY: verify
 verify: ## Regenerate everything and fail on drift; then vet, lint and the layers check. What CI runs first.

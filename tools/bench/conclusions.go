@@ -110,3 +110,12 @@ func speedWord(ratio float64) string {
 	}
 	return "slower than apps/v1"
 }
+
+// rates renders reconciles per second by controller, in binaryNames order.
+func rates(m map[string]float64) string {
+	parts := make([]string, 0, len(binaryNames))
+	for _, name := range binaryNames {
+		parts = append(parts, fmt.Sprintf("%s %.2f", name, m[name]))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -5,9 +5,7 @@ import (
 	"maps"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,31 +16,6 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 )
-
-// Machine describes where a run happened.
-type Machine struct {
-	CPUs      int    `json:"cpus"`
-	MemoryGiB int    `json:"memoryGiB"`
-	Kernel    string `json:"kernel"`
-	Commit    string `json:"commit"`
-	Go        string `json:"go"`
-}
-
-func describeMachine() Machine {
-	m := Machine{CPUs: runtime.NumCPU(), Go: runtime.Version()}
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		var kb int
-		_, _ = fmt.Sscanf(strings.SplitN(string(b), "\n", 2)[0], "MemTotal: %d kB", &kb)
-		m.MemoryGiB = (kb + 1<<19) >> 20
-	}
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(b))
-	}
-	if b, err := exec.Command("git", "describe", "--always", "--dirty").Output(); err == nil {
-		m.Commit = strings.TrimSpace(string(b))
-	}
-	return m
-}
 
 // verdict says whether a target is met.
 func verdict(ok bool) string {
@@ -160,14 +133,6 @@ func leaseOf(r Results) string {
 		return "-"
 	}
 	return r.Handovers[0].LeaseDuration.String()
-}
-
-func sumWrites(w map[string]int) int {
-	n := 0
-	for _, c := range w {
-		n += c
-	}
-	return n
 }
 
 // writeDocs writes docs/benchmarks.md, the plots and the raw results.
@@ -357,15 +322,6 @@ func meaning(r Results) string {
 		"created.\n", r.Sizer.Sizers, r.Sizer.ToSized.Seconds())
 	b.WriteString(pipelineSentence(r.Pipeline))
 	return b.String()
-}
-
-// rates renders reconciles per second by controller, in binaryNames order.
-func rates(m map[string]float64) string {
-	parts := make([]string, 0, len(binaryNames))
-	for _, name := range binaryNames {
-		parts = append(parts, fmt.Sprintf("%s %.2f", name, m[name]))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // Targets at the largest scale point: the longest pass (p99) and the daemonset-controller's resident size.

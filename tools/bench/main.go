@@ -12,77 +12,22 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 	"github.com/keelson-dev/keelson/tools/internal/audit"
 	"github.com/keelson-dev/keelson/tools/internal/localcluster"
 	"github.com/keelson-dev/keelson/tools/internal/metrics"
 )
-
-// binaryNames are Keelson's controllers, as their binaries, pods and service accounts are named.
-var binaryNames = []string{"daemonset-controller", "workload-sizer", "pipeline-controller"}
-
-// Who writes: kube-controller-manager runs with per-controller service accounts, Keelson with its chart's.
-const builtinDaemonSetUser = "system:serviceaccount:kube-system:daemon-set-controller"
-
-// keelsonUser is the service account of one of the chart's controllers.
-func keelsonUser(releaseNS, release, binary string) string {
-	return "system:serviceaccount:" + releaseNS + ":" + release + "-" + binary
-}
-
-// Results is everything a run measured; docs/benchmarks/results.json holds the last full run's.
-type Results struct {
-	Plan    Plan      `json:"plan"`
-	Started time.Time `json:"started"`
-	Machine Machine   `json:"machine"`
-	// Setup is how the cluster's own processes were configured, read from their command lines.
-	Setup clusterSetup `json:"setup"`
-	// AuditEvents and AuditErrors are the apiserver's audit counters' growth over the run; an error is a
-	// dropped event, and fails the run.
-	AuditEvents float64 `json:"auditEvents"`
-	AuditErrors float64 `json:"auditErrors"`
-	// DaemonSet holds convergence, rolling-update, in-place and scale trials, and the tables built from them.
-	DaemonSet     []trial `json:"daemonSetTrials"`
-	Convergence   Report  `json:"convergence"`
-	RollingUpdate Report  `json:"rollingUpdate"`
-	// InPlaceUpdate and InPlaceGated compare Keelson's in-place image update, without and with the readiness
-	// gate, with the built-in's rolling update of the same run.
-	InPlaceUpdate Report `json:"inPlaceUpdate"`
-	InPlaceGated  Report `json:"inPlaceGated"`
-	// Scale is convergence at each of Plan.ScaleNodes; ScaleRSS the daemonset-controller's resident size once
-	// Keelson's DaemonSet had converged there (its largest replica), and ScalePassP99 the upper bound of the
-	// histogram bucket holding the 99th percentile of its passes during that convergence, in seconds, by N.
-	Scale        Report          `json:"scale"`
-	ScaleRSS     map[int]int64   `json:"scaleRSSBytes"`
-	ScalePassP99 map[int]float64 `json:"scalePassP99Seconds"`
-	// FirstCounts is how often each implementation went first at each node count.
-	FirstCounts map[string]int `json:"firstCounts"`
-	// Steady is the idle window with every controller holding objects.
-	Steady   steadyResult   `json:"steady"`
-	Sizer    sizerResult    `json:"sizer"`
-	Pipeline pipelineResult `json:"pipeline"`
-	// RSS is each binary's largest replica's resident size, read at the end of the idle window.
-	RSS map[string]int64 `json:"rssBytes"`
-	// MemoryRequest and MemoryLimit are each controller container's, as deployed.
-	MemoryRequest  map[string]int64 `json:"memoryRequestBytes"`
-	MemoryLimit    map[string]int64 `json:"memoryLimitBytes"`
-	Handovers      []handoverResult `json:"handovers"`
-	HandoverMedian Summary          `json:"handoverSummary"`
-}
 
 func main() {
 	if err := run(); err != nil {
@@ -556,124 +501,4 @@ func reset(ctx context.Context, c client.Client) error {
 		err := c.Get(ctx, client.ObjectKey{Name: pv.Name}, pv)
 		return err != nil, client.IgnoreNotFound(err)
 	})
-}
-
-// inPlaceTrials are Keelson's in-place updates of one kind (bench) and the built-in's rolling updates, all under
-// bench: the two ways of rolling out the same image change, compared.
-func inPlaceTrials(ts []trial, bench string) []trial {
-	out := filterBench(ts, bench)
-	for _, t := range filterBench(ts, benchRollingUpdate) {
-		if t.Impl == implBuiltin {
-			t.Bench = bench
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// filterBench keeps one benchmark's trials.
-func filterBench(ts []trial, bench string) []trial {
-	var out []trial
-	for _, t := range ts {
-		if t.Bench == bench {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// resizePool makes the simulated node pool hold exactly n nodes, all schedulable, and waits until the other
-// workloads settled, so that neither implementation meets nodes still joining.
-func resizePool(ctx context.Context, c client.Client, tool, dir string, n int) error {
-	if err := localcluster.ResizePool(ctx, c, tool, dir, n); err != nil {
-		return err
-	}
-	return othersSettled(ctx, c)
-}
-
-// daemonSetSettled says whether a DaemonSet of either kind has every desired pod updated and available, and no
-// other pod left: pods on nodes the pool just lost are still being deleted, by the same controller the next trial
-// measures, after the status already counts only the nodes that remain.
-func daemonSetSettled(ctx context.Context, c client.Client, obj client.Object) (bool, error) {
-	var desired, current int32
-	var selector *metav1.LabelSelector
-	switch d := obj.(type) {
-	case *daemonsetv1alpha1.DaemonSet:
-		desired, current, selector = d.Status.DesiredNumberScheduled, d.Status.CurrentNumberScheduled, d.Spec.Selector
-	case *appsv1.DaemonSet:
-		desired, current, selector = d.Status.DesiredNumberScheduled, d.Status.CurrentNumberScheduled, d.Spec.Selector
-	}
-	if !converged(obj, desired) || current != desired {
-		return false, nil
-	}
-	sel, err := metav1.LabelSelectorAsSelector(selector)
-	if err != nil {
-		return false, err
-	}
-	var pods metav1.PartialObjectMetadataList
-	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-	if err := c.List(ctx, &pods, client.InNamespace(obj.GetNamespace()), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return false, err
-	}
-	return int32(len(pods.Items)) == desired, nil
-}
-
-// allSettled says whether every DaemonSet of both kinds outside the benchmarks' namespaces is settled.
-func allSettled(ctx context.Context, c client.Client, keelson []daemonsetv1alpha1.DaemonSet, builtin []appsv1.DaemonSet) (bool, error) {
-	var others []client.Object
-	for i := range keelson {
-		others = append(others, &keelson[i])
-	}
-	for i := range builtin {
-		others = append(others, &builtin[i])
-	}
-	for _, d := range others {
-		if strings.HasPrefix(d.GetNamespace(), "bench-") {
-			continue
-		}
-		if ok, err := daemonSetSettled(ctx, c, d); !ok || err != nil {
-			return false, err
-		}
-	}
-	return true, nil
-}
-
-// othersSettled waits until every DaemonSet the benchmarks did not make (make dev's sample runs on every node,
-// the simulated ones too) has caught up with the resized pool and stayed so for three seconds: their pod
-// creations would otherwise land in the next trial's window, and compete with it.
-func othersSettled(ctx context.Context, c client.Client) error {
-	var since time.Time
-	return poll(ctx, 10*time.Minute, func() (bool, error) {
-		var keelson daemonsetv1alpha1.DaemonSetList
-		var builtin appsv1.DaemonSetList
-		if err := c.List(ctx, &keelson); err != nil {
-			return false, err
-		}
-		if err := c.List(ctx, &builtin); err != nil {
-			return false, err
-		}
-		settled, err := allSettled(ctx, c, keelson.Items, builtin.Items)
-		if err != nil {
-			return false, err
-		}
-		switch {
-		case !settled:
-			since = time.Time{}
-		case since.IsZero():
-			since = time.Now()
-		}
-		return settled && time.Since(since) >= 3*time.Second, nil
-	})
-}
-
-// writeJSON writes v, indented, to path.
-func writeJSON(path string, v any) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }

@@ -6,8 +6,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	daemonsetv1alpha1 "github.com/keelson-dev/keelson/apis/daemonset/v1alpha1"
 	"github.com/keelson-dev/keelson/tools/internal/audit"
 )
 
@@ -102,4 +109,79 @@ func settle(ctx context.Context, auditLog string, users map[string]string, quiet
 		return time.Since(start), fmt.Errorf("the controllers did not stop writing for %s within %s: %w", quiet, deadline, err)
 	}
 	return time.Since(start), nil
+}
+
+// daemonSetSettled says whether a DaemonSet of either kind has every desired pod updated and available, and no
+// other pod left: pods on nodes the pool just lost are still being deleted, by the same controller the next trial
+// measures, after the status already counts only the nodes that remain.
+func daemonSetSettled(ctx context.Context, c client.Client, obj client.Object) (bool, error) {
+	var desired, current int32
+	var selector *metav1.LabelSelector
+	switch d := obj.(type) {
+	case *daemonsetv1alpha1.DaemonSet:
+		desired, current, selector = d.Status.DesiredNumberScheduled, d.Status.CurrentNumberScheduled, d.Spec.Selector
+	case *appsv1.DaemonSet:
+		desired, current, selector = d.Status.DesiredNumberScheduled, d.Status.CurrentNumberScheduled, d.Spec.Selector
+	}
+	if !converged(obj, desired) || current != desired {
+		return false, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(selector)
+	if err != nil {
+		return false, err
+	}
+	var pods metav1.PartialObjectMetadataList
+	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	if err := c.List(ctx, &pods, client.InNamespace(obj.GetNamespace()), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return false, err
+	}
+	return int32(len(pods.Items)) == desired, nil
+}
+
+// allSettled says whether every DaemonSet of both kinds outside the benchmarks' namespaces is settled.
+func allSettled(ctx context.Context, c client.Client, keelson []daemonsetv1alpha1.DaemonSet, builtin []appsv1.DaemonSet) (bool, error) {
+	var others []client.Object
+	for i := range keelson {
+		others = append(others, &keelson[i])
+	}
+	for i := range builtin {
+		others = append(others, &builtin[i])
+	}
+	for _, d := range others {
+		if strings.HasPrefix(d.GetNamespace(), "bench-") {
+			continue
+		}
+		if ok, err := daemonSetSettled(ctx, c, d); !ok || err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// othersSettled waits until every DaemonSet the benchmarks did not make (make dev's sample runs on every node,
+// the simulated ones too) has caught up with the resized pool and stayed so for three seconds: their pod
+// creations would otherwise land in the next trial's window, and compete with it.
+func othersSettled(ctx context.Context, c client.Client) error {
+	var since time.Time
+	return poll(ctx, 10*time.Minute, func() (bool, error) {
+		var keelson daemonsetv1alpha1.DaemonSetList
+		var builtin appsv1.DaemonSetList
+		if err := c.List(ctx, &keelson); err != nil {
+			return false, err
+		}
+		if err := c.List(ctx, &builtin); err != nil {
+			return false, err
+		}
+		settled, err := allSettled(ctx, c, keelson.Items, builtin.Items)
+		if err != nil {
+			return false, err
+		}
+		switch {
+		case !settled:
+			since = time.Time{}
+		case since.IsZero():
+			since = time.Now()
+		}
+		return settled && time.Since(since) >= 3*time.Second, nil
+	})
 }

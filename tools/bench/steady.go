@@ -95,3 +95,11 @@ func humanDuration(d time.Duration) string {
 	}
 	return fmt.Sprintf("%g s", d.Seconds())
 }
+
+func sumWrites(w map[string]int) int {
+	n := 0
+	for _, c := range w {
+		n += c
+	}
+	return n
+}

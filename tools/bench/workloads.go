@@ -15,6 +15,7 @@ import (
 
 	sizerv1alpha1 "github.com/keelson-dev/keelson/apis/sizer/v1alpha1"
 	"github.com/keelson-dev/keelson/tools/internal/audit"
+	"github.com/keelson-dev/keelson/tools/internal/localcluster"
 	"github.com/keelson-dev/keelson/tools/internal/metrics"
 	"github.com/keelson-dev/keelson/tools/internal/workers"
 )
@@ -229,4 +230,13 @@ func exploreSizers(ctx context.Context, c client.Client, scr *metrics.Scraper, c
 		"%.2f times it); idle: %d writes in %s\n", n, r.ToSized.Seconds(), r.Writes, toSized[user], r.Floor.Seconds(), qps, burst,
 		r.floorRatio(), audit.Count(events, w.From, w.To).Total(user), w.To.Sub(w.From))
 	return nil
+}
+
+// resizePool makes the simulated node pool hold exactly n nodes, all schedulable, and waits until the other
+// workloads settled, so that neither implementation meets nodes still joining.
+func resizePool(ctx context.Context, c client.Client, tool, dir string, n int) error {
+	if err := localcluster.ResizePool(ctx, c, tool, dir, n); err != nil {
+		return err
+	}
+	return othersSettled(ctx, c)
 }

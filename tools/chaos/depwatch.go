@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,4 +93,21 @@ func (w *deploymentWatch) judged() (events, violations int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.events, w.violations
+}
+
+// watchedDeployments is the part of a workload whose Deployments a watch judges at every event (nil: a list does),
+// with the violations found beside it by listing what a watch cannot show.
+type watchedDeployments struct {
+	watch          *deploymentWatch
+	listViolations atomic.Int32
+}
+
+// judged is how many Deployment events the watch judged and how many broke the invariant, the list's findings
+// included (0, 0 without a watch).
+func (w *watchedDeployments) judged() (events, violations int) {
+	if w.watch == nil {
+		return 0, 0
+	}
+	events, violations = w.watch.judged()
+	return events, violations + int(w.listViolations.Load())
 }

@@ -483,15 +483,6 @@ func flapUntil(ctx context.Context, e *env, f *flapper, began time.Time) error {
 	return nil
 }
 
-// background runs run until the returned stop is called (or ctx ends); stop waits for it to return, and may be
-// called again.
-func background(ctx context.Context, run func(context.Context)) (stop func()) {
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); run(rctx) }()
-	return func() { cancel(); <-done }
-}
-
 // readRates reads the controllers' reconciles a second since before, and the node and pod events since the watch
 // began: at the same instant, over the same stretch.
 func (r *FlappingResult) readRates(ctx context.Context, scr *metrics.Scraper, events *eventLog, before map[string]float64,
@@ -667,16 +658,4 @@ func rolledOn(ctx context.Context, w *daemonSetWork, nodes map[string]bool) (boo
 		}
 	}
 	return true, nil
-}
-
-// sleepUntil waits until t or the end of ctx.
-func sleepUntil(ctx context.Context, t time.Time) error {
-	timer := time.NewTimer(time.Until(t))
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
 }

@@ -32,34 +32,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/keelson-dev/keelson/tools/internal/localcluster"
 	"github.com/keelson-dev/keelson/tools/internal/metrics"
-	"github.com/keelson-dev/keelson/tools/internal/wait"
-)
-
-// plan is the size of a run.
-type plan struct {
-	Nodes, Faults, Sizers, Pipelines int
-	// AdmissionFaults is how many replica deaths each controller's admission scenario injects.
-	AdmissionFaults int
-	// Restarts is how many control-plane restarts (etcd and the apiserver in turn) the restart scenario injects.
-	Restarts int
-	// FlapNodes of the simulated nodes flap for FlapFor, one flap every FlapEvery.
-	FlapNodes          int
-	FlapFor, FlapEvery time.Duration
-	// SoakNodes is the pool the soak churns for SoakFor.
-	SoakNodes int
-	SoakFor   time.Duration
-}
-
-var (
-	fullPlan = plan{Nodes: 200, Faults: 20, Sizers: 50, Pipelines: 10, AdmissionFaults: 12, Restarts: 6,
-		FlapNodes: 50, FlapFor: 5 * time.Minute, FlapEvery: 200 * time.Millisecond, SoakNodes: 500, SoakFor: 30 * time.Minute}
-	quickPlan = plan{Nodes: 100, Faults: 3, Sizers: 20, Pipelines: 5, AdmissionFaults: 2, Restarts: 2,
-		FlapNodes: 20, FlapFor: time.Minute, FlapEvery: 200 * time.Millisecond, SoakNodes: 150, SoakFor: 3 * time.Minute}
 )
 
 // The scenarios each form runs by default: the short form (CI) leaves out the long ones.
@@ -68,40 +44,11 @@ const (
 	fullScenarios  = quickScenarios + ",flapping,soak"
 )
 
-// controllers are the chart's three controllers, the names of their Deployments and leases after the release's.
-var controllers = []string{"daemonset-controller", "workload-sizer", "pipeline-controller"}
-
 func main() {
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
 		os.Exit(1)
 	}
-}
-
-// env is what every scenario runs with: the cluster, the release, the plan and the fault timing.
-type env struct {
-	c                            client.Client
-	cfg                          *rest.Config
-	clusterTool, clusterDir      string
-	release, releaseNS, auditLog string
-	plan                         plan
-	nodeNames                    []string
-	rng                          *rand.Rand
-}
-
-// injector returns the fault injector of one of the release's controllers.
-func (e *env) injector(controller string) *injector {
-	return &injector{c: e.c, clusterTool: e.clusterTool, clusterDir: e.clusterDir, namespace: e.releaseNS,
-		deployment: e.release + "-" + controller, lease: 15 * time.Second}
-}
-
-// injectors returns the fault injectors of the three controllers, by name.
-func (e *env) injectors() map[string]*injector {
-	in := map[string]*injector{}
-	for _, name := range controllers {
-		in[name] = e.injector(name)
-	}
-	return in
 }
 
 // outcome gathers what the scenarios found.
@@ -491,14 +438,6 @@ func freshNamespace(ctx context.Context, c client.Client, name string) error {
 	})
 }
 
-// pollUntil polls cond every 500ms until it holds, fails, or timeout (10 minutes when 0) passes.
-func pollUntil(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
-	if timeout == 0 {
-		timeout = 10 * time.Minute
-	}
-	return wait.Poll(ctx, 500*time.Millisecond, timeout, cond)
-}
-
 // writeResults writes the results as JSON and rewrites their sections of reliability.md under dir: only those of
 // the scenarios that ran, so a run of one scenario leaves the others' figures as they were.
 func writeResults(dir string, o outcome, seed uint64) error {
@@ -549,14 +488,6 @@ func writeResults(dir string, o outcome, seed uint64) error {
 func (o outcome) complete() bool {
 	return len(o.leaderDeath) > 0 && len(o.admission) > 0 && o.restarts != nil && o.flapping != nil && o.soak != nil &&
 		o.down != nil
-}
-
-// resultFile is the form of each results file: the seed, when and at which commit it was made, and the results.
-type resultFile struct {
-	Seed    uint64    `json:"seed"`
-	When    time.Time `json:"when"`
-	Commit  string    `json:"commit"`
-	Results any       `json:"results"`
 }
 
 // runCommit is the commit the run was made at, read once before any results file is written (each one written would

@@ -165,9 +165,6 @@ func spread(faults []FaultResult) (median, longest time.Duration) {
 	return medianMax(d)
 }
 
-// seconds prints a duration in seconds with one decimal.
-func seconds(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
-
 // admissionSection is the markdown of the admission scenarios: calls made, calls failed by cause and by fault.
 func admissionSection(results []AdmissionResult, seed uint64) string {
 	if len(results) == 0 {

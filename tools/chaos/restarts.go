@@ -10,10 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/keelson-dev/keelson/tools/internal/audit"
@@ -292,31 +289,6 @@ func controllerOf(user string) string {
 	return ""
 }
 
-// controllerRestarts sums the container restarts of each controller's current pods.
-func controllerRestarts(ctx context.Context, c client.Client, in map[string]*injector) (map[string]int32, error) {
-	out := map[string]int32{}
-	for _, name := range controllers {
-		var d appsv1.Deployment
-		if err := c.Get(ctx, client.ObjectKey{Namespace: in[name].namespace, Name: in[name].deployment}, &d); err != nil {
-			return nil, err
-		}
-		var pods corev1.PodList
-		if err := c.List(ctx, &pods, client.InNamespace(in[name].namespace), client.MatchingLabels(d.Spec.Selector.MatchLabels)); err != nil {
-			return nil, err
-		}
-		if len(pods.Items) != int(ptr.Deref(d.Spec.Replicas, 1)) {
-			return nil, fmt.Errorf("%s has %d pods, want %d: a pod was replaced, restarts cannot be counted", name,
-				len(pods.Items), ptr.Deref(d.Spec.Replicas, 1))
-		}
-		for _, p := range pods.Items {
-			for _, cs := range p.Status.ContainerStatuses {
-				out[name] += cs.RestartCount
-			}
-		}
-	}
-	return out, nil
-}
-
 // renewDeadline is the chart's leaderElection.renewDeadline: a leader that cannot renew its lease for that long
 // gives it up and exits. Its last renewal may have come up to a retry period (the chart's leaderElection.retryPeriod,
 // 1 s) before the outage began, so an outage from renewDeadline less that period on may cost the lease.
@@ -370,4 +342,34 @@ func (r RestartResult) failures() []string {
 		}
 	}
 	return out
+}
+
+// restartExcused says whether a fault explains a controller's restart: the restart lost its lease (its log says
+// so), or, restarted meanwhile, could not reach the apiserver to start; the fault's outage was long enough to cost a
+// lease; and it happened within the fault's window (from the process's stop until a renew deadline after the
+// apiserver was ready again): a lost lease by when the container stopped, a start that could not reach the apiserver
+// by when that start began (its first request, sent into the outage, may hang until the client gives up, after the
+// apiserver is back). A crash, an OOM kill or any other stop is a failure whatever the fault.
+func restartExcused(f RestartFault, cause RestartCause) (bool, string) {
+	switch {
+	case cause.Unread:
+		return false, "a restart whose cause no log shows"
+	case !cause.LeaseLost && !cause.Unreachable:
+		return false, fmt.Sprintf("exit %d (%s) without losing its lease", cause.ExitCode, orNone(cause.Reason))
+	case f.Outage < renewDeadline-retryPeriod:
+		return false, fmt.Sprintf("lost its lease in an outage of %s, too short to cost one (%s)", seconds(f.Outage),
+			renewDeadline-retryPeriod)
+	case cause.LeaseLost && !f.inWindow(cause.FinishedAt):
+		return false, fmt.Sprintf("lost its lease at %s, outside the fault's window", cause.FinishedAt.Format(time.RFC3339))
+	case !cause.LeaseLost && !f.inWindow(cause.StartedAt):
+		return false, fmt.Sprintf("could not reach the apiserver in a start at %s, outside the fault's window",
+			cause.StartedAt.Format(time.RFC3339))
+	}
+	return true, ""
+}
+
+// inWindow reports whether t falls in the fault's window: from the process's stop until a renew deadline after the
+// apiserver was ready again.
+func (f RestartFault) inWindow(t time.Time) bool {
+	return !f.Start.IsZero() && !t.IsZero() && !t.Before(f.Start) && !t.After(f.Ready.Add(renewDeadline))
 }

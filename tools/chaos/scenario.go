@@ -60,9 +60,6 @@ type workload interface {
 // samplePeriod is how often the invariant is checked: twice a second.
 const samplePeriod = 500 * time.Millisecond
 
-// maxExamples bounds the violations a result quotes.
-const maxExamples = 5
-
 // sampler checks a workload's invariant every samplePeriod until stopped.
 type sampler struct {
 	mu         sync.Mutex

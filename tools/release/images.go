@@ -27,13 +27,6 @@ func (r Release) crossBuild(ctx context.Context, dir, binary, version string, p 
 	return out, nil
 }
 
-// platformImage is one platform's image of an index: where it is, and the binary it holds (for its SBOM).
-type platformImage struct {
-	Platform v1.Platform
-	Digest   name.Digest
-	Binary   string
-}
-
 // buildImage builds binary's image for every platform and their index, which ref's tag will name. It returns the
 // index, its digest in ref's repository (the reference a chart can pin) and each platform's image.
 func (r Release) buildImage(ctx context.Context, work, binary string, ref name.Tag) (v1.ImageIndex, name.Digest, []platformImage, error) {
