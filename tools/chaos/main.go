@@ -360,7 +360,11 @@ func runRestarts(ctx context.Context, e *env) (*RestartResult, error) {
 			"workload-sizer":       &sizerWork{c: e.c, ns: ns + "-sizer", count: e.plan.Sizers},
 			"pipeline-controller":  &pipelineWork{c: e.c, ns: ns + "-pipeline", count: e.plan.Pipelines, nodes: e.nodeNames},
 		}
-		res, err := controlPlaneRestarts(ctx, e.c, cs, in, work, e.auditLog, e.plan.Restarts, e.rng)
+		reach, err := serviceReadiness(ctx, e.c, e.cfg)
+		if err != nil {
+			return nil, err
+		}
+		res, err := controlPlaneRestarts(ctx, e.c, cs, in, work, reach, e.auditLog, e.plan.Restarts, e.rng)
 		if err != nil {
 			return nil, fmt.Errorf("control-plane restarts: %w", err)
 		}

@@ -90,7 +90,7 @@ func TestRestartsSection(t *testing.T) {
 		ControllerRestarts: map[string]int32{"workload-sizer": 1}, Writes: map[string]int{"pipeline-controller": 40},
 		Refused: map[string]int{"pipeline-controller": 2}}
 	got := restartsSection(r, 3)
-	for _, want := range []string{"seed 3", "| etcd | 2 | 5.0 s, 5.0 s | 2.0 s, 2.0 s |", "| kube-apiserver | 1 | 6.0 s, 6.0 s | 3.0 s, 3.0 s |",
+	for _, want := range []string{"seed 3", "| etcd | 2 | 5.0 s, 5.0 s | 0.0 s, 0.0 s | 2.0 s, 2.0 s |", "| kube-apiserver | 1 | 6.0 s, 6.0 s | 0.0 s, 0.0 s | 3.0 s, 3.0 s |",
 		"| workload-sizer | 1 | 0 | 0 |", "| pipeline-controller | 0 | 40 | 2 |"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("section lacks %q:\n%s", want, got)
@@ -146,6 +146,12 @@ func TestRestartFailures(t *testing.T) {
 			RestartCause{Pod: "sizer-a", Unread: true},
 			RestartCause{Pod: "sizer-a", ExitCode: 1, StartedAt: at.Add(12 * time.Second), FinishedAt: at.Add(36 * time.Second),
 				Unreachable: true})}, ""},
+		{"a start before the apiserver was back through its Service", []RestartFault{reachableAt(fault(14*time.Second,
+			RestartCause{Pod: "sizer-a", ExitCode: 1, StartedAt: at.Add(33 * time.Second), FinishedAt: at.Add(34 * time.Second),
+				Unreachable: true}), at.Add(40*time.Second))}, ""},
+		{"a start well after the apiserver was back through its Service", []RestartFault{reachableAt(fault(14*time.Second,
+			RestartCause{Pod: "sizer-a", ExitCode: 1, StartedAt: at.Add(55 * time.Second), FinishedAt: at.Add(56 * time.Second),
+				Unreachable: true}), at.Add(40*time.Second))}, "outside the fault's window"},
 		{"a start after the window that could not reach the apiserver", []RestartFault{fault(14*time.Second,
 			RestartCause{Pod: "sizer-a", ExitCode: 1, StartedAt: at.Add(time.Hour), FinishedAt: at.Add(time.Hour + time.Second),
 				Unreachable: true})}, "could not reach the apiserver in a start at"},
@@ -221,4 +227,10 @@ func TestUnreachableStart(t *testing.T) {
 	if unreachable(`{"level":"error","msg":"Unable to set up the manager","error":"invalid flags"}`) {
 		t.Error("a setup failure of the binary's own was read as the apiserver's")
 	}
+}
+
+// reachableAt is f with the apiserver answering through its Service again at t.
+func reachableAt(f RestartFault, t time.Time) RestartFault {
+	f.Reachable = t
+	return f
 }

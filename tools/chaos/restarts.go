@@ -2,15 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/keelson-dev/keelson/tools/internal/audit"
@@ -49,9 +54,13 @@ type RestartFault struct {
 	// is back, before the next restart; Causes says why each of those containers stopped.
 	ControllerRestarts map[string]int32          `json:"controllerRestarts"`
 	Causes             map[string][]RestartCause `json:"causes,omitempty"`
-	// Start is when the process was stopped, Ready when the apiserver was ready again.
-	Start time.Time `json:"start"`
-	Ready time.Time `json:"ready"`
+	// Start is when the process was stopped, Ready when the apiserver was ready again; Reachable when it answered
+	// again through the kubernetes Service, as the pods reach it: an apiserver that stops empties the Service's
+	// endpoint, and a restarted one's endpoint reaches the pods only once kube-proxy has seen it again, which can be
+	// many seconds after the apiserver itself is ready.
+	Start     time.Time `json:"start"`
+	Ready     time.Time `json:"ready"`
+	Reachable time.Time `json:"reachable,omitzero"`
 }
 
 // restartProcesses are restarted in turn.
@@ -63,7 +72,7 @@ const restartDown = 2 * time.Second
 // controlPlaneRestarts runs the scenario: the three workloads set up side by side, then faults restarts, each a
 // moment after asking every workload for work, each once the last converged.
 func controlPlaneRestarts(ctx context.Context, c client.Client, cs kubernetes.Interface, in map[string]*injector,
-	work map[string]workload, auditLog string, faults int, rng *rand.Rand) (RestartResult, error) {
+	work map[string]workload, reach func(context.Context) error, auditLog string, faults int, rng *rand.Rand) (RestartResult, error) {
 	r := RestartResult{ControllerRestarts: map[string]int32{}, Writes: map[string]int{}, Refused: map[string]int{},
 		SamplesOf: map[string]int{}}
 	// Restarts are counted from before the setup: one there, or before the first fault, has no fault to explain it,
@@ -105,14 +114,20 @@ func controlPlaneRestarts(ctx context.Context, c client.Client, cs kubernetes.In
 			return r, err
 		}
 		ready := time.Now()
+		if err := pollUntil(ctx, 2*time.Minute, func() (bool, error) { return reach(ctx) == nil, nil }); err != nil {
+			return r, fmt.Errorf("the apiserver not reachable through its Service after restarting %s: %w", process, err)
+		}
+		reachable := time.Now()
 		if err := pollUntil(ctx, 10*time.Minute, func() (bool, error) { return allConverged(ctx, work), nil }); err != nil {
 			return r, fmt.Errorf("no convergence after restarting %s: %w", process, err)
 		}
-		f := RestartFault{Process: process, Outage: ready.Sub(start), Converged: time.Since(ready), Start: start, Ready: ready}
+		f := RestartFault{Process: process, Outage: ready.Sub(start), Converged: time.Since(ready), Start: start, Ready: ready,
+			Reachable: reachable}
 		r.Faults = append(r.Faults, f)
 		windows = append(windows, [2]time.Time{start, time.Now()})
-		fmt.Printf("chaos: control-plane restart %d/%d (%s): apiserver ready after %s, everything converged %s later\n",
-			i+1, faults, process, seconds(f.Outage), seconds(f.Converged))
+		fmt.Printf("chaos: control-plane restart %d/%d (%s): apiserver ready after %s (through its Service %s later), "+
+			"everything converged %s later\n", i+1, faults, process, seconds(f.Outage), seconds(reachable.Sub(ready)),
+			seconds(f.Converged))
 	}
 	// Sampling goes on for a while after the last convergence: a stale write lands late, if at all.
 	if err := in[controllers[0]].holdFor(ctx, afterWatch); err != nil {
@@ -369,7 +384,33 @@ func restartExcused(f RestartFault, cause RestartCause) (bool, string) {
 }
 
 // inWindow reports whether t falls in the fault's window: from the process's stop until a renew deadline after the
-// apiserver was ready again.
+// apiserver was ready again, as the pods reach it (through its Service: Reachable, when measured).
 func (f RestartFault) inWindow(t time.Time) bool {
-	return !f.Start.IsZero() && !t.IsZero() && !t.Before(f.Start) && !t.After(f.Ready.Add(renewDeadline))
+	back := f.Ready
+	if f.Reachable.After(back) {
+		back = f.Reachable
+	}
+	return !f.Start.IsZero() && !t.IsZero() && !t.Before(f.Start) && !t.After(back.Add(renewDeadline))
+}
+
+// serviceReadiness returns a check that the apiserver answers /readyz through the kubernetes Service's ClusterIP, the
+// way the controllers' pods reach it. The host routes a ClusterIP through kube-proxy's rules as a pod does.
+func serviceReadiness(ctx context.Context, c client.Client, cfg *rest.Config) (func(context.Context) error, error) {
+	var svc corev1.Service
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "kubernetes"}, &svc); err != nil {
+		return nil, fmt.Errorf("the kubernetes Service: %w", err)
+	}
+	if len(svc.Spec.Ports) == 0 {
+		return nil, errors.New("the kubernetes Service has no port")
+	}
+	through := rest.CopyConfig(cfg)
+	through.Host = "https://" + net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port)))
+	through.Timeout = 2 * time.Second
+	cs, err := kubernetes.NewForConfig(through)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		return cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+	}, nil
 }
