@@ -155,7 +155,7 @@ func nodeRead(n *corev1.Node) string {
 	}
 	fmt.Fprintf(&b, "unschedulable %v\n", n.Spec.Unschedulable)
 	for _, t := range n.Spec.Taints {
-		fmt.Fprintf(&b, "taint %s=%s:%s\n", t.Key, t.Value, t.Effect)
+		fmt.Fprintf(&b, "taint %s=%s:%s %v\n", t.Key, t.Value, t.Effect, t.TimeAdded)
 	}
 	for _, r := range slices.Sorted(maps.Keys(n.Status.Allocatable)) {
 		q := n.Status.Allocatable[r]

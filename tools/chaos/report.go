@@ -293,6 +293,8 @@ func restartCauseLines(r RestartResult) []string {
 					what = "a further restart, its cause not shown"
 				case c.LeaseLost:
 					what += ", its lease lost"
+				case c.Unreachable:
+					what += fmt.Sprintf(", could not reach the apiserver in a start at %s", c.StartedAt.Format(time.RFC3339))
 				}
 				verdict := "excused"
 				if !verdicts[j].excused {

@@ -275,21 +275,16 @@ type verdict struct {
 	why     string
 }
 
-// causesExcused judges each of a controller's restart causes in a fault (restartExcused), and excuses the earlier
-// restarts of a chain whose last one the fault explains: the same container, the same fault's window (a lease lost,
-// then a start while the apiserver was still down), whose earlier causes the kubelet no longer shows.
+// causesExcused judges each of a controller's restart causes in a fault (restartExcused). A restart whose cause was
+// not read excuses nothing, whatever the restarts after it: the kubelet shows only a container's last stop, so the
+// earlier stops of a chain (a crash, then a start into the outage) cannot be told from a lease lost. A controller
+// rides an outage out with one restart at most: a leader that loses its lease exits, and the container started
+// after it waits for the apiserver (cmd/internal/manager's apiserverWait).
 func causesExcused(f RestartFault, name string) []verdict {
 	causes := f.Causes[name]
 	out := make([]verdict, len(causes))
-	explained := map[string]bool{}
 	for i, c := range causes {
 		out[i].excused, out[i].why = restartExcused(f, c)
-		explained[c.Pod] = explained[c.Pod] || out[i].excused
-	}
-	for i, c := range causes {
-		if c.Unread && explained[c.Pod] && !f.Start.IsZero() {
-			out[i] = verdict{excused: true}
-		}
 	}
 	return out
 }
@@ -336,8 +331,9 @@ func (r RestartResult) failures() []string {
 				"(in the setup, before the first restart or after the last count), which no fault explains", name, n))
 		}
 	}
-	// Each controller restart is judged against the fault it followed: only a lease lost in that fault's window, in
-	// an outage long enough to cost one, excuses it. A restart whose cause was not read excuses nothing.
+	// Each controller restart is judged against the fault it followed (restartExcused): only a lease lost, or a start
+	// that could not reach the apiserver, in that fault's window and an outage long enough to cost a lease, excuses
+	// it. A restart whose cause was not read excuses nothing.
 	for i, f := range r.Faults {
 		for _, name := range controllers {
 			n := int(f.ControllerRestarts[name])
@@ -372,7 +368,7 @@ func restartExcused(f RestartFault, cause RestartCause) (bool, string) {
 	case !cause.LeaseLost && !cause.Unreachable:
 		return false, fmt.Sprintf("exit %d (%s) without losing its lease", cause.ExitCode, orNone(cause.Reason))
 	case f.Outage < renewDeadline-retryPeriod:
-		return false, fmt.Sprintf("lost its lease in an outage of %s, too short to cost one (%s)", seconds(f.Outage),
+		return false, fmt.Sprintf("stopped in an outage of %s, too short to cost a lease (%s)", seconds(f.Outage),
 			renewDeadline-retryPeriod)
 	case cause.LeaseLost && !f.inWindow(cause.FinishedAt):
 		return false, fmt.Sprintf("lost its lease at %s, outside the fault's window", cause.FinishedAt.Format(time.RFC3339))
