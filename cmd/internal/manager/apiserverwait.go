@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -24,7 +25,8 @@ const apiserverPoll = time.Second
 
 // waitForAPIServer asks the apiserver for /readyz every interval until it answers ok, ctx ends or limit passes, and
 // returns the last error then (nil once it answered). Each ask gives up after the interval: a request sent into an
-// outage must not hang past the wait.
+// outage must not hang past the wait. An apiserver that refuses the ask (a cluster that keeps /readyz from service
+// accounts) answers too: it is there, and the binary does not wait on it.
 func waitForAPIServer(ctx context.Context, cfg *rest.Config, interval, limit time.Duration, log logr.Logger) error {
 	asking := rest.CopyConfig(cfg)
 	asking.Timeout = interval
@@ -36,6 +38,9 @@ func waitForAPIServer(ctx context.Context, cfg *rest.Config, interval, limit tim
 	waited := false
 	err = wait.PollUntilContextTimeout(ctx, interval, limit, true, func(ctx context.Context) (bool, error) {
 		last = cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+		if apierrors.IsForbidden(last) || apierrors.IsUnauthorized(last) {
+			last = nil
+		}
 		if last != nil && !waited {
 			waited = true
 			log.Info("Waiting for the apiserver", "for", limit, "error", last.Error())
