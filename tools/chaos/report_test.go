@@ -229,6 +229,14 @@ func TestUnreachableStart(t *testing.T) {
 	if unreachable(`{"level":"error","msg":"Unable to set up the manager","error":"invalid flags"}`) {
 		t.Error("a setup failure of the binary's own was read as the apiserver's")
 	}
+	waited := `{"level":"info","msg":"Waiting for the apiserver","error":"dial tcp 10.96.0.1:443: connect: connection refused"}` +
+		"\n" + `{"level":"error","msg":"Unable to set up the manager","error":"registering the webhooks: forbidden"}`
+	if unreachable(setupFailure(waited)) {
+		t.Error("a setup failure after a wait for the apiserver was read as the apiserver's by the wait's own line")
+	}
+	if !unreachable(setupFailure("Waiting for the apiserver\n" + tlsLine)) {
+		t.Error("the setup failure line was not found among the lines")
+	}
 }
 
 // reachableAt is f with the apiserver answering through its Service again at t.

@@ -70,7 +70,7 @@ func restartCauses(ctx context.Context, c client.Client, cs kubernetes.Interface
 					cause.Unread = true // the cause cannot be read: it excuses nothing
 				}
 				cause.LeaseLost = strings.Contains(lines, leaseLostLine)
-				cause.Unreachable = !cause.LeaseLost && strings.Contains(lines, setupFailedLine) && unreachable(lines)
+				cause.Unreachable = !cause.LeaseLost && unreachable(setupFailure(lines))
 				causes[name] = append(causes[name], cause)
 				for range more - 1 {
 					causes[name] = append(causes[name], RestartCause{Pod: p.Name, Unread: true})
@@ -83,6 +83,17 @@ func restartCauses(ctx context.Context, c client.Client, cs kubernetes.Interface
 
 // setupFailedLine is what the binary logs when it cannot build its manager (discovery of its API groups included).
 const setupFailedLine = "Unable to set up the manager"
+
+// setupFailure is the line of lines that says the binary could not set up its manager, or "": the one whose error
+// tells why a start failed (a line before it, the start-up wait's, names the apiserver's errors whatever the cause).
+func setupFailure(lines string) string {
+	for _, line := range strings.Split(lines, "\n") {
+		if strings.Contains(line, setupFailedLine) {
+			return line
+		}
+	}
+	return ""
+}
 
 // unreachable reports whether log lines say the apiserver could not be reached, or not as itself (a restarting
 // apiserver answered the local cluster's Service address with a certificate not yet its own).

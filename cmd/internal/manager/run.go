@@ -101,7 +101,9 @@ func Run(ctx context.Context, b Binary, args []string, stdout, stderr io.Writer)
 		setupLog.Error(err, "Unable to set the Go memory limit from the container's; running without one")
 	}
 
-	awaitAPIServer(ctx, setupLog)
+	if !awaitAPIServer(ctx, setupLog) {
+		return exitOK
+	}
 	mgr, webhooks, err := newManager(b, opts)
 	if err != nil {
 		setupLog.Error(err, "Unable to set up the manager")
