@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/keelson-dev/keelson/internal/fuzzinput"
 )
@@ -37,8 +38,68 @@ var fuzzPodStates = []func(*corev1.Pod){
 	func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded },
 }
 
+// fuzzInPlaceState is where a pod stands in an update in place: its readiness gate InPlaceReadyCondition (absent,
+// not yet set, closed or open) and its update record against the container the kubelet runs. restarting is what the
+// harness knows of it, apart from the planner's reading: whether the kubelet has yet to run the updated container.
+type fuzzInPlaceState struct {
+	restarting bool
+	apply      func(*corev1.Pod)
+}
+
+// fuzzInPlaceStates are the states FuzzPlanNodes gives pods. The first is an exhausted input's; new states go last,
+// so that the inputs in the corpus keep theirs.
+var fuzzInPlaceStates = []fuzzInPlaceState{
+	{false, func(*corev1.Pod) {}},                // never updated in place, no gate
+	{false, func(p *corev1.Pod) { gate(p, "") }}, // created with the gate, not yet opened
+	{true, func(p *corev1.Pod) { // just patched: the old container still runs, not ready
+		gate(p, corev1.ConditionFalse)
+		record(p, p.Labels[RevisionLabel], "cri://1", false, time.Hour)
+	}},
+	{true, func(p *corev1.Pod) { // restarted, not ready yet
+		gate(p, corev1.ConditionFalse)
+		record(p, p.Labels[RevisionLabel], "cri://2", false, time.Minute)
+	}},
+	{false, func(p *corev1.Pod) { // restarted and ready: the gate is to open
+		gate(p, corev1.ConditionFalse)
+		record(p, p.Labels[RevisionLabel], "cri://2", true, 2*time.Hour)
+	}},
+	{false, func(p *corev1.Pod) { // done
+		gate(p, corev1.ConditionTrue)
+		record(p, p.Labels[RevisionLabel], "cri://2", true, 2*time.Hour)
+	}},
+	{false, func(p *corev1.Pod) { // a record of another revision counts for nothing
+		gate(p, corev1.ConditionFalse)
+		record(p, "stale", "cri://1", false, time.Hour)
+	}},
+	{true, func(p *corev1.Pod) { // just patched: the old container still runs, and is ready
+		gate(p, corev1.ConditionFalse)
+		record(p, p.Labels[RevisionLabel], "cri://1", true, time.Hour)
+	}},
+	{false, func(p *corev1.Pod) { // restarted and ready five seconds ago: minReadySeconds counts from then
+		gate(p, corev1.ConditionFalse)
+		record(p, p.Labels[RevisionLabel], "cri://2", true, 5*time.Second)
+	}},
+}
+
+// gate gives p the readiness gate InPlaceReadyCondition, with the condition at status ("" for none yet).
+func gate(p *corev1.Pod, status corev1.ConditionStatus) {
+	p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: InPlaceReadyCondition}}
+	if status != "" {
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: InPlaceReadyCondition, Status: status})
+	}
+}
+
+// record marks p as updated in place to revision, its container "app" having run as cri://1 before, and now running
+// as id, ready or not, started ago.
+func record(p *corev1.Pod, revision, id string, ready bool, ago time.Duration) {
+	p.Annotations = map[string]string{InPlaceUpdateAnnotation: `{"revision":"` + revision +
+		`","containers":{"app":{"id":"cri://1","image":"app:1"}}}`}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", ContainerID: id, Ready: ready,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-ago))}}}}
+}
+
 // fuzzNodes builds up to eight nodes, sorted by name as planNodes expects, each with up to three pods of the update
-// revision, the current one, another or none, in any state.
+// revision, the current one, another or none, in any state, some of them part-way through an update in place.
 func fuzzNodes(in *fuzzinput.Source) []nodeView {
 	nodes := make([]nodeView, in.Intn(9))
 	for i := range nodes {
@@ -58,6 +119,7 @@ func fuzzNodes(in *fuzzinput.Source) []nodeView {
 			if rev := in.Pick(newRev, oldRev, "other", "", "none"); rev != "none" {
 				p.Labels = map[string]string{RevisionLabel: rev}
 			}
+			p.UID = types.UID(p.Name) // planGates tells pods apart by UID
 			fuzzPodStates[in.Intn(len(fuzzPodStates))](p)
 			n.pods = append(n.pods, p)
 		}
@@ -65,13 +127,30 @@ func fuzzNodes(in *fuzzinput.Source) []nodeView {
 	return nodes
 }
 
+// fuzzInPlace puts each pod somewhere in an update in place, and returns the pods the kubelet has yet to restart.
+// FuzzPlanNodes reads these states after every other value: an input written before them decodes to the same
+// strategy and pods, its bytes left over (if any) now choosing the pods' states.
+func fuzzInPlace(in *fuzzinput.Source, nodes []nodeView) map[*corev1.Pod]bool {
+	restarting := map[*corev1.Pod]bool{}
+	for _, n := range nodes {
+		for _, p := range n.pods {
+			st := fuzzInPlaceStates[in.Intn(len(fuzzInPlaceStates))]
+			st.apply(p)
+			restarting[p] = st.restarting
+		}
+	}
+	return restarting
+}
+
 // FuzzPlanNodes plans a rollout step for any nodes and pods under any update strategy, updates in place included, and
 // checks what must hold whatever they are: no node loses its last available pod beyond the maxUnavailable budget
 // (and none at all with surge), a pod updated in place counting as one lost; no more nodes run an old and a new pod
 // side by side than maxSurge allows; nodes held back by the partition, the canary selector, a pause or OnDelete keep
-// their pods; pods are created only where they should run; only pods that exist are deleted or updated, once. And it
-// checks progress: a DaemonSet not yet converged, with nothing holding it back, gets a plan that does something (an
-// empty plan would pass every check above). Every check holds for the plan cut to a client budget too (plan.share).
+// their pods; pods are created only where they should run; only pods that exist are deleted or updated, once. Pods
+// stand anywhere in an update in place too: a pod the kubelet has yet to restart counts as unavailable, and its
+// readiness gate opens once its containers run again, never before. And it checks progress: a DaemonSet not yet
+// converged, with nothing holding it back, gets a plan that does something (an empty plan would pass every check
+// above). Every check holds for the plan cut to a client budget too (plan.share).
 func FuzzPlanNodes(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("\x01\x01\x01\x02\x01\x00\x00\x00\x00\x04\x01\x01\x01\x01\x00\x00\x00\x01\x00\x01\x00\x01\x00\x00\x00\x01\x01\x00\x01\x00\x00"))
@@ -100,10 +179,17 @@ func FuzzPlanNodes(f *testing.F) {
 		if s.inPlace {
 			s.inPlaceFrom = map[string]bool{oldRev: true, "other": in.Bool()}
 		}
+		budget := 0 // the controller cuts a pass to its client budget: any cut must keep every check
+		if in.Bool() {
+			budget = minWritesPerPass + in.Intn(20)
+		}
+		restarting := fuzzInPlace(in, nodes)
 		before := snapshot(nodes)
+		before.restarting = restarting
 		p := planNodes(nodes, s, newRev, currentHash, now)
-		if in.Bool() { // the controller cuts a pass to its client budget: any cut must keep every check
-			p.share(minWritesPerPass + in.Intn(20))
+		checkGates(t, nodes, before, p)
+		if budget > 0 {
+			p.share(budget)
 		}
 		checkPlan(t, nodes, s, before, p)
 		checkProgress(t, nodes, s, before, p)
@@ -114,6 +200,8 @@ func FuzzPlanNodes(f *testing.F) {
 type podSnapshot struct {
 	nodeOf map[*corev1.Pod]string
 	live   map[string][]*corev1.Pod
+	// restarting are the pods the kubelet has yet to restart after an update in place, as the harness made them.
+	restarting map[*corev1.Pod]bool
 }
 
 func snapshot(nodes []nodeView) podSnapshot {
@@ -298,22 +386,21 @@ func (c planCheck) updates(deleted map[*corev1.Pod]bool) (gone, updated map[*cor
 // checkProgress checks liveness: a DaemonSet that has not converged (a node that should run a pod has none, or runs
 // one of another revision, or a node that should not run one still does) gets a plan that does something, when
 // nothing may hold it back: a rolling update, not paused, no partition, every node a canary, none down, in backoff or
-// with a pod on its way out, every live pod available and labelled with a revision, and a budget of at least one.
+// with a pod on its way out, every live pod labelled with a revision and available but for pods of the update
+// revision the kubelet is restarting for an update in place, and a budget larger than the nodes those take. (A plan
+// that waits for the kubelet when they take the whole budget is right, not a stall.)
 func checkProgress(t testing.TB, nodes []nodeView, s strategy, snap podSnapshot, p plan) {
 	t.Helper()
 	if s.onDelete || s.paused || s.partition > 0 || s.maxUnavailable < 1 {
 		return
 	}
-	converged := true
+	converged, restarting := true, 0
 	for _, n := range nodes {
-		if !n.canary || n.down || n.backoff > 0 || n.terminating > 0 {
+		free, restartingHere := unhindered(n, s, snap)
+		if !free {
 			return
 		}
-		for _, pod := range n.pods {
-			if ok, _ := availability(pod, s.minReadySeconds, now); !ok || isTerminal(pod) || pod.Labels[RevisionLabel] == "" {
-				return
-			}
-		}
+		restarting += restartingHere
 		live := snap.live[n.name]
 		switch {
 		case n.shouldRun && (len(live) != 1 || live[0].Labels[RevisionLabel] != newRev):
@@ -322,9 +409,74 @@ func checkProgress(t testing.TB, nodes []nodeView, s strategy, snap podSnapshot,
 			converged = false
 		}
 	}
-	if !converged && len(p.creates)+len(p.deletes)+len(p.updates) == 0 {
+	hasRoom := s.maxSurge > 0 || restarting < s.maxUnavailable // a surge spends none of maxUnavailable
+	if !converged && hasRoom && len(p.creates)+len(p.deletes)+len(p.updates) == 0 {
 		t.Fatalf("a DaemonSet not yet converged, nothing holding it back, gets an empty plan\nunder %+v\nnodes: %s",
 			s, describeNodes(nodes, s))
+	}
+}
+
+// unhindered reports whether nothing on node n may hold the rollout back (checkProgress), and whether its pod is one
+// of the update revision the kubelet is restarting in place (1) or not (0): the node must be a canary, up, out of
+// backoff, with no pod on its way out, every pod labelled with a revision and available but for that one.
+func unhindered(n nodeView, s strategy, snap podSnapshot) (free bool, restarting int) {
+	if !n.canary || n.down || n.backoff > 0 || n.terminating > 0 {
+		return false, 0
+	}
+	for _, pod := range n.pods {
+		if isTerminal(pod) || pod.Labels[RevisionLabel] == "" {
+			return false, 0
+		}
+		if ok, _ := availability(pod, s.minReadySeconds, now); ok {
+			continue
+		}
+		if !snap.restarting[pod] || pod.Labels[RevisionLabel] != newRev || !n.shouldRun || len(snap.live[n.name]) != 1 {
+			return false, 0
+		}
+		restarting = 1
+	}
+	return true, restarting
+}
+
+// checkGates checks the in-place readiness gate both ways: a live pod whose containers run again after an update in
+// place (or that never had one) gets its closed or unset gate opened, unless the plan deletes or updates it; and a
+// gate is opened only on a live pod the plan leaves alone, that carries it not yet open, once, and never while the
+// kubelet has yet to restart the pod (it would join its Services before its new containers could serve).
+func checkGates(t testing.TB, nodes []nodeView, snap podSnapshot, p plan) {
+	t.Helper()
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf(format+"\nnodes: %s", append(args, describeNodes(nodes, strategy{}))...)
+	}
+	opened, acted := map[*corev1.Pod]bool{}, map[*corev1.Pod]bool{}
+	for _, d := range p.deletes {
+		acted[d.pod] = true
+	}
+	for _, u := range p.updates {
+		acted[u.pod] = true
+	}
+	for _, pod := range p.gatesReady {
+		_, known := snap.nodeOf[pod]
+		switch {
+		case !known:
+			fail("opens the gate of %s, which is on no node", pod.Name)
+		case opened[pod]:
+			fail("opens the gate of %s twice", pod.Name)
+		case !hasInPlaceGate(pod) || inPlaceGateStatus(pod) == corev1.ConditionTrue:
+			fail("opens the gate of %s, which has none closed", pod.Name)
+		case snap.restarting[pod] || acted[pod] || isTerminal(pod):
+			fail("opens the gate of %s, which is restarting in place (%v), acted on (%v) or terminal",
+				pod.Name, snap.restarting[pod], acted[pod])
+		}
+		opened[pod] = true
+	}
+	for _, n := range nodes {
+		for _, pod := range n.pods {
+			closed := hasInPlaceGate(pod) && inPlaceGateStatus(pod) != corev1.ConditionTrue
+			if closed && !opened[pod] && !snap.restarting[pod] && !acted[pod] && !isTerminal(pod) {
+				fail("leaves the gate of %s closed, though its containers run again", pod.Name)
+			}
+		}
 	}
 }
 
@@ -545,5 +697,62 @@ func TestTheFuzzChecksFire(t *testing.T) {
 	}
 	if got := said(checkPlan, ns, planNodes(ns, s, newRev, oldRev, now)); got != "" {
 		t.Errorf("the planner's own plan failed the safety check: %q", got)
+	}
+}
+
+// The fuzz target's in-place checks catch what they are for: an empty plan beside a pod the kubelet is restarting
+// while budget is left, a gate left closed once the containers run again, and gates opened too soon, twice, or on a
+// pod without one; and they pass the planner's own plan, and a plan that waits for the kubelet with the budget spent.
+func TestTheInPlaceFuzzChecksFire(t *testing.T) {
+	s := strategy{maxUnavailable: 2, inPlace: true, inPlaceFrom: map[string]bool{oldRev: true}}
+	ns := []nodeView{view("a", testPod("pa", newRev, available)), view("b", testPod("pb", newRev, available)),
+		view("c", testPod("pc", oldRev, available))}
+	// Node a's pod waits for the kubelet to restart its container after an update in place (its old container still
+	// ready); b's has restarted and is ready, its gate still closed; c's is still to update. A budget of two leaves
+	// room for c.
+	restarting := map[*corev1.Pod]bool{}
+	for i, state := range []int{7, 4, 0} {
+		pod := ns[i].pods[0]
+		pod.UID = types.UID(pod.Name)
+		fuzzInPlaceStates[state].apply(pod)
+		restarting[pod] = fuzzInPlaceStates[state].restarting
+	}
+	withRestarts := func(check func(testing.TB, []nodeView, strategy, podSnapshot, plan), p plan) string {
+		f := &failures{TB: t}
+		snap := snapshot(ns)
+		snap.restarting = restarting
+		check(f, ns, s, snap, p)
+		return strings.Join(f.said, "; ")
+	}
+	gates := func(p plan) string {
+		return withRestarts(func(tb testing.TB, ns []nodeView, _ strategy, snap podSnapshot, p plan) {
+			checkGates(tb, ns, snap, p)
+		}, p)
+	}
+	if got := withRestarts(checkProgress, plan{}); !strings.Contains(got, "gets an empty plan") {
+		t.Errorf("an empty plan with budget left beside a pod restarting in place passed the liveness check: %q", got)
+	}
+	own := planNodes(ns, s, newRev, oldRev, now)
+	if got := withRestarts(checkProgress, own); got != "" {
+		t.Errorf("the planner's own plan failed the liveness check: %q", got)
+	}
+	if got := gates(own); got != "" {
+		t.Errorf("the planner's own gates failed the gate check: %q", got)
+	}
+	if got := gates(plan{}); !strings.Contains(got, "leaves the gate of pb closed") {
+		t.Errorf("a gate left closed after the restart passed: %q", got)
+	}
+	if got := gates(plan{gatesReady: []*corev1.Pod{ns[0].pods[0]}}); !strings.Contains(got, "opens the gate of pa, which is restarting") {
+		t.Errorf("a gate opened while the kubelet restarts the pod passed: %q", got)
+	}
+	if got := gates(plan{gatesReady: []*corev1.Pod{ns[1].pods[0], ns[1].pods[0]}}); !strings.Contains(got, "opens the gate of pb twice") {
+		t.Errorf("a gate opened twice passed: %q", got)
+	}
+	if got := gates(plan{gatesReady: []*corev1.Pod{ns[1].pods[0], ns[2].pods[0]}}); !strings.Contains(got, "opens the gate of pc, which has none closed") {
+		t.Errorf("a gate opened on a pod without one passed: %q", got)
+	}
+	s.maxUnavailable = 1
+	if got := withRestarts(checkProgress, plan{}); got != "" {
+		t.Errorf("an empty plan waiting for the kubelet with the budget spent failed the liveness check: %q", got)
 	}
 }
