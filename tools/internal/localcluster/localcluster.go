@@ -51,21 +51,27 @@ func ResizePool(ctx context.Context, c client.Client, tool, dir string, n int) e
 	if out, err := exec.CommandContext(ctx, tool, "nodes", "--dir", dir, "--fake-nodes", strconv.Itoa(n)).CombinedOutput(); err != nil {
 		return fmt.Errorf("resizing the simulated nodes: %w\n%s", err, out)
 	}
-	// The node lifecycle controller lifts the not-ready taint node by node: 5000 new nodes take longer than 5 minutes.
-	timeout := 5*time.Minute + time.Duration(n)*60*time.Millisecond
-	return wait.Poll(ctx, 200*time.Millisecond, timeout, func() (bool, error) {
+	// The node lifecycle controller lifts the not-ready taint node by node, its writes conflicting with the
+	// simulated kubelets' heartbeats: 5000 new nodes beside 5000 others took longer than 15 minutes on a busy host.
+	timeout := 5*time.Minute + time.Duration(n)*150*time.Millisecond
+	ready, total := 0, 0
+	err := wait.Poll(ctx, 200*time.Millisecond, timeout, func() (bool, error) {
 		var list corev1.NodeList
 		if err := c.List(ctx, &list, client.MatchingLabels(FakeNodeLabels)); err != nil {
 			return false, err
 		}
-		ready := 0
+		ready, total = 0, len(list.Items)
 		for _, node := range list.Items {
 			if Schedulable(&node) {
 				ready++
 			}
 		}
-		return ready == n && len(list.Items) == n, nil
+		return ready == n && total == n, nil
 	})
+	if err != nil {
+		return fmt.Errorf("waiting for %d simulated nodes to be schedulable (%d of %d were after %s): %w", n, ready, total, timeout, err)
+	}
+	return nil
 }
 
 // Schedulable says whether a node is Ready and carries no not-ready or unreachable taint.
