@@ -115,7 +115,7 @@ func (c *Cluster) command(ctx context.Context, cmd string, f commandFlags, args 
 		if f.fakeNodes < 0 {
 			return fmt.Errorf("--fake-nodes (or FAKE_NODES) is required")
 		}
-		return EnsureFakeNodes(ctx, cs, f.fakeNodes, c.Logf)
+		return c.ResizePool(ctx, cs, f.fakeNodes)
 	case "load":
 		if _, ok := c.L.Running("containerd"); !ok {
 			return fmt.Errorf("the cluster is not up (make cluster-up)")

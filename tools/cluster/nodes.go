@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/keelson-dev/keelson/tools/internal/wait"
 	"github.com/keelson-dev/keelson/tools/internal/workers"
 )
 
@@ -78,11 +80,12 @@ func FakeNodePlan(existing []string, want int) (create []int, remove []string) {
 	return create, remove
 }
 
-// EnsureFakeNodes makes the pool hold exactly want simulated nodes, creating and deleting in parallel.
-func EnsureFakeNodes(ctx context.Context, cs kubernetes.Interface, want int, logf func(string, ...any)) error {
+// EnsureFakeNodes makes the pool hold exactly want simulated nodes, creating and deleting in parallel, and returns
+// the names of the nodes it deleted.
+func EnsureFakeNodes(ctx context.Context, cs kubernetes.Interface, want int, logf func(string, ...any)) (removed []string, err error) {
 	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: FakeNodeLabel + "=true"})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	names := make([]string, 0, len(list.Items))
 	for _, n := range list.Items {
@@ -90,7 +93,7 @@ func EnsureFakeNodes(ctx context.Context, cs kubernetes.Interface, want int, log
 	}
 	create, remove := FakeNodePlan(names, want)
 	if len(create)+len(remove) == 0 {
-		return nil
+		return nil, nil
 	}
 	err = workers.Run(len(create)+len(remove), 16, func(i int) error {
 		if i < len(create) {
@@ -107,8 +110,39 @@ func EnsureFakeNodes(ctx context.Context, cs kubernetes.Interface, want int, log
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("simulated nodes: %w", err)
+		return remove, fmt.Errorf("simulated nodes: %w", err)
 	}
 	logf("simulated nodes: %d created, %d deleted, %d in all", len(create), len(remove), want)
-	return nil
+	return remove, nil
+}
+
+// deleteNodeLeases deletes the named nodes' leases (the garbage collector would, in its own time) and waits until
+// none is left.
+func deleteNodeLeases(ctx context.Context, cs kubernetes.Interface, names []string) error {
+	leases := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+	err := workers.Run(len(names), 16, func(i int) error {
+		if err := leases.Delete(ctx, names[i], metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("deleting the leases of the deleted nodes: %w", err)
+	}
+	gone := map[string]bool{}
+	for _, n := range names {
+		gone[n] = true
+	}
+	return wait.Poll(ctx, 200*time.Millisecond, 2*time.Minute, func() (bool, error) {
+		list, err := leases.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, l := range list.Items {
+			if gone[l.Name] {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 }
