@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/keelson-dev/keelson/tools/internal/wait"
 	"github.com/keelson-dev/keelson/tools/internal/workers"
 )
 
@@ -116,8 +115,22 @@ func EnsureFakeNodes(ctx context.Context, cs kubernetes.Interface, want int, log
 	return remove, nil
 }
 
-// deleteNodeLeases deletes the named nodes' leases (the garbage collector would, in its own time) and waits until
-// none is left.
+// kwokNodes are the names of the nodes kwok simulates: those with its annotation, the pool's and any other.
+func kwokNodes(ctx context.Context, cs kubernetes.Interface) ([]string, error) {
+	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, n := range list.Items {
+		if n.Annotations[fakeNodeAnnotation] == "fake" {
+			names = append(names, n.Name)
+		}
+	}
+	return names, nil
+}
+
+// deleteNodeLeases deletes the named nodes' leases; one already gone is no error.
 func deleteNodeLeases(ctx context.Context, cs kubernetes.Interface, names []string) error {
 	leases := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease)
 	err := workers.Run(len(names), 16, func(i int) error {
@@ -127,22 +140,27 @@ func deleteNodeLeases(ctx context.Context, cs kubernetes.Interface, names []stri
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("deleting the leases of the deleted nodes: %w", err)
+		return fmt.Errorf("deleting node leases: %w", err)
 	}
-	gone := map[string]bool{}
+	return nil
+}
+
+// leasesRenewedSince reports whether each named node's lease exists and was renewed after since.
+func leasesRenewedSince(ctx context.Context, cs kubernetes.Interface, names []string, since time.Time) (bool, error) {
+	list, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, err
+	}
+	renewed := map[string]bool{}
+	for _, l := range list.Items {
+		if l.Spec.RenewTime != nil && l.Spec.RenewTime.After(since) {
+			renewed[l.Name] = true
+		}
+	}
 	for _, n := range names {
-		gone[n] = true
+		if !renewed[n] {
+			return false, nil
+		}
 	}
-	return wait.Poll(ctx, 200*time.Millisecond, 2*time.Minute, func() (bool, error) {
-		list, err := leases.List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, l := range list.Items {
-			if gone[l.Name] {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
+	return true, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -40,16 +41,18 @@ func TestFakeNode(t *testing.T) {
 	}
 }
 
-// Shrinking the pool deletes the deleted nodes' leases and returns once they are gone, so that kwok, restarted
-// next, learns none of them (a lease it kept made a node of the same name made later go NotReady): the leases of
-// the nodes that stay, and of other nodes, are kept.
-func TestShrinkingThePoolDeletesTheNodesLeases(t *testing.T) {
+// A restart of kwok starts from fresh leases: the leases of the nodes deleted and of every node kwok simulates go
+// (those of other nodes stay), and the restart is over once each simulated node's lease was renewed after it.
+func TestKwokRestartStartsFromFreshLeases(t *testing.T) {
 	ctx := context.Background()
-	lease := func(name string) *coordinationv1.Lease {
-		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: corev1.NamespaceNodeLease}}
+	before, after := time.Now().Add(-time.Minute), time.Now().Add(time.Minute)
+	lease := func(name string, renewed time.Time) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: corev1.NamespaceNodeLease},
+			Spec: coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: renewed}}}
 	}
-	cs := fake.NewClientset(FakeNode(0), FakeNode(1), FakeNode(2),
-		lease("kwok-node-0"), lease("kwok-node-1"), lease("kwok-node-2"), lease("keelson-control-plane"))
+	real := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "keelson-control-plane"}}
+	cs := fake.NewClientset(FakeNode(0), FakeNode(1), FakeNode(2), real,
+		lease("kwok-node-0", before), lease("kwok-node-1", before), lease("kwok-node-2", before), lease("keelson-control-plane", before))
 	removed, err := EnsureFakeNodes(ctx, cs, 1, t.Logf)
 	if err != nil {
 		t.Fatal(err)
@@ -57,21 +60,46 @@ func TestShrinkingThePoolDeletesTheNodesLeases(t *testing.T) {
 	if diff := cmp.Diff([]string{"kwok-node-1", "kwok-node-2"}, removed); diff != "" {
 		t.Fatalf("removed (-want +got):\n%s", diff)
 	}
-	if err := deleteNodeLeases(ctx, cs, removed); err != nil {
+	simulated, err := kwokNodes(ctx, cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"kwok-node-0"}, simulated); diff != "" {
+		t.Fatalf("simulated nodes (-want +got):\n%s", diff)
+	}
+	if err := deleteNodeLeases(ctx, cs, append(removed, simulated...)); err != nil {
 		t.Fatal(err)
 	}
 	list, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var left []string
-	for _, l := range list.Items {
-		left = append(left, l.Name)
-	}
-	if diff := cmp.Diff([]string{"keelson-control-plane", "kwok-node-0"}, left); diff != "" {
-		t.Errorf("leases left (-want +got):\n%s", diff)
+	if len(list.Items) != 1 || list.Items[0].Name != "keelson-control-plane" {
+		t.Errorf("leases left: %v, want the real node's only", list.Items)
 	}
 	if err := deleteNodeLeases(ctx, cs, removed); err != nil {
 		t.Errorf("leases already gone: %v", err)
+	}
+	renewed := func() bool {
+		ok, err := leasesRenewedSince(ctx, cs, simulated, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if renewed() {
+		t.Error("renewed with no lease")
+	}
+	if _, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Create(ctx, lease("kwok-node-0", before), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if renewed() {
+		t.Error("renewed with a lease renewed before the restart")
+	}
+	if _, err := cs.CoordinationV1().Leases(corev1.NamespaceNodeLease).Update(ctx, lease("kwok-node-0", after), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !renewed() {
+		t.Error("not renewed with a lease renewed after the restart")
 	}
 }
