@@ -38,8 +38,12 @@ type AdmissionResult struct {
 	// it was sent); before the first fault, under "none".
 	ByFault map[string]int `json:"byFault"`
 	// Examples quotes a few failures.
-	Examples []string      `json:"examples,omitempty"`
-	Duration time.Duration `json:"duration"`
+	Examples []string `json:"examples,omitempty"`
+	// GatedCalls is how many failed calls fail the run (gates), and Gated quotes the first few, each with when it
+	// was sent: the line that fails a CI run says which they were.
+	GatedCalls int           `json:"gatedCalls,omitempty"`
+	Gated      []string      `json:"gated,omitempty"`
+	Duration   time.Duration `json:"duration"`
 }
 
 // admissionPeriod is how often the steady client sends a create: ten a second.
@@ -153,6 +157,11 @@ func windowOf(windows []faultWindow, at, end time.Time) int {
 // replicas in turn, so the one the apiserver happens to call is hit), each once the Deployment has all its
 // replicas ready again, while the steady client runs.
 func admissionReplicaDeath(ctx context.Context, in *injector, object func(i int) client.Object, r AdmissionResult, faults int, rng *rand.Rand) (AdmissionResult, error) {
+	// Calls count from the moment every replica is ready: a replica still coming back from an earlier scenario's
+	// fault is none of this one's, and a call it failed would sit in no fault's window and fail the run.
+	if err := in.waitReplicas(ctx); err != nil {
+		return r, fmt.Errorf("waiting for the controller's replicas before the first call: %w", err)
+	}
 	began := time.Now()
 	s := &steadyClient{c: in.c, object: object}
 	sctx, stop := context.WithCancel(ctx)
@@ -225,6 +234,11 @@ func (r *AdmissionResult) attribute(failed []failedCall, windows []faultWindow) 
 			r.Other++ // a denial, a certificate error, a 500: no replica's death explains it
 		}
 		r.ByFault[after]++
+		if gates(after, cause) {
+			if r.GatedCalls++; len(r.Gated) < maxExamples {
+				r.Gated = append(r.Gated, gatedQuote(f, windows, k))
+			}
+		}
 		if printed[k]++; printed[k] > 3 {
 			continue // the first few of each fault say when they were sent; the counts say the rest
 		}
@@ -248,13 +262,31 @@ func (r *AdmissionResult) attribute(failed []failedCall, windows []faultWindow) 
 	}
 }
 
-// gatedFailures is the number of failed calls that fail a run: those after a pod deletion (a rollout, a drain, an
-// eviction: the replica drains its webhook server while the Service drops it, so no call may fail) and those
-// in no fault's window, and any whose cause no replica's death explains. A crash or a freeze fails the calls the apiserver had already sent to that replica, or sends
-// it before its endpoint leaves (the apiserver does not retry an admission call): those are measured, not gated.
-func (r AdmissionResult) gatedFailures() int {
-	return r.ByFault[string(FaultDelete)] + r.ByFault["none"] + r.Other
+// gatedQuote says when a failed call that fails the run was sent (how far into which fault, or in no fault's
+// window), how long its answer took and what the apiserver answered.
+func gatedQuote(f failedCall, windows []faultWindow, k int) string {
+	when := "sent at " + f.at.UTC().Format("15:04:05.0") + " in no fault's window"
+	if k >= 0 {
+		when = fmt.Sprintf("sent %.1f s into fault %d (%s)", f.at.Sub(windows[k].start).Seconds(), k+1, windows[k].fault)
+	}
+	msg := f.err.Error()
+	if len(msg) > 300 {
+		msg = msg[:300] + "…"
+	}
+	return fmt.Sprintf("%s, answered %.1f s later: %s", when, f.end.Sub(f.at).Seconds(), msg)
 }
+
+// gates says whether a failed call fails the run, by the fault whose window it was sent in ("none" for none) and
+// its cause: one after a pod deletion (a rollout, a drain, an eviction: the replica drains its webhook server while
+// the Service drops it, so no call may fail), one in no fault's window, and one whose cause no replica's death
+// explains. A crash or a freeze fails the calls the apiserver had already sent to that replica, or sends it before
+// its endpoint leaves (the apiserver does not retry an admission call): those are measured, not gated.
+func gates(after, cause string) bool {
+	return after == string(FaultDelete) || after == "none" || cause == "other"
+}
+
+// gatedFailures is the number of failed calls that fail a run (gates), each counted once.
+func (r AdmissionResult) gatedFailures() int { return r.GatedCalls }
 
 // failedCalls is the number of failed calls of a result.
 func (r AdmissionResult) failedCalls() int {

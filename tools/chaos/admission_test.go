@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -44,6 +45,53 @@ func TestWindowOf(t *testing.T) {
 	} {
 		if got := windowOf(windows, at(tc.sent), at(tc.answered)); got != tc.want {
 			t.Errorf("call %d→%d: window %d, want %d", tc.sent, tc.answered, got, tc.want)
+		}
+	}
+}
+
+// The failures that fail a run are quoted with when they were sent, so the one line a CI log ends with says
+// which fault they followed (or none) and what the apiserver answered; a crash's failures are not quoted there.
+func TestAttributeQuotesGatedCalls(t *testing.T) {
+	at := func(ms int) time.Time { return time.Unix(1000, 0).Add(time.Duration(ms) * time.Millisecond) }
+	windows := []faultWindow{{FaultDelete, at(10000), at(20000)}, {FaultKill, at(30000), at(40000)}}
+	failed := []failedCall{
+		{at: at(31000), end: at(31100), err: errors.New("dial tcp 10.96.0.9:443: connect: connection refused")},
+		{at: at(12500), end: at(12600), err: errors.New("dial tcp 10.96.0.9:443: connect: connection refused")},
+		{at: at(25000), end: at(35000), err: errors.New("context deadline exceeded")},
+		{at: at(15000), end: at(15100), err: errors.New("x509: certificate signed by unknown authority")},
+	}
+	r := AdmissionResult{Failed: map[string]int{}, ByFault: map[string]int{}}
+	r.attribute(failed, windows)
+	// The certificate error is after the deletion and has a cause no death explains: one call, counted once.
+	if n := r.gatedFailures(); n != 3 {
+		t.Fatalf("%d gated failures, want 3 (two after the deletion, one in no window)", n)
+	}
+	if len(r.Gated) != 3 {
+		t.Fatalf("gated quotes %q, want 3", r.Gated)
+	}
+	for i, want := range []string{"sent 2.5 s into fault 1 (delete), answered 0.1 s later: dial tcp",
+		"sent 5.0 s into fault 1 (delete), answered 0.1 s later: x509",
+		"in no fault's window, answered 10.0 s later: context deadline exceeded"} {
+		if !strings.Contains(r.Gated[i], want) {
+			t.Errorf("quote %d is %q, want it to say %q", i, r.Gated[i], want)
+		}
+	}
+}
+
+// Only a crash's or a freeze's failures, explained by the death, are measured without failing the run.
+func TestGates(t *testing.T) {
+	for _, tc := range []struct {
+		after, cause string
+		want         bool
+	}{
+		{string(FaultKill), "connection refused", false},
+		{string(FaultStop), "timed out", false},
+		{string(FaultKill), "other", true},
+		{string(FaultDelete), "connection refused", true},
+		{"none", "timed out", true},
+	} {
+		if got := gates(tc.after, tc.cause); got != tc.want {
+			t.Errorf("a %s call after %s: gates %v, want %v", tc.cause, tc.after, got, tc.want)
 		}
 	}
 }

@@ -73,7 +73,8 @@ func (o outcome) failures() []string {
 	}
 	for _, r := range o.admission {
 		if n := r.gatedFailures(); n > 0 {
-			failed = append(failed, fmt.Sprintf("%s: %d admission calls failed while no replica crashed or froze", r.Scenario, n))
+			failed = append(failed, fmt.Sprintf("%s: %d admission calls failed while no replica crashed or froze (%s)",
+				r.Scenario, n, strings.Join(r.Gated, "; ")))
 		}
 	}
 	if o.restarts != nil {
