@@ -142,15 +142,26 @@ type faultWindow struct {
 // the replica died. A call that hung for longer before a fault was not hung by it.
 const windowSlack = time.Second
 
-// windowOf returns the index of the window a call from at to end overlaps, or -1. A call sent before a window
-// opened counts for it only if sent within windowSlack of its start.
-func windowOf(windows []faultWindow, at, end time.Time) int {
+// windowOf returns the index of the window a failed call from at to end belongs to, or -1. A call overlapping a
+// window belongs to it if sent at most windowSlack before it opened, or, whenever it was sent, if its connection
+// broke or was refused inside it (broken): such a failure happens the moment it is answered, so a call the apiserver
+// was slow to pass on (a loaded host) whose connection the death broke is the death's. A timeout sent earlier than
+// the slack is not: something else held it before the fault.
+func windowOf(windows []faultWindow, at, end time.Time, broken bool) int {
 	for k, w := range windows {
-		if !at.After(w.end) && !end.Before(w.start) && w.start.Sub(at) <= windowSlack {
+		if at.After(w.end) || end.Before(w.start) {
+			continue
+		}
+		if w.start.Sub(at) <= windowSlack || (broken && !end.After(w.end)) {
 			return k
 		}
 	}
 	return -1
+}
+
+// brokenConnection says whether a cause is a connection the webhook's replica broke or refused.
+func brokenConnection(cause string) bool {
+	return cause == "connection lost" || cause == "connection refused"
 }
 
 // admissionReplicaDeath runs the scenario for one controller: faults deaths of one replica at a time (the
@@ -226,7 +237,7 @@ func (r *AdmissionResult) attribute(failed []failedCall, windows []faultWindow) 
 	for _, f := range failed {
 		cause := admissionCause(f.err)
 		r.Failed[cause]++
-		after, k := "none", windowOf(windows, f.at, f.end)
+		after, k := "none", windowOf(windows, f.at, f.end, brokenConnection(cause))
 		if k >= 0 {
 			after = string(windows[k].fault)
 		}

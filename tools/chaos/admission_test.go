@@ -26,25 +26,29 @@ func TestAdmissionCause(t *testing.T) {
 	}
 }
 
-// A failed call belongs to the fault whose window it overlaps, sent before it began or not; outside every window
-// it belongs to none.
+// A failed call belongs to the fault whose window it overlaps, if sent just before it began or if the fault broke
+// its connection; outside every window it belongs to none.
 func TestWindowOf(t *testing.T) {
 	at := func(s int) time.Time { return time.Unix(1000+int64(s), 0) }
 	windows := []faultWindow{{FaultDelete, at(10), at(20)}, {FaultKill, at(30), at(40)}}
 	for _, tc := range []struct {
 		sent, answered int
+		broken         bool
 		want           int
 	}{
-		{12, 13, 0},  // inside the first
-		{10, 18, 0},  // sent as it began, answered within: in flight when the replica died
-		{8, 18, -1},  // sent 2 s before it and hung until then: not hung by it
-		{22, 25, -1}, // between two faults
-		{29, 31, 1},  // across the second's start
-		{41, 42, -1}, // after the last
-		{2, 5, -1},   // before the first
+		{12, 13, false, 0},  // inside the first
+		{10, 18, false, 0},  // sent as it began, answered within: in flight when the replica died
+		{8, 18, false, -1},  // sent 2 s before it and hung until then: not hung by it
+		{8, 11, true, 0},    // sent 2 s before it, its connection broken by it: the death's
+		{8, 21, true, -1},   // broken after the window closed: not by this death
+		{22, 25, false, -1}, // between two faults
+		{22, 25, true, -1},  // between two faults, broken there
+		{29, 31, false, 1},  // across the second's start
+		{41, 42, false, -1}, // after the last
+		{2, 5, true, -1},    // before the first
 	} {
-		if got := windowOf(windows, at(tc.sent), at(tc.answered)); got != tc.want {
-			t.Errorf("call %d→%d: window %d, want %d", tc.sent, tc.answered, got, tc.want)
+		if got := windowOf(windows, at(tc.sent), at(tc.answered), tc.broken); got != tc.want {
+			t.Errorf("call %d→%d (broken %v): window %d, want %d", tc.sent, tc.answered, tc.broken, got, tc.want)
 		}
 	}
 }
