@@ -94,7 +94,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.writesPerPass = writesPerPassFor(budgetQPS(mgr.GetConfig()))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&daemonsetv1alpha1.DaemonSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&daemonsetv1alpha1.DaemonSet{}, builder.WithPredicates(specChangedOrStatusLost())).
 		Watches(&corev1.Pod{}, &podHandler{r: r}).
 		Owns(&appsv1.ControllerRevision{}).
 		Watches(&corev1.Node{}, &nodeHandler{r: r}, builder.WithPredicates(nodeChanged())).
@@ -113,6 +113,25 @@ func budgetQPS(cfg *rest.Config) float32 {
 		return math.MaxFloat32
 	}
 	return cfg.QPS
+}
+
+// specChangedOrStatusLost passes a DaemonSet's update when its generation changed (its spec), or when its status no
+// longer stands for its generation (statusLost). This controller's own status writes, many a second on a large
+// DaemonSet, wake nothing; a status someone else wiped in place (a restore of the status, a hand edit) changes no
+// generation, and no pod, node or revision event would bring it back.
+func specChangedOrStatusLost() predicate.Predicate {
+	return predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			ds, ok := e.ObjectNew.(*daemonsetv1alpha1.DaemonSet)
+			return !ok || statusLost(ds)
+		},
+	})
+}
+
+// statusLost says whether ds's status does not record the generation ds has: every status this controller writes
+// records the generation it was derived from, so a different one was written by someone else or not yet at all.
+func statusLost(ds *daemonsetv1alpha1.DaemonSet) bool {
+	return ds.Status.ObservedGeneration != ds.Generation
 }
 
 // nodeChanged passes node events that can change a DaemonSet's work: creation, deletion, and changes of labels,

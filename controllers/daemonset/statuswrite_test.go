@@ -65,3 +65,27 @@ type noWatch struct{ client.Client }
 func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
 	return nil, errors.New("watch is not supported through this client")
 }
+
+// A status someone else wipes in place (a backup tool's restore of the status, kubectl edit --subresource=status)
+// changes no generation. The controller still writes it again, from what it finds, though nothing else changed:
+// no pod, node or revision event would bring it back.
+func TestAStatusWipedInPlaceIsWrittenAgain(t *testing.T) {
+	s := newScenario(t)
+	startController(t)
+	for _, n := range []string{"a", "b"} {
+		s.node(n, nil)
+	}
+	s.daemonSet("wiped", "agent:v1")
+	s.kubelet("wiped")
+	s.g.Eventually(s.reasonOf("wiped", daemonsetv1alpha1.ConditionReady), timeout, poll).Should(Equal(daemonsetv1alpha1.ReasonAllNodesUpdated))
+
+	s.g.Eventually(func() error { // the controller writes the status too: try again on a conflict
+		ds := s.get("wiped")
+		ds.Status = daemonsetv1alpha1.DaemonSetStatus{}
+		return env.Client.Status().Update(s.ctx, ds)
+	}, timeout, poll).Should(Succeed())
+	s.g.Eventually(func() int32 { return s.get("wiped").Status.NumberReady }, timeout, poll).Should(Equal(int32(2)),
+		"the wiped status was not written again")
+	s.g.Expect(s.get("wiped").Status.ObservedGeneration).To(Equal(s.get("wiped").Generation))
+	s.g.Eventually(s.reasonOf("wiped", daemonsetv1alpha1.ConditionReady), timeout, poll).Should(Equal(daemonsetv1alpha1.ReasonAllNodesUpdated))
+}
