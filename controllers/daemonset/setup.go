@@ -116,9 +116,11 @@ func budgetQPS(cfg *rest.Config) float32 {
 }
 
 // specChangedOrStatusLost passes a DaemonSet's update when its generation changed (its spec), or when its status no
-// longer stands for its generation (statusLost). This controller's own status writes, many a second on a large
-// DaemonSet, wake nothing; a status someone else wiped in place (a restore of the status, a hand edit) changes no
-// generation, and no pod, node or revision event would bring it back.
+// longer stands for its generation (statusLost). This controller's own status writes (up to one a second while a
+// DaemonSet changes) wake nothing; a status someone else cleared in place, or wrote with another generation (a
+// restore of the status), changes no generation, and no pod, node or revision event would bring it back. An edit
+// that keeps observedGeneration is not seen: the controller cannot tell it from its own write without remembering
+// every write it made.
 func specChangedOrStatusLost() predicate.Predicate {
 	return predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
