@@ -34,8 +34,8 @@ type AdmissionResult struct {
 	Failed map[string]int `json:"failed"`
 	// Other is how many failed calls had a cause no replica's death explains (a denial, a certificate error).
 	Other int `json:"other"`
-	// ByFault is how many failed calls followed each kind of fault (a call counts for the last fault started before
-	// it was sent); before the first fault, under "none".
+	// ByFault is how many failed calls belong to each kind of fault (windowOf); those in no fault's window, under
+	// "none".
 	ByFault map[string]int `json:"byFault"`
 	// Examples quotes a few failures.
 	Examples []string `json:"examples,omitempty"`
@@ -142,17 +142,31 @@ type faultWindow struct {
 // the replica died. A call that hung for longer before a fault was not hung by it.
 const windowSlack = time.Second
 
-// windowOf returns the index of the window a failed call from at to end belongs to, or -1. A call overlapping a
-// window belongs to it if sent at most windowSlack before it opened, or, whenever it was sent, if its connection
-// broke or was refused inside it (broken): such a failure happens the moment it is answered, so a call the apiserver
-// was slow to pass on (a loaded host) whose connection the death broke is the death's. A timeout sent earlier than
-// the slack is not: something else held it before the fault.
+// brokenAfter bounds, for a call whose connection broke or was refused, how soon after a fault's start the break must
+// come to be that fault's: a killed replica's connections break at once, and the Service routes new ones to it for
+// a second or so more. brokenSentBefore bounds how long before the fault such a call may have been sent: the
+// webhooks' timeoutSeconds, beyond which the apiserver would have given up on it already.
+const (
+	brokenAfter      = 5 * time.Second
+	brokenSentBefore = 10 * time.Second
+)
+
+// windowOf returns the index of the window a failed call from at to end belongs to, or -1. A call whose connection
+// broke or was refused (broken) belongs to the window whose fault broke it: the one that opened at most brokenAfter
+// before the break, if the call was sent at most brokenSentBefore before that fault (a call the apiserver was slow to
+// pass on, on a loaded host, fails the moment the death breaks its connection). Any other call belongs to the first
+// window it overlaps, if sent at most windowSlack before it opened: a timeout sent earlier than that was held by
+// something else first.
 func windowOf(windows []faultWindow, at, end time.Time, broken bool) int {
-	for k, w := range windows {
-		if at.After(w.end) || end.Before(w.start) {
-			continue
+	if broken {
+		for k, w := range windows {
+			if !end.Before(w.start) && end.Sub(w.start) <= brokenAfter && w.start.Sub(at) <= brokenSentBefore {
+				return k
+			}
 		}
-		if w.start.Sub(at) <= windowSlack || (broken && !end.After(w.end)) {
+	}
+	for k, w := range windows {
+		if !at.After(w.end) && !end.Before(w.start) && w.start.Sub(at) <= windowSlack {
 			return k
 		}
 	}
@@ -277,8 +291,11 @@ func (r *AdmissionResult) attribute(failed []failedCall, windows []faultWindow) 
 // window), how long its answer took and what the apiserver answered.
 func gatedQuote(f failedCall, windows []faultWindow, k int) string {
 	when := "sent at " + f.at.UTC().Format("15:04:05.0") + " in no fault's window"
-	if k >= 0 {
-		when = fmt.Sprintf("sent %.1f s into fault %d (%s)", f.at.Sub(windows[k].start).Seconds(), k+1, windows[k].fault)
+	switch into := f.at.Sub(windows[max(k, 0)].start).Seconds(); {
+	case k >= 0 && into >= 0:
+		when = fmt.Sprintf("sent %.1f s into fault %d (%s)", into, k+1, windows[k].fault)
+	case k >= 0:
+		when = fmt.Sprintf("sent %.1f s before fault %d (%s)", -into, k+1, windows[k].fault)
 	}
 	msg := f.err.Error()
 	if len(msg) > 300 {

@@ -40,6 +40,10 @@ func TestWindowOf(t *testing.T) {
 		{10, 18, false, 0},  // sent as it began, answered within: in flight when the replica died
 		{8, 18, false, -1},  // sent 2 s before it and hung until then: not hung by it
 		{8, 11, true, 0},    // sent 2 s before it, its connection broken by it: the death's
+		{22, 31, true, 1},   // sent between faults, broken by the second as it began: the second's
+		{22, 31, false, -1}, // the same, timed out: held by something before the second
+		{22, 37, true, -1},  // broken 7 s into the second: not by its death
+		{18, 31, true, 0},   // sent in the first, 12 s before the second: the second did not break it
 		{8, 21, true, -1},   // broken after the window closed: not by this death
 		{22, 25, false, -1}, // between two faults
 		{22, 25, true, -1},  // between two faults, broken there
