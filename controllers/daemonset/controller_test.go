@@ -162,12 +162,7 @@ func TestFailedPodsAreReplacedWithBackoff(t *testing.T) {
 func TestRollingUpdateMaxUnavailable(t *testing.T) {
 	s := newScenario(t)
 	startController(t)
-	for _, n := range []string{"a", "b", "c", "d"} {
-		s.node(n, nil)
-	}
-	s.daemonSet("roll", "agent:v1")
-	s.kubelet("roll")
-	s.g.Eventually(s.reasonOf("roll", daemonsetv1alpha1.ConditionReady), timeout, poll).Should(Equal(daemonsetv1alpha1.ReasonAllNodesUpdated))
+	s.allUpdated("roll", "a", "b", "c", "d")
 	oldRev := s.get("roll").Status.UpdateRevision
 
 	s.update("roll", func(ds *daemonsetv1alpha1.DaemonSet) { ds.Spec.Image = "agent:v2" })

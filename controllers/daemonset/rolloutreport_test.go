@@ -34,12 +34,7 @@ func TestCompletedRolloutIsMeasuredAndTold(t *testing.T) {
 	s.g.Expect(env.Client.List(s.ctx, &others)).To(Succeed())
 	s.g.Expect(others.Items).To(BeEmpty(), "DaemonSets earlier tests left behind")
 	startController(t)
-	for _, n := range []string{"a", "b"} {
-		s.node(n, nil)
-	}
-	s.daemonSet("measured", "agent:v1")
-	s.kubelet("measured")
-	s.g.Eventually(s.reasonOf("measured", daemonsetv1alpha1.ConditionReady), timeout, poll).Should(Equal(daemonsetv1alpha1.ReasonAllNodesUpdated))
+	s.allUpdated("measured", "a", "b")
 	// The first rollout (the DaemonSet's creation) was measured by the write that completed it.
 	s.g.Eventually(func() uint64 { return rolloutsMeasured(s.g) }, timeout, poll).Should(BeNumerically(">=", 1))
 	before := rolloutsMeasured(s.g)

@@ -72,12 +72,7 @@ func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (
 func TestAStatusWipedInPlaceIsWrittenAgain(t *testing.T) {
 	s := newScenario(t)
 	startController(t)
-	for _, n := range []string{"a", "b"} {
-		s.node(n, nil)
-	}
-	s.daemonSet("wiped", "agent:v1")
-	s.kubelet("wiped")
-	s.g.Eventually(s.reasonOf("wiped", daemonsetv1alpha1.ConditionReady), timeout, poll).Should(Equal(daemonsetv1alpha1.ReasonAllNodesUpdated))
+	s.allUpdated("wiped", "a", "b")
 
 	s.g.Eventually(func() error { // the controller writes the status too: try again on a conflict
 		ds := s.get("wiped")

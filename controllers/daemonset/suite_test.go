@@ -78,6 +78,18 @@ func newScenario(t *testing.T) *scenario {
 	return s
 }
 
+// allUpdated makes the nodes, runs name (agent:v1) on them with its pods run by a kubelet, and waits until it says
+// every node runs the updated pod.
+func (s *scenario) allUpdated(name string, nodes ...string) {
+	s.t.Helper()
+	for _, n := range nodes {
+		s.node(n, nil)
+	}
+	s.daemonSet(name, "agent:v1")
+	s.kubelet(name)
+	s.g.Eventually(s.reasonOf(name, daemonsetv1alpha1.ConditionReady), timeout, poll).Should(Equal(daemonsetv1alpha1.ReasonAllNodesUpdated))
+}
+
 // node creates a Ready node carrying this scenario's label (plus labels) and deletes it when the test ends.
 func (s *scenario) node(name string, labels map[string]string, taints ...corev1.Taint) *corev1.Node {
 	s.t.Helper()
