@@ -267,17 +267,9 @@ func (r *AdmissionResult) attribute(failed []failedCall, windows []faultWindow) 
 		if printed[k]++; printed[k] > 3 {
 			continue // the first few of each fault say when they were sent; the counts say the rest
 		}
-		if k >= 0 {
-			fmt.Printf("chaos:   failed call sent %.1fs into fault %d (%s): %s\n", f.at.Sub(windows[k].start).Seconds(), k+1, after, cause)
-		} else {
-			fmt.Printf("chaos:   failed call sent at %s, in no fault's window: %s\n", f.at.UTC().Format("15:04:05.0"), cause)
-		}
+		fmt.Printf("chaos:   failed call %s: %s\n", sentWhen(f.at, windows, k), cause)
 		if len(r.Examples) < maxExamples {
-			msg := f.err.Error()
-			if len(msg) > 300 {
-				msg = msg[:300] + "…"
-			}
-			r.Examples = append(r.Examples, fmt.Sprintf("%s: %s", f.at.UTC().Format("15:04:05.0"), msg))
+			r.Examples = append(r.Examples, fmt.Sprintf("%s: %s", f.at.UTC().Format("15:04:05.0"), shortError(f.err)))
 		}
 	}
 	for k, w := range windows {
@@ -287,21 +279,30 @@ func (r *AdmissionResult) attribute(failed []failedCall, windows []faultWindow) 
 	}
 }
 
-// gatedQuote says when a failed call that fails the run was sent (how far into which fault, or in no fault's
-// window), how long its answer took and what the apiserver answered.
+// gatedQuote says when a failed call that fails the run was sent, how long its answer took and what the apiserver
+// answered.
 func gatedQuote(f failedCall, windows []faultWindow, k int) string {
-	when := "sent at " + f.at.UTC().Format("15:04:05.0") + " in no fault's window"
-	switch into := f.at.Sub(windows[max(k, 0)].start).Seconds(); {
-	case k >= 0 && into >= 0:
-		when = fmt.Sprintf("sent %.1f s into fault %d (%s)", into, k+1, windows[k].fault)
-	case k >= 0:
-		when = fmt.Sprintf("sent %.1f s before fault %d (%s)", -into, k+1, windows[k].fault)
+	return fmt.Sprintf("%s, answered %.1f s later: %s", sentWhen(f.at, windows, k), f.end.Sub(f.at).Seconds(), shortError(f.err))
+}
+
+// sentWhen says when a call sent at at was sent: how far into (or before) fault k, or, for k < 0, at what time, in no
+// fault's window.
+func sentWhen(at time.Time, windows []faultWindow, k int) string {
+	if k < 0 {
+		return "sent at " + at.UTC().Format("15:04:05.0") + " in no fault's window"
 	}
-	msg := f.err.Error()
-	if len(msg) > 300 {
-		msg = msg[:300] + "…"
+	if into := at.Sub(windows[k].start).Seconds(); into < 0 {
+		return fmt.Sprintf("sent %.1f s before fault %d (%s)", -into, k+1, windows[k].fault)
 	}
-	return fmt.Sprintf("%s, answered %.1f s later: %s", when, f.end.Sub(f.at).Seconds(), msg)
+	return fmt.Sprintf("sent %.1f s into fault %d (%s)", at.Sub(windows[k].start).Seconds(), k+1, windows[k].fault)
+}
+
+// shortError is err's message, cut at 300 bytes: the apiserver's quote of a webhook's URL and answer can run long.
+func shortError(err error) string {
+	if msg := err.Error(); len(msg) > 300 {
+		return msg[:300] + "…"
+	}
+	return err.Error()
 }
 
 // gates says whether a failed call fails the run, by the fault whose window it was sent in ("none" for none) and
@@ -312,9 +313,6 @@ func gatedQuote(f failedCall, windows []faultWindow, k int) string {
 func gates(after, cause string) bool {
 	return after == string(FaultDelete) || after == "none" || cause == "other"
 }
-
-// gatedFailures is the number of failed calls that fail a run (gates), each counted once.
-func (r AdmissionResult) gatedFailures() int { return r.GatedCalls }
 
 // failedCalls is the number of failed calls of a result.
 func (r AdmissionResult) failedCalls() int {

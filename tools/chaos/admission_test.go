@@ -71,7 +71,7 @@ func TestAttributeQuotesGatedCalls(t *testing.T) {
 	r := AdmissionResult{Failed: map[string]int{}, ByFault: map[string]int{}}
 	r.attribute(failed, windows)
 	// The certificate error is after the deletion and has a cause no death explains: one call, counted once.
-	if n := r.gatedFailures(); n != 3 {
+	if n := r.GatedCalls; n != 3 {
 		t.Fatalf("%d gated failures, want 3 (two after the deletion, one in no window)", n)
 	}
 	if len(r.Gated) != 3 {

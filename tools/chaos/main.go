@@ -72,7 +72,7 @@ func (o outcome) failures() []string {
 		failed = append(failed, r.lateFaults()...)
 	}
 	for _, r := range o.admission {
-		if n := r.gatedFailures(); n > 0 {
+		if n := r.GatedCalls; n > 0 {
 			failed = append(failed, fmt.Sprintf("%s: %d admission calls failed while no replica crashed or froze (%s)",
 				r.Scenario, n, strings.Join(r.Gated, "; ")))
 		}
