@@ -291,18 +291,20 @@ func sentWhen(at time.Time, windows []faultWindow, k int) string {
 	if k < 0 {
 		return "sent at " + at.UTC().Format("15:04:05.0") + " in no fault's window"
 	}
-	if into := at.Sub(windows[k].start).Seconds(); into < 0 {
+	into := at.Sub(windows[k].start).Seconds()
+	if into < 0 {
 		return fmt.Sprintf("sent %.1f s before fault %d (%s)", -into, k+1, windows[k].fault)
 	}
-	return fmt.Sprintf("sent %.1f s into fault %d (%s)", at.Sub(windows[k].start).Seconds(), k+1, windows[k].fault)
+	return fmt.Sprintf("sent %.1f s into fault %d (%s)", into, k+1, windows[k].fault)
 }
 
 // shortError is err's message, cut at 300 bytes: the apiserver's quote of a webhook's URL and answer can run long.
 func shortError(err error) string {
-	if msg := err.Error(); len(msg) > 300 {
+	msg := err.Error()
+	if len(msg) > 300 {
 		return msg[:300] + "…"
 	}
-	return err.Error()
+	return msg
 }
 
 // gates says whether a failed call fails the run, by the fault whose window it was sent in ("none" for none) and
