@@ -83,7 +83,11 @@ func (c *Cluster) procs() map[string]Proc {
 			// The client budget of each built-in controller equals Keelson's default (the chart's kubeAPI), so
 			// the benchmarks compare controllers rather than rate limits; kube-controller-manager's own default
 			// (20/30) would cap the apps/v1 DaemonSet controller at about 20 pod creations per second.
-			"--kube-api-qps=50", "--kube-api-burst=100")},
+			"--kube-api-qps=50", "--kube-api-burst=100",
+			// kwok renews each simulated node's lease every 10 s (a quarter of its 40 s); at 10,000 nodes on two
+			// cores its renewals fall behind the default 50 s, and a node taken for unreachable has its pods
+			// marked not ready, which stalls a benchmark trial for reasons that are not the controller's.
+			"--node-monitor-grace-period="+nodeMonitorGracePeriod.String())},
 		"kube-scheduler": {Name: "kube-scheduler", Path: l.Bin("kube-scheduler"), Args: append(kc("scheduler"),
 			"--leader-elect=false", "--bind-address=127.0.0.1", "--profiling=false")},
 		"kubelet": {Name: "kubelet", Path: l.Bin("kubelet"), Args: []string{"--config=" + l.EtcFile(kubeletConfig),
@@ -94,7 +98,7 @@ func (c *Cluster) procs() map[string]Proc {
 		// kwok manages only the simulated nodes (by annotation): the real node stays the kubelet's.
 		"kwok": {Name: "kwok", Path: l.KwokBinary, Args: []string{"--kubeconfig=" + pki("kwok.kubeconfig"),
 			"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=" + fakeNodeAnnotation + "=fake",
-			"--cidr=" + s.FakePodCIDR, "--node-ip=" + s.HostIP, "--node-lease-duration-seconds=40",
+			"--cidr=" + s.FakePodCIDR, "--node-ip=" + s.HostIP, "--node-lease-duration-seconds=" + strconv.Itoa(kwokLeaseSeconds),
 			"--server-address=127.0.0.1:10247", "--v=WARN", "--config=" + l.EtcFile(kwokConfig), "--config=" + l.KwokStages,
 			"--config=" + l.EtcFile(kwokStages)}},
 	}
@@ -552,9 +556,8 @@ const kwokForgetsAfter = 100
 
 // restartKwok stops kwok, deletes the leases of the nodes removed and of every node it simulates, and starts it
 // again, exactly as it ran. With their leases gone the new kwok makes fresh ones at once: a lease still held by the
-// old kwok it would take over only once expired (--node-lease-duration-seconds, 40 s), which is close to the 50 s
-// after which the node lifecycle controller takes a node for unreachable. It returns once every simulated node's lease
-// has been renewed since the start.
+// old kwok it would take over only once expired (kwokLeaseSeconds), leaving every simulated node unrenewed for most
+// of a minute. It returns once every simulated node's lease has been renewed since the start.
 func (c *Cluster) restartKwok(ctx context.Context, cs kubernetes.Interface, removed []string) error {
 	p, err := c.L.RunningProc("kwok")
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"text/template"
+	"time"
 )
 
 // Settings are the cluster's addresses and names. Defaults (DefaultSettings) suit a single machine; every value
@@ -51,10 +52,20 @@ func DefaultSettings(hostIP string) Settings {
 // APIServer is the URL clients use.
 func (s Settings) APIServer() string { return fmt.Sprintf("https://%s:%d", s.HostIP, s.APIPort) }
 
+// nodeMonitorGracePeriod is how long after its last lease renewal kube-controller-manager takes a node for
+// unreachable: three times kwok's lease duration (kwokLeaseSeconds), so that only a node kwok has let go of, or a
+// stopped kubelet, goes NotReady on its own. Scenarios that need a node NotReady write its Ready condition.
+const nodeMonitorGracePeriod = 3 * kwokLeaseSeconds * time.Second
+
+// kwokLeaseSeconds is the duration of a simulated node's lease; kwok renews it every quarter of that.
+const kwokLeaseSeconds = 40
+
 // renderData is what the templates see.
 type renderData struct {
 	Settings
 	L Layout
+	// KwokLeaseSeconds is the simulated nodes' lease duration (kwokLeaseSeconds), the same in kwok's flags.
+	KwokLeaseSeconds int
 }
 
 // Config files under etc/, by name.
@@ -168,7 +179,7 @@ kind: KwokConfiguration
 options:
   cidr: {{.FakePodCIDR}}
   nodeIP: {{.HostIP}}
-  nodeLeaseDurationSeconds: 40
+  nodeLeaseDurationSeconds: {{.KwokLeaseSeconds}}
   # A config file gets no defaults: zero workers would stop kwok at start.
   nodeLeaseParallelism: 16
   nodePlayStageParallelism: 16
@@ -256,7 +267,7 @@ func Render(s Settings, l Layout) (map[string][]byte, error) {
 			return nil, fmt.Errorf("template %s: %w", name, err)
 		}
 		var buf bytes.Buffer
-		if err := t.Execute(&buf, renderData{Settings: s, L: l}); err != nil {
+		if err := t.Execute(&buf, renderData{Settings: s, L: l, KwokLeaseSeconds: kwokLeaseSeconds}); err != nil {
 			return nil, fmt.Errorf("template %s: %w", name, err)
 		}
 		out[name] = buf.Bytes()

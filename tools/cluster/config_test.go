@@ -21,7 +21,7 @@ func TestRender(t *testing.T) {
 		kubeletConfig:   {"failCgroupV1: false", "cgroupDriver: cgroupfs", "clusterDNS: [10.96.0.10]", "podLogsDir: /w/.cluster/logs/pods"},
 		kubeProxyConfig: {"mode: iptables", "/w/.cluster/pki/kube-proxy.kubeconfig"},
 		coreDNSManifest: {"clusterIP: 10.96.0.10", "image: localhost/keelson/coredns:local"},
-		kwokConfig:      {"cidr: 10.128.0.0/12", "nodeLeaseParallelism: 16"},
+		kwokConfig:      {"cidr: 10.128.0.0/12", "nodeLeaseParallelism: 16", "nodeLeaseDurationSeconds: 40"},
 	}
 	for name, wants := range mustHave {
 		for _, w := range wants {
