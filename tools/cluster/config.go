@@ -53,8 +53,10 @@ func DefaultSettings(hostIP string) Settings {
 func (s Settings) APIServer() string { return fmt.Sprintf("https://%s:%d", s.HostIP, s.APIPort) }
 
 // nodeMonitorGracePeriod is how long after its last lease renewal kube-controller-manager takes a node for
-// unreachable: three times kwok's lease duration (kwokLeaseSeconds), so that only a node kwok has let go of, or a
-// stopped kubelet, goes NotReady on its own. Scenarios that need a node NotReady write its Ready condition.
+// unreachable: three times kwok's lease duration (kwokLeaseSeconds), so that only a node whose lease nobody renews
+// (kwok stopped, the kubelet stopped, a node kwok never took) goes unreachable on its own. kwok keeps renewing the
+// lease of a node whose annotation was taken away, so a scenario that needs a node NotReady takes the annotation
+// and writes the node's Ready condition itself.
 const nodeMonitorGracePeriod = 3 * kwokLeaseSeconds * time.Second
 
 // kwokLeaseSeconds is the duration of a simulated node's lease; kwok renews it every quarter of that.
