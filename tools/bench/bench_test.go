@@ -495,3 +495,14 @@ func TestSettleQuietOutlastsTheEventWriteBack(t *testing.T) {
 		t.Fatalf("settleQuiet %s: a write-back up to %s after the last write would land in the idle window", settleQuiet, 2*seriesRefresh)
 	}
 }
+
+// Clearing 10,000 pods took longer than five minutes of collection deletes on two cores (the apiserver deletes
+// them one at a time): the clearing waits grow with the trial's pods.
+func TestClearTimeoutGrowsWithThePods(t *testing.T) {
+	if got := clearTimeout(10000); got < 20*time.Minute {
+		t.Errorf("clearTimeout(10000) = %s, want at least 20m", got)
+	}
+	if got := clearTimeout(0); got < 10*time.Minute {
+		t.Errorf("clearTimeout(0) = %s, want at least the garbage collector's 10m", got)
+	}
+}
