@@ -12,7 +12,7 @@ import (
 // Only etcd and the apiserver are restarted, and only when they run: a restart never starts a second copy or
 // touches the node's processes.
 func TestRestartRefusesOtherProcessesAndStoppedOnes(t *testing.T) {
-	c := &Cluster{L: Layout{Dir: t.TempDir()}, S: DefaultSettings("192.0.2.1"), Logf: t.Logf}
+	c := testCluster(t)
 	for name, want := range map[string]string{
 		"kubelet":        "is not one of etcd, kube-apiserver",
 		"":               "is not one of etcd, kube-apiserver",
