@@ -85,7 +85,7 @@ func TestWriteDocs(t *testing.T) {
 		"| daemonset-controller | 1 | 0 | 0.25 |", "| workload-sizer | 100 | 3 | 0.00 |", "| apps/v1 daemon-set-controller | 1 | 0 | not measured |",
 		"| steady-state writes = 0 (every Keelson controller) | 3 | **missed** |", "blocking mode", "`--leader-elect=false`",
 		"every controller stays below its request", "| overhead per pipeline | +1.000 s |", "Keelson first in 2, bare first in 2", "Keelson went first 1 times and the built-in 1 times", "backoff of up to 15 min",
-		"update or patch daemonsets/status"} {
+		"update or patch daemonsets/status", "nothing is pulled or run. kube-controller-manager takes a node for unreachable once its lease has gone 120 s without renewal", "its default is 50 s): kwok"} {
 		if !strings.Contains(string(doc), want) {
 			t.Errorf("benchmarks.md lacks %q", want)
 		}
@@ -104,7 +104,7 @@ func sampleResults() Results {
 		return map[string]int64{"daemonset-controller": v, "workload-sizer": v, "pipeline-controller": v}
 	}
 	r := Results{Plan: quickPlan, Started: time.Unix(0, 0), Machine: Machine{CPUs: 2, MemoryGiB: 24},
-		Setup: clusterSetup{AuditMode: "blocking"}, RSS: all(50 << 20), MemoryRequest: all(64 << 20), MemoryLimit: all(256 << 20),
+		Setup: clusterSetup{AuditMode: "blocking", NodeMonitorGracePeriod: "2m0s"}, RSS: all(50 << 20), MemoryRequest: all(64 << 20), MemoryLimit: all(256 << 20),
 		FirstCounts: FirstCounts(2, []string{implKeelson, implBuiltin}),
 		Steady: steadyResult{Window: metrics.Window{From: time.Unix(100, 0), To: time.Unix(120, 0),
 			ReconcilesPerSecond: map[string]float64{"daemonset-controller": 0.25, "workload-sizer": 0, "pipeline-controller": 0}},
@@ -274,6 +274,18 @@ func TestClusterSetupParsing(t *testing.T) {
 	}
 	if v, _ := FlagValue(args, "profiling"); v != "true" {
 		t.Errorf("profiling %q", v)
+	}
+	if g := nodeMonitorGracePeriod([]string{"/bin/kube-controller-manager", "--node-monitor-grace-period=2m0s"}); g != "2m0s" {
+		t.Errorf("node-monitor-grace-period %q, want 2m0s", g)
+	}
+	if g := nodeMonitorGracePeriod([]string{"/bin/kube-controller-manager"}); g != "50s" {
+		t.Errorf("node-monitor-grace-period %q without the flag, want the default 50s", g)
+	}
+	if v, _ := FlagValue([]string{"x", "--leader-elect=true", "--leader-elect", "false"}, "leader-elect"); v != "false" {
+		t.Errorf("a flag given twice: %q, want its last value", v)
+	}
+	if note := nodeGraceNote(Results{Setup: clusterSetup{NodeMonitorGracePeriod: "50s"}}); !strings.HasSuffix(note, "(`--node-monitor-grace-period`, read from its command line; its default).") {
+		t.Errorf("the default grace period: %q", note)
 	}
 	if auditMode([]string{"x"}) != "blocking" || !auditCanDrop("batch") || auditCanDrop("blocking-strict") {
 		t.Error("audit modes")

@@ -150,7 +150,7 @@ func writeDocs(r Results, dir string) error {
 		return err
 	}
 	doc := fmt.Sprintf(benchmarksDoc, r.Started.UTC().Format("2006-01-02"), r.Plan.Reps, r.Machine.CPUs, r.Machine.MemoryGiB,
-		r.Machine.Kernel, r.Machine.Commit, r.Machine.Go, scalePoints(r.Plan.ScaleNodes), auditNote(r), r.Pipeline.Steps, r.Pipeline.Steps, steadyNote(r),
+		r.Machine.Kernel, r.Machine.Commit, r.Machine.Go, nodeGraceNote(r), scalePoints(r.Plan.ScaleNodes), auditNote(r), r.Pipeline.Steps, r.Pipeline.Steps, steadyNote(r),
 		meaning(r), summaryText(r))
 	// The model-cache section is make bench-model-cache's: kept as it is.
 	if old, err := os.ReadFile(filepath.Join(dir, "benchmarks.md")); err == nil {
@@ -194,7 +194,7 @@ noisy (%d cores, %d GiB, kernel %s; commit %s, %s): trust the ratios within the 
 - **Nodes** are kwok nodes (` + "`cluster nodes --fake-nodes N`" + `), Ready and free of the not-ready taint before each
   measurement, and every other DaemonSet in the cluster (` + "`make dev`" + `'s sample runs on every node) has caught up with
   the resized pool (its pods on the nodes removed deleted too), so that its writes neither compete with a trial nor
-  land in its window. Pods on simulated nodes are marked Running and Ready by kwok; nothing is pulled or run.
+  land in its window. Pods on simulated nodes are marked Running and Ready by kwok; nothing is pulled or run. %s
 - **DaemonSet convergence**: create → the DaemonSet's own status says N pods updated and available, polled every
   200 ms; then the DaemonSet is deleted and its pods waited out before the next trial. Keelson's DaemonSet and
   apps/v1's have the same pod template (a pause container, a toleration of the simulated nodes' taint, a node
@@ -254,6 +254,24 @@ noisy (%d cores, %d GiB, kernel %s; commit %s, %s): trust the ratios within the 
 
 %s
 `
+
+// nodeGraceNote says how long a simulated node may miss its lease renewals before it is taken for unreachable,
+// from what the run read off kube-controller-manager, and why when it is not the default.
+func nodeGraceNote(r Results) string {
+	g := r.Setup.NodeMonitorGracePeriod
+	d, err := time.ParseDuration(g)
+	if err == nil {
+		g = fmt.Sprintf("%.0f s", d.Seconds())
+	}
+	out := fmt.Sprintf("kube-controller-manager takes a node for unreachable once its lease has gone %s without renewal "+
+		"(`--node-monitor-grace-period`, read from its command line", g)
+	if err == nil && d == defaultNodeMonitorGracePeriod {
+		return out + "; its default)."
+	}
+	return out + fmt.Sprintf("; its default is %.0f s): kwok renews the leases of many simulated nodes late on few "+
+		"cores, and a node taken for unreachable mid-trial has its pods marked not ready, which would slow a trial "+
+		"for a reason that is not the controller's.", defaultNodeMonitorGracePeriod.Seconds())
+}
 
 // auditNote says how the audit log was kept and what it leaves out, from what the run read off the cluster.
 func auditNote(r Results) string {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/yaml"
 )
@@ -37,10 +38,10 @@ func hostProcessArgs(name string) ([][]string, error) {
 }
 
 // FlagValue returns the value of --name in args (as --name=value or --name value; a bare --name is "true"),
-// and whether it was given.
+// and whether it was given. A flag given twice has its last value, as the processes' own flag parsing takes.
 func FlagValue(args []string, name string) (string, bool) {
-	for i, a := range args {
-		switch {
+	for i := len(args) - 1; i >= 0; i-- {
+		switch a := args[i]; {
 		case a == "--"+name:
 			if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
 				return args[i+1], true
@@ -61,10 +62,14 @@ type clusterSetup struct {
 	BuiltinLeaderElection bool `json:"builtinLeaderElection"`
 	// LeasesAudited is false when the audit policy drops Lease writes (leader election, node heartbeats).
 	LeasesAudited bool `json:"leasesAudited"`
+	// NodeMonitorGracePeriod is kube-controller-manager's --node-monitor-grace-period (its default, 50s, when
+	// absent), as Go writes a duration: how long a node's lease may go unrenewed before the node is taken for
+	// unreachable.
+	NodeMonitorGracePeriod string `json:"nodeMonitorGracePeriod"`
 }
 
-// readClusterSetup reads the apiserver's audit mode and kube-controller-manager's leader election from their
-// command lines; a process that is not found fails the run, since the doc would otherwise state a guess.
+// readClusterSetup reads the apiserver's audit mode and kube-controller-manager's leader election and node grace
+// period from their command lines; a process that is not found fails the run, since the doc would otherwise state a guess.
 func readClusterSetup() (clusterSetup, error) {
 	var s clusterSetup
 	one := func(name string) ([]string, error) {
@@ -97,7 +102,19 @@ func readClusterSetup() (clusterSetup, error) {
 	}
 	le, ok := FlagValue(kcm, "leader-elect")
 	s.BuiltinLeaderElection = !ok || le == "true"
+	s.NodeMonitorGracePeriod = nodeMonitorGracePeriod(kcm)
 	return s, nil
+}
+
+// defaultNodeMonitorGracePeriod is kube-controller-manager's own --node-monitor-grace-period.
+const defaultNodeMonitorGracePeriod = 50 * time.Second
+
+// nodeMonitorGracePeriod is the node grace period from kube-controller-manager's flags, its default when absent.
+func nodeMonitorGracePeriod(args []string) string {
+	if v, ok := FlagValue(args, "node-monitor-grace-period"); ok {
+		return v
+	}
+	return defaultNodeMonitorGracePeriod.String()
 }
 
 // auditMode is the log backend's mode from the apiserver's flags; blocking is the apiserver's default.
