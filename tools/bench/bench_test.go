@@ -281,11 +281,21 @@ func TestClusterSetupParsing(t *testing.T) {
 	if g := nodeMonitorGracePeriod([]string{"/bin/kube-controller-manager"}); g != "50s" {
 		t.Errorf("node-monitor-grace-period %q without the flag, want the default 50s", g)
 	}
-	if v, _ := FlagValue([]string{"x", "--leader-elect=true", "--leader-elect", "false"}, "leader-elect"); v != "false" {
+	if v, _ := FlagValue([]string{"x", "--node-monitor-grace-period=40s", "--node-monitor-grace-period=2m0s"}, "node-monitor-grace-period"); v != "2m0s" {
 		t.Errorf("a flag given twice: %q, want its last value", v)
 	}
-	if note := nodeGraceNote(Results{Setup: clusterSetup{NodeMonitorGracePeriod: "50s"}}); !strings.HasSuffix(note, "(`--node-monitor-grace-period`, read from its command line; its default).") {
-		t.Errorf("the default grace period: %q", note)
+	if v, ok := FlagValue([]string{"x", "--audit-log-mode=batch", "--", "--audit-log-mode=blocking"}, "audit-log-mode"); !ok || v != "batch" {
+		t.Errorf("an argument after --: %q %v, want the flag before it", v, ok)
+	}
+	for grace, want := range map[string]string{
+		"50s":   "gone 50 s without renewal (`--node-monitor-grace-period`, its default).",
+		"30s":   "gone 30 s without renewal (`--node-monitor-grace-period`, read from its command line; its default is 50 s).",
+		"500ms": "gone 0.5 s without renewal",
+		"":      "was not recorded.",
+	} {
+		if note := nodeGraceNote(Results{Setup: clusterSetup{NodeMonitorGracePeriod: grace}}); !strings.HasSuffix(note, want) && !strings.Contains(note, want+" ") {
+			t.Errorf("grace period %q: %q, want it to say %q", grace, note, want)
+		}
 	}
 	if auditMode([]string{"x"}) != "blocking" || !auditCanDrop("batch") || auditCanDrop("blocking-strict") {
 		t.Error("audit modes")

@@ -256,21 +256,23 @@ noisy (%d cores, %d GiB, kernel %s; commit %s, %s): trust the ratios within the 
 `
 
 // nodeGraceNote says how long a simulated node may miss its lease renewals before it is taken for unreachable,
-// from what the run read off kube-controller-manager, and why when it is not the default.
+// from what the run read off kube-controller-manager, and why when it is longer than the default.
 func nodeGraceNote(r Results) string {
-	g := r.Setup.NodeMonitorGracePeriod
-	d, err := time.ParseDuration(g)
-	if err == nil {
-		g = fmt.Sprintf("%.0f s", d.Seconds())
+	d, err := time.ParseDuration(r.Setup.NodeMonitorGracePeriod)
+	if err != nil {
+		return "kube-controller-manager's node grace period (`--node-monitor-grace-period`) was not recorded."
 	}
-	out := fmt.Sprintf("kube-controller-manager takes a node for unreachable once its lease has gone %s without renewal "+
-		"(`--node-monitor-grace-period`, read from its command line", g)
-	if err == nil && d == defaultNodeMonitorGracePeriod {
-		return out + "; its default)."
+	out := fmt.Sprintf("kube-controller-manager takes a node for unreachable once its lease has gone %s s without renewal "+
+		"(`--node-monitor-grace-period`", strconv.FormatFloat(d.Seconds(), 'f', -1, 64))
+	switch {
+	case d == defaultNodeMonitorGracePeriod:
+		return out + ", its default)."
+	case d < defaultNodeMonitorGracePeriod:
+		return out + fmt.Sprintf(", read from its command line; its default is %.0f s).", defaultNodeMonitorGracePeriod.Seconds())
 	}
-	return out + fmt.Sprintf("; its default is %.0f s): kwok renews the leases of many simulated nodes late on few "+
-		"cores, and a node taken for unreachable mid-trial has its pods marked not ready, which would slow a trial "+
-		"for a reason that is not the controller's.", defaultNodeMonitorGracePeriod.Seconds())
+	return out + fmt.Sprintf(", read from its command line; its default is %.0f s): kwok renews the leases of many "+
+		"simulated nodes late on few cores, and a node taken for unreachable mid-trial has its pods marked not ready, "+
+		"which would slow a trial for a reason that is not the controller's.", defaultNodeMonitorGracePeriod.Seconds())
 }
 
 // auditNote says how the audit log was kept and what it leaves out, from what the run read off the cluster.

@@ -38,20 +38,23 @@ func hostProcessArgs(name string) ([][]string, error) {
 }
 
 // FlagValue returns the value of --name in args (as --name=value or --name value; a bare --name is "true"),
-// and whether it was given. A flag given twice has its last value, as the processes' own flag parsing takes.
+// and whether it was given. A flag given twice has its last value, and nothing after a "--" is a flag.
 func FlagValue(args []string, name string) (string, bool) {
-	for i := len(args) - 1; i >= 0; i-- {
-		switch a := args[i]; {
+	value, found := "", false
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return value, found
 		case a == "--"+name:
+			value, found = "true", true
 			if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
-				return args[i+1], true
+				value = args[i+1]
 			}
-			return "true", true
 		case strings.HasPrefix(a, "--"+name+"="):
-			return strings.TrimPrefix(a, "--"+name+"="), true
+			value, found = strings.TrimPrefix(a, "--"+name+"="), true
 		}
 	}
-	return "", false
+	return value, found
 }
 
 // clusterSetup is what the harness read from the cluster's own processes, for the method section.
