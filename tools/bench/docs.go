@@ -264,15 +264,16 @@ func nodeGraceNote(r Results) string {
 	}
 	out := fmt.Sprintf("kube-controller-manager takes a node for unreachable once its lease has gone %s s without renewal "+
 		"(`--node-monitor-grace-period`", strconv.FormatFloat(d.Seconds(), 'f', -1, 64))
-	switch {
-	case d == defaultNodeMonitorGracePeriod:
+	if d == defaultNodeMonitorGracePeriod {
 		return out + ", its default)."
-	case d < defaultNodeMonitorGracePeriod:
-		return out + fmt.Sprintf(", read from its command line; its default is %.0f s).", defaultNodeMonitorGracePeriod.Seconds())
 	}
-	return out + fmt.Sprintf(", read from its command line; its default is %.0f s): kwok renews the leases of many "+
-		"simulated nodes late on few cores, and a node taken for unreachable mid-trial has its pods marked not ready, "+
-		"which would slow a trial for a reason that is not the controller's.", defaultNodeMonitorGracePeriod.Seconds())
+	out += fmt.Sprintf(", read from its command line; its default is %.0f s)", defaultNodeMonitorGracePeriod.Seconds())
+	if d < defaultNodeMonitorGracePeriod {
+		return out + "."
+	}
+	return out + ": kwok renews the leases of many simulated nodes late on few cores, and a node taken for " +
+		"unreachable mid-trial has its pods marked not ready, which would slow a trial for a reason that is not the " +
+		"controller's."
 }
 
 // auditNote says how the audit log was kept and what it leaves out, from what the run read off the cluster.
